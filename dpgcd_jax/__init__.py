@@ -1,0 +1,15 @@
+"""dpgcd_jax: differentially private greedy coordinate descent (and DP-CD, DP-SGD) in JAX."""
+
+from dpgcd_jax import clipping
+from dpgcd_jax import losses
+from dpgcd_jax import penalties
+from dpgcd_jax.losses import Loss, custom_loss, glm_loss
+from dpgcd_jax.problem import Problem, make_problem, objective
+from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers._driver import Result, Trace
+
+__all__ = [
+    "Loss", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_gcd", "glm_loss",
+    "losses", "make_problem", "objective", "penalties",
+]
+__version__ = "0.1.0"

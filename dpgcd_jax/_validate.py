@@ -1,0 +1,100 @@
+"""Host-side validators: every message names the argument and its value.
+
+Checks that need values run only on concrete inputs; under ``jax.jit`` / ``jax.vmap``
+the values are tracers and only shapes and dtypes are checked.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def is_concrete(x: Any) -> bool:
+  """True when ``x`` holds values (not a tracer inside jit / vmap / grad)."""
+  return not isinstance(x, jax.core.Tracer)
+
+
+def _values(name: str, x: Any) -> np.ndarray:
+  try:
+    return np.asarray(x, dtype=float)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"Expected {name} to be numeric, got {name}={x!r}.") from e
+
+
+def _show(x: np.ndarray) -> str:
+  return repr(x.item()) if x.ndim == 0 else np.array2string(x, threshold=6)
+
+
+def check_number(
+    name: str,
+    x: Any,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> None:
+  """Checks that every entry of ``x`` lies in the interval [low, high] (ends open if asked)."""
+  if not is_concrete(x):
+    return
+  v = _values(name, x)
+  lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
+  bad = np.isnan(v) | (~np.isfinite(v) & (not allow_inf))
+  bad |= (v <= low) if low_open else (v < low)
+  bad |= (v >= high) if high_open else (v > high)
+  if np.any(bad):
+    raise ValueError(f"Expected {name} in {lo}{low}, {high}{hi}, got {name}={_show(v)}.")
+
+
+def check_positive(name: str, x: Any, *, allow_inf: bool = False, allow_zero: bool = False) -> None:
+  check_number(name, x, low=0.0, low_open=not allow_zero, allow_inf=allow_inf)
+
+
+def check_int(name: str, x: Any, *, low: int = 1) -> int:
+  if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+    raise ValueError(f"Expected {name} to be a Python int, got {name}={x!r}.")
+  if x < low:
+    raise ValueError(f"Expected {name} >= {low}, got {name}={x}.")
+  return int(x)
+
+
+def check_choice(name: str, x: Any, choices: tuple[str, ...]) -> str:
+  if x not in choices:
+    raise ValueError(f"Expected {name} to be one of {choices}, got {name}={x!r}.")
+  return x
+
+
+def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
+  """Checks the rank of ``x`` and, when concrete, that it holds no NaN or infinity."""
+  shape = jnp.shape(x)
+  if len(shape) != ndim:
+    raise ValueError(f"Expected {name} to have {ndim} dimension(s), got {name}.shape={shape}.")
+  if is_concrete(x):
+    v = np.asarray(x)
+    if not np.issubdtype(v.dtype, np.number):
+      raise ValueError(f"Expected {name} to be numeric, got dtype {v.dtype}.")
+    if not np.all(np.isfinite(v)):
+      n_bad = int(np.sum(~np.isfinite(v)))
+      raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
+
+
+def check_key(name: str, key: Any) -> None:
+  """Accepts a typed key (``jax.random.key``) or a raw uint32[2] key (``jax.random.PRNGKey``)."""
+  dtype = getattr(key, "dtype", None)
+  shape = jnp.shape(key) if dtype is not None else None
+  if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+    if shape != ():
+      raise ValueError(f"Expected {name} to be a single PRNG key, got {name} with shape {shape}.")
+    return
+  if dtype == jnp.uint32 and shape == (2,):
+    return
+  raise ValueError(
+      f"Expected {name} to be a PRNG key from jax.random.key(seed) or jax.random.PRNGKey(seed), "
+      f"got {name}={key!r}."
+  )

@@ -1,0 +1,1 @@
+"""Solvers sharing one scan driver and one result format."""

@@ -1,0 +1,141 @@
+"""DP-GCD: against NumPy and scikit-learn, keys, vmap, recompilation, validation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn import linear_model
+
+import dpgcd_jax as dg
+from dpgcd_jax import testing
+
+
+def _regression(n=100, p=12, seed=0):
+  rng = np.random.default_rng(seed)
+  X = rng.normal(size=(n, p)) * rng.uniform(0.5, 2.0, size=p)
+  y = X @ rng.normal(size=p) + rng.normal(size=n)
+  return X, y
+
+
+def _classification(n=100, p=12, seed=0):
+  X, y = _regression(n, p, seed)
+  return X, np.where(y > 0, 1.0, -1.0)
+
+
+NOISE_FREE = dg.dp_gcd.Params(step_size=1.0, clip=jnp.inf, selection_noise=0.0, update_noise=0.0)
+
+
+@pytest.mark.parametrize("loss, data", [("squared", _regression), ("logistic", _classification)])
+def test_noise_free_trajectory_equals_numpy_greedy_cd_step_for_step(loss, data):
+  X, y = data()
+  steps = 60
+  result = dg.dp_gcd.run(dg.make_problem(X, y, loss, l2=0.05), NOISE_FREE, jax.random.key(0),
+                         steps=steps)
+  w_np, coords_np = testing.dp_gcd(X, y, loss, steps=steps, l2=0.05)
+  np.testing.assert_array_equal(result.trace.coordinates, coords_np)
+  np.testing.assert_allclose(result.w, w_np, rtol=1e-10, atol=1e-12)
+
+
+def test_noise_free_dp_gcd_reaches_the_sklearn_ridge_optimum():
+  X, y = _regression()
+  n, l2 = X.shape[0], 0.1
+  problem = dg.make_problem(X, y, "squared", l2=l2)
+  w_sk = linear_model.Ridge(alpha=n * l2, fit_intercept=False, tol=1e-12).fit(X, y).coef_
+  f_star = dg.objective(problem, jnp.asarray(w_sk))
+  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000)
+  assert (result.trace.nonprivate_objective[-1] - f_star) / f_star < 1e-6
+
+
+def test_noise_free_dp_gcd_reaches_the_sklearn_l2_logistic_optimum():
+  X, y = _classification()
+  n, l2 = X.shape[0], 0.05
+  problem = dg.make_problem(X, y, "logistic", l2=l2)
+  clf = linear_model.LogisticRegression(C=1.0 / (n * l2), fit_intercept=False, tol=1e-12,
+                                        max_iter=10_000).fit(X, y)
+  f_star = dg.objective(problem, jnp.asarray(clf.coef_.ravel()))
+  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000)
+  assert (result.trace.nonprivate_objective[-1] - f_star) / f_star < 1e-6
+
+
+PRIVATE = dg.dp_gcd.Params(step_size=0.5, clip=1.0, selection_noise=3.0, update_noise=3.0)
+
+
+@pytest.fixture(scope="module")
+def problem():
+  X, y = _classification(n=80, p=10)
+  return dg.make_problem(X, y, "logistic", l2=0.01)
+
+
+@pytest.mark.parametrize("selection, update", [("laplace", "laplace"), ("gumbel", "gaussian")])
+def test_same_key_same_output_and_different_keys_differ(problem, selection, update):
+  run = lambda k: dg.dp_gcd.run(problem, PRIVATE, k, steps=20, selection=selection, update=update)
+  a, b, c = run(jax.random.key(1)), run(jax.random.key(1)), run(jax.random.key(2))
+  np.testing.assert_array_equal(a.w, b.w)
+  np.testing.assert_array_equal(a.trace.coordinates, b.trace.coordinates)
+  assert not np.array_equal(a.w, c.w)
+
+
+def test_raw_uint32_keys_are_accepted(problem):
+  a = dg.dp_gcd.run(problem, PRIVATE, jax.random.PRNGKey(1), steps=5)
+  assert a.w.shape == (10,)
+
+
+def test_vmap_over_16_keys_equals_a_python_loop(problem):
+  keys = jax.random.split(jax.random.key(0), 16)
+  batched = jax.vmap(lambda k: dg.dp_gcd.run(problem, PRIVATE, k, steps=15).w)(keys)
+  looped = np.stack([dg.dp_gcd.run(problem, PRIVATE, k, steps=15).w for k in keys])
+  np.testing.assert_allclose(batched, looped, rtol=1e-12, atol=1e-14)
+
+
+def test_vmap_over_every_hyperparameter_equals_a_python_loop(problem):
+  grid = dg.dp_gcd.Params(step_size=jnp.array([0.3, 1.0]), clip=jnp.array([0.5, 2.0]),
+                          selection_noise=jnp.array([1.0, 4.0]), update_noise=jnp.array([0.0, 2.0]))
+  key = jax.random.key(5)
+  batched = jax.vmap(lambda prm: dg.dp_gcd.run(problem, prm, key, steps=10).w)(grid)
+  for i in range(2):
+    single = dg.dp_gcd.run(problem, jax.tree.map(lambda x: x[i], grid), key, steps=10).w
+    np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
+
+
+def test_new_hyperparameter_values_do_not_retrace():
+  X, y = _classification(n=30, p=5)
+  traces = []
+
+  def counting_logistic(z, y):
+    traces.append(1)
+    return jnp.logaddexp(0.0, -y * z)
+
+  problem = dg.make_problem(X, y, dg.glm_loss(counting_logistic, curvature=0.25))
+  traces.clear()
+  dg.dp_gcd.run(problem, PRIVATE, jax.random.key(0), steps=4)
+  after_first = len(traces)
+  assert after_first > 0
+  for i, params in enumerate([dg.dp_gcd.Params(0.1, 0.3, 1.0, 7.0), dg.dp_gcd.Params(2.0, 9.0, 0.0, 0.5)]):
+    dg.dp_gcd.run(problem, params, jax.random.key(i + 1), steps=4)
+  vmapped = jax.jit(jax.vmap(lambda k: dg.dp_gcd.run(problem, PRIVATE, k, steps=4).w))
+  vmapped(jax.random.split(jax.random.key(0), 3))
+  after_vmap = len(traces)
+  vmapped(jax.random.split(jax.random.key(1), 3))
+  assert len(traces) == after_vmap
+  dg.dp_gcd.run(problem, PRIVATE, jax.random.key(0), steps=5)  # a new number of steps does retrace
+  assert len(traces) > after_vmap
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(params=dg.dp_gcd.Params(step_size=-1.0)), "step_size"),
+    (dict(params=dg.dp_gcd.Params(clip=0.0)), "clip"),
+    (dict(params=dg.dp_gcd.Params(selection_noise=-0.1)), "selection_noise"),
+    (dict(params=dg.dp_gcd.Params(update_noise=np.nan)), "update_noise"),
+    (dict(steps=0), "steps"),
+    (dict(steps=2.5), "steps"),
+    (dict(key=0), "key"),
+    (dict(key=np.zeros(3, np.uint32)), "key"),
+    (dict(selection="max"), "selection"),
+    (dict(update="uniform"), "update"),
+    (dict(rule="gs-x"), "rule"),
+])
+def test_bad_input_raises_a_value_error_naming_it(problem, kwargs, match):
+  args = dict(params=PRIVATE, key=jax.random.key(0), steps=3)
+  args.update(kwargs)
+  with pytest.raises(ValueError, match=match):
+    dg.dp_gcd.run(problem, args.pop("params"), args.pop("key"), **args)
