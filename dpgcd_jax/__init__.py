@@ -7,9 +7,10 @@ from dpgcd_jax.losses import Loss, custom_loss, glm_loss
 from dpgcd_jax.problem import Problem, make_problem, objective
 from dpgcd_jax.solvers import dp_gcd
 from dpgcd_jax.solvers._driver import Result, Trace
+from dpgcd_jax.transforms import dp_greedy_coordinate
 
 __all__ = [
-    "Loss", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_gcd", "glm_loss",
+    "Loss", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_gcd", "dp_greedy_coordinate", "glm_loss",
     "losses", "make_problem", "objective", "penalties",
 ]
 __version__ = "0.1.0"

@@ -60,6 +60,7 @@ import dataclasses
 import datetime
 import gzip
 import hashlib
+import importlib
 import io
 import json
 import math
@@ -68,7 +69,6 @@ import pathlib
 import tarfile
 import tempfile
 import types
-import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
@@ -361,7 +361,7 @@ def _log(name: str, seed: int, sigma: float, n: int, p: int, noise: float) -> Da
   _validate.check_int("p", p, low=1)
   _validate.check_positive("noise", noise, allow_zero=True)
   rng = np.random.default_rng(seed)
-  x = rng.standard_normal((n, p))
+  x = standardize(rng.standard_normal((n, p)))
   w = rng.lognormal(mean=0.0, sigma=sigma, size=p)
   z = x @ w + noise * rng.standard_normal(n)
   y = np.where(z >= 0, 1.0, -1.0)
@@ -444,7 +444,7 @@ def square(seed: int = 0, *, n: int = 1000, p: int = 1000, nnz: int = SQUARE_NNZ
     raise ValueError(f"Expected nnz <= p={p}, got nnz={nnz}.")
   _validate.check_positive("noise", noise, allow_zero=True)
   rng = np.random.default_rng(seed)
-  x = rng.standard_normal((n, p))
+  x = standardize(rng.standard_normal((n, p)))
   w = np.zeros(p)
   support = rng.choice(p, size=nnz, replace=False)
   w[support] = rng.choice([-1.0, 1.0], size=nnz) * rng.uniform(1.0, 2.0, size=nnz)
@@ -523,8 +523,6 @@ def madelon_synth(seed: int = 0, *, n: int = 2600) -> Dataset:
 
 
 def _import(module: str, package: str) -> types.ModuleType:
-  import importlib  # pylint: disable=g-import-not-at-top
-
   try:
     return importlib.import_module(module)
   except ImportError as e:

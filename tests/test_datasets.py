@@ -21,9 +21,6 @@ from sklearn.linear_model import Lasso, LogisticRegression
 
 from dpgcd_jax import datasets
 
-GENERATORS = ("log1", "log2", "square", "madelon_synth")
-
-
 def _assert_standardized(x: np.ndarray) -> None:
   assert x.dtype == np.float64
   np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=1e-10)
@@ -56,7 +53,8 @@ def cache(tmp_path, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.mark.parametrize(
-    "name, shape", [("log1", (1000, 100)), ("log2", (1000, 100)), ("square", (1000, 1000)), ("madelon_synth", (2600, 500))]
+    "name, shape",
+    [("log1", (1000, 100)), ("log2", (1000, 100)), ("square", (1000, 1000)), ("madelon_synth", (2600, 500))],
 )
 def test_generator_shape_and_standardized_columns(built, name, shape):
   ds = built[name]

@@ -318,9 +318,6 @@ def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
   groups.sort(key=lambda g: g[1])
   e1, t1 = groups[0]
   p1 = _rr_probability(e1)
-  a = np.arange(t1 + 1)
-  loss_a = e1 * (2.0 * a - t1)
-  log_pa = stats.binom.logpmf(a, t1, p1)
   if len(groups) == 1 and mu == 0.0:
     # One group: P(A > x) - e^eps Q(A > x), with x the largest a whose loss is <= eps.
     x = math.floor((eps / e1 + t1) / 2.0)
@@ -329,10 +326,18 @@ def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
     if log_p == -np.inf:
       return 0.0
     return float(np.exp(log_p) * -np.expm1(min(log_q - log_p, 0.0)))
+  # Outer sum over a: keep the a with P(A = a) > e^-80 max; each dropped term is at most
+  # P(A = a), so adding the dropped mass keeps delta an upper bound (error < T e^-80).
+  a = np.arange(t1 + 1)
+  log_pa = stats.binom.logpmf(a, t1, p1)
+  keep = log_pa > np.max(log_pa) - 80.0
+  dropped = float(np.sum(np.exp(log_pa[~keep])))
+  a, log_pa = a[keep], log_pa[keep]
+  loss_a = e1 * (2.0 * a - t1)
   if len(groups) == 1:
     # RR group + Gaussian part: E_A[delta_G(eps - loss_A)].
     terms = log_pa + _log_gaussian_delta(eps - loss_a, mu)
-    return float(np.exp(special.logsumexp(terms)))
+    return float(np.exp(special.logsumexp(terms))) + dropped
   # Two RR groups: for each a, the survival functions of B beyond the loss threshold.
   e2, t2 = groups[1]
   p2 = _rr_probability(e2)
@@ -343,7 +348,7 @@ def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
   with np.errstate(divide="ignore", invalid="ignore"):
     terms = t1_terms + np.log(-np.expm1(np.minimum(t2_terms - t1_terms, 0.0)))
   terms = np.where(np.isnan(terms), -np.inf, terms)
-  return float(np.exp(special.logsumexp(terms)))
+  return float(np.exp(special.logsumexp(terms))) + dropped
 
 
 def _pld_epsilon(groups: list[tuple[float, int]], mu: float, delta: float) -> float:

@@ -1,0 +1,121 @@
+"""optax composition: the private greedy coordinate update as a ``GradientTransformation``.
+
+``dp_greedy_coordinate`` takes per-example gradients (a leading batch axis of size n on every
+leaf), clips them coordinate-wise, and returns the noisy greedy single-coordinate update of
+DP-GCD (``g~_j / M_j`` on the selected coordinate, zero elsewhere). Chained with
+``optax.scale(-gamma)`` it gives exactly the iterates of :func:`dpgcd_jax.dp_gcd.run` (no
+penalty) for the same key: step ``t`` uses ``fold_in(key, t)`` in both.
+
+>>> import jax, jax.numpy as jnp, optax, dpgcd_jax as dg
+>>> X = jax.random.normal(jax.random.key(0), (64, 5)); y = X @ jnp.arange(5.0)
+>>> per_example_loss = lambda w, x, y: 0.5 * (x @ w - y) ** 2
+>>> tx = optax.chain(dg.dp_greedy_coordinate(jnp.mean(X**2, axis=0), key=jax.random.key(1),
+...                  clip=5.0, selection_noise=2.0, update_noise=2.0), optax.scale(-1.0))
+>>> w = jnp.zeros(5); state = tx.init(w)
+>>> for _ in range(20):
+...   grads = jax.vmap(jax.grad(per_example_loss), (None, 0, 0))(w, X, y)
+...   updates, state = tx.update(grads, state, w)
+...   w = optax.apply_updates(w, updates)
+
+Privacy: as one DP-GCD iteration per ``update`` call (see :mod:`dpgcd_jax.solvers.dp_gcd`),
+with ``n`` the batch size of the per-example gradients (the whole data set: no subsampling
+amplification is claimed). Account for the number of calls with
+:func:`dpgcd_jax.privacy.calibrate_gcd`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.flatten_util import ravel_pytree
+
+from dpgcd_jax import _validate
+from dpgcd_jax import clipping
+from dpgcd_jax import penalties
+from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import greedy
+
+
+class DPGreedyCoordinateState(NamedTuple):
+  count: jax.Array  # int32: number of updates so far (the step index of the key)
+  key: jax.Array
+
+
+def dp_greedy_coordinate(
+    smoothness: Any,
+    *,
+    key: jax.Array,
+    clip: Any,
+    selection_noise: Any,
+    update_noise: Any,
+    l2: Any = 0.0,
+    selection: str = "laplace",
+    update: str = "laplace",
+) -> optax.GradientTransformation:
+  """Private greedy single-coordinate update from per-example gradients.
+
+  .. math::
+
+     g = \\frac1n \\sum_i \\mathrm{clip}(\\nabla l_i, -C, C) + \\lambda_2 w, \\quad
+     j = \\text{private argmax}_j |g_j| / \\sqrt{M_j}, \\quad
+     u = e_j (g_j + \\eta) / M_j
+
+  Args:
+    smoothness: public coordinate smoothness ``M`` of the data term: a pytree like the
+      parameters or a flat vector of their total size.
+    key: PRNG key, carried in the state.
+    clip: ``C`` (scalar: DP-CD rule; or a flat vector of thresholds).
+    selection_noise: ``b``, in units of ``Delta_bar`` (see :mod:`dpgcd_jax.solvers.greedy`).
+    update_noise: ``s``, in units of ``Delta_j``.
+    l2: public ridge strength added to the gradient (needs ``params`` in ``update``).
+    selection: "laplace" or "gumbel".
+    update: "laplace" or "gaussian".
+
+  Returns:
+    An ``optax.GradientTransformation``; chain it with ``optax.scale(-step_size)``.
+  """
+  _validate.check_key("key", key)
+  _validate.check_choice("selection", selection, greedy.SELECTIONS)
+  _validate.check_choice("update", update, greedy.UPDATES)
+  _validate.check_positive("clip", clip, allow_inf=True)
+  _validate.check_positive("selection_noise", selection_noise, allow_zero=True)
+  _validate.check_positive("update_noise", update_noise, allow_zero=True)
+  _validate.check_positive("l2", l2, allow_zero=True)
+  flat_smoothness = ravel_pytree(smoothness)[0]
+  _validate.check_positive("smoothness", flat_smoothness, allow_zero=True)
+
+  def init_fn(params):
+    del params
+    return DPGreedyCoordinateState(jnp.zeros((), jnp.int32), key)
+
+  def update_fn(per_example_grads, state, params=None):
+    leaves = jax.tree.leaves(per_example_grads)
+    if not leaves or any(leaf.ndim < 1 for leaf in leaves):
+      raise ValueError("Expected per_example_grads with a leading batch axis on every leaf.")
+    n = leaves[0].shape[0]
+    if params is not None:
+      for leaf, p in zip(leaves, jax.tree.leaves(params)):
+        if leaf.shape != (n,) + jnp.shape(p):
+          raise ValueError(
+              f"Expected per_example_grads with a leading batch axis: leaves of shape (batch,) + "
+              f"param shape, got "
+              f"{leaf.shape} for a parameter of shape {jnp.shape(p)}.")
+    example = jax.tree.map(lambda x: x[0], per_example_grads)
+    _, unravel = ravel_pytree(example)
+    G = jax.vmap(lambda g: ravel_pytree(g)[0])(per_example_grads)
+    w = jnp.zeros(G.shape[1], G.dtype) if params is None else ravel_pytree(params)[0]
+    M = flat_smoothness.astype(G.dtype) + l2
+    thresholds = clipping.coordinate_thresholds(clip, M)
+    g = jnp.mean(clipping.clip_coordinates(G, thresholds), axis=0) + l2 * w
+    key_select, key_update = jax.random.split(_driver.step_key(state.key, state.count))
+    j = greedy.select(key_select, g, w, M, penalties.Zero(), selection_noise,
+                      greedy.selection_sensitivity(thresholds, M, n), selection=selection, rule="gs-s")
+    noisy_g = greedy.privatize(key_update, g[j], update_noise,
+                               clipping.mean_sensitivity(thresholds[j], n), update=update)
+    updates = jnp.zeros_like(w).at[j].set(noisy_g / M[j])
+    return unravel(updates), DPGreedyCoordinateState(state.count + 1, state.key)
+
+  return optax.GradientTransformation(init_fn, update_fn)

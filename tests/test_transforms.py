@@ -1,0 +1,75 @@
+"""The optax transformation gives the solver's iterates and trains in an optax loop."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import dpgcd_jax as dg
+
+
+def _data(n=60, p=7, seed=0):
+  rng = np.random.default_rng(seed)
+  X = rng.normal(size=(n, p))
+  return X, np.where(X @ rng.normal(size=p) > 0, 1.0, -1.0)
+
+
+def _logistic(w, x, y):
+  return jnp.logaddexp(0.0, -y * (x @ w))
+
+
+@pytest.mark.parametrize("selection, update", [("laplace", "laplace"), ("gumbel", "gaussian")])
+def test_optax_chain_gives_the_solver_iterates_for_the_same_key(selection, update):
+  X, y = _data()
+  l2, step_size, steps, key = 0.01, 0.7, 25, jax.random.key(4)
+  problem = dg.make_problem(X, y, "logistic", l2=l2)
+  params = dg.dp_gcd.Params(step_size, 1.5, 4.0, 4.0)
+  solver = dg.dp_gcd.run(problem, params, key, steps=steps, selection=selection, update=update)
+
+  tx = optax.chain(
+      dg.dp_greedy_coordinate(problem.smoothness, key=key, clip=1.5, selection_noise=4.0,
+                              update_noise=4.0, l2=l2, selection=selection, update=update),
+      optax.scale(-step_size))
+  per_example_grads = jax.jit(jax.vmap(jax.grad(_logistic), (None, 0, 0)))
+  w = jnp.zeros(7)
+  state = tx.init(w)
+  for _ in range(steps):
+    updates, state = tx.update(per_example_grads(w, X, y), state, w)
+    w = optax.apply_updates(w, updates)
+  np.testing.assert_allclose(w, solver.w, rtol=1e-9, atol=1e-12)
+
+
+def test_pytree_parameters_train_and_loss_decreases():
+  X, y = _data(n=200)
+  params = {"a": jnp.zeros(3), "b": jnp.zeros(4)}
+  loss = lambda prm, x, y: _logistic(jnp.concatenate([prm["a"], prm["b"]]), x, y)
+  tx = optax.chain(dg.dp_greedy_coordinate(jnp.full(7, 0.25), key=jax.random.key(0), clip=1.0,
+                                           selection_noise=1.0, update_noise=1.0), optax.scale(-1.0))
+  state = tx.init(params)
+  mean_loss = lambda prm: jnp.mean(jax.vmap(loss, (None, 0, 0))(prm, X, y))
+  start = mean_loss(params)
+  for _ in range(30):
+    grads = jax.vmap(jax.grad(loss), (None, 0, 0))(params, X, y)
+    updates, state = tx.update(grads, state, params)
+    params = optax.apply_updates(params, updates)
+  assert mean_loss(params) < 0.9 * start
+
+
+def test_gradients_without_a_batch_axis_are_rejected():
+  tx = dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(0), clip=1.0, selection_noise=1.0,
+                               update_noise=1.0)
+  w = jnp.zeros(3)
+  with pytest.raises(ValueError, match="leading batch axis"):
+    tx.update(jnp.ones(3), tx.init(w), w)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(key=3), "key"), (dict(clip=-1.0), "clip"), (dict(update_noise=-2.0), "update_noise"),
+    (dict(selection="top"), "selection"),
+])
+def test_bad_hyperparameters_are_rejected(kwargs, match):
+  args = dict(key=jax.random.key(0), clip=1.0, selection_noise=1.0, update_noise=1.0)
+  args.update(kwargs)
+  with pytest.raises(ValueError, match=match):
+    dg.dp_greedy_coordinate(jnp.ones(3), **args)
