@@ -30,7 +30,7 @@ def coordinate_thresholds(clip: Array, smoothness: Array) -> Array:
 
 
 def clip_coordinates(per_example_grads: Array, thresholds: Array) -> Array:
-  """Clips an (n, p) matrix of per-example gradients coordinate-wise to [-C_j, C_j]."""
+  """Clips per-example gradients coordinate-wise to [-C_j, C_j] (``thresholds`` broadcasts)."""
   thresholds = jnp.broadcast_to(thresholds, per_example_grads.shape)
   return jnp.clip(per_example_grads, -thresholds, thresholds)
 

@@ -44,7 +44,7 @@ Array = jax.Array
 
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["X", "y", "smoothness", "l2", "penalty"],
+    data_fields=["XT", "y", "smoothness", "l2", "penalty"],
     meta_fields=["loss"],
 )
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +53,12 @@ class Problem:
 
   Build it with :func:`make_problem`, which validates the inputs.
 
+  The features are stored column-major, ``XT = X.T`` of shape (p, n): the clipped
+  coordinate gradient then reduces over contiguous memory (about 2x faster on CPU, and it
+  vmaps well) and column ``j`` is one contiguous row.
+
   Attributes:
-    X: (n, p) features.
+    XT: (p, n) transposed features (``X`` is a property).
     y: (n,) targets or labels.
     smoothness: (p,) coordinate smoothness of the data term (without ``l2``).
     l2: strength of the smooth ridge term ``l2 / 2 ||w||^2``.
@@ -62,7 +66,7 @@ class Problem:
     loss: the per-example loss.
   """
 
-  X: Array
+  XT: Array
   y: Array
   smoothness: Array
   l2: Array
@@ -70,12 +74,16 @@ class Problem:
   loss: losses_lib.Loss
 
   @property
+  def X(self) -> Array:
+    return self.XT.T
+
+  @property
   def num_examples(self) -> int:
-    return self.X.shape[0]
+    return self.XT.shape[1]
 
   @property
   def num_features(self) -> int:
-    return self.X.shape[1]
+    return self.XT.shape[0]
 
 
 def make_problem(
@@ -135,7 +143,7 @@ def make_problem(
         f"{cols} (all-zero columns?): drop them or add l2 > 0."
     )
   penalty = penalties.Zero() if penalty is None else penalty
-  return Problem(X=X, y=y, smoothness=smoothness, l2=jnp.asarray(l2, X.dtype), penalty=penalty, loss=loss)
+  return Problem(XT=jnp.asarray(X.T), y=y, smoothness=smoothness, l2=jnp.asarray(l2, X.dtype), penalty=penalty, loss=loss)
 
 
 def _data_smoothness(loss: losses_lib.Loss, X: Array, y: Array) -> Array:
@@ -163,22 +171,22 @@ def coordinate_smoothness(problem: Problem) -> Array:
 
 def init_margins(problem: Problem, w: Array) -> Optional[Array]:
   """The cache of the GLM fast path: margins ``Xw`` (None for other losses)."""
-  return problem.X @ w if problem.loss.is_glm else None
+  return w @ problem.XT if problem.loss.is_glm else None
 
 
 def update_margins(problem: Problem, margins: Optional[Array], j: Array, change: Array) -> Optional[Array]:
   """Margins after ``w_j += change``: O(n)."""
   if margins is None:
     return None
-  return margins + change * jnp.take(problem.X, j, axis=1)
+  return margins + change * problem.XT[j]
 
 
-def per_example_gradients(problem: Problem, w: Array, margins: Optional[Array]) -> Array:
-  """(n, p) gradients of the per-example losses (data term only)."""
+def per_example_gradients_t(problem: Problem, w: Array, margins: Optional[Array]) -> Array:
+  """(p, n) gradients of the per-example losses (data term only), one column per example."""
   if problem.loss.is_glm:
     dphi = jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
-    return dphi[:, None] * problem.X
-  return jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0))(w, problem.X, problem.y)
+    return problem.XT * dphi[None, :]
+  return jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0), out_axes=1)(w, problem.X, problem.y)
 
 
 def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array) -> Array:
@@ -187,14 +195,15 @@ def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thres
   ``(1/n) sum_i clip(grad l(w; d_i), -C, C) + l2 w``; the ``l2 w`` part is data-independent,
   so the replace-one sensitivity of coordinate j is ``2 C_j / n``.
   """
-  grads = clipping.clip_coordinates(per_example_gradients(problem, w, margins), thresholds)
-  return jnp.mean(grads, axis=0) + problem.l2 * w
+  grads_t = per_example_gradients_t(problem, w, margins)
+  clipped = clipping.clip_coordinates(grads_t, thresholds[:, None])
+  return jnp.mean(clipped, axis=1) + problem.l2 * w
 
 
 def smooth_objective(problem: Problem, w: Array, margins: Optional[Array] = None) -> Array:
   """``f(w)``: data term plus the l2 term."""
   if problem.loss.is_glm:
-    margins = problem.X @ w if margins is None else margins
+    margins = w @ problem.XT if margins is None else margins
     data = jnp.mean(jax.vmap(problem.loss.phi)(margins, problem.y))
   else:
     data = jnp.mean(jax.vmap(problem.loss.fn, in_axes=(None, 0, 0))(w, problem.X, problem.y))

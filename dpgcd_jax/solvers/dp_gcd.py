@@ -96,7 +96,8 @@ def step(
   new_wj = penalties.coordinate(problem.penalty, j).prox(state.w[j] - gamma * noisy_g, gamma)
   change = new_wj - state.w[j]
   margins = problem_lib.update_margins(problem, state.margins, j, change)
-  return State(state.w.at[j].set(new_wj), margins), j
+  w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
+  return State(w, margins), j
 
 
 def run(
