@@ -5,12 +5,16 @@ from dpgcd_jax import losses
 from dpgcd_jax import penalties
 from dpgcd_jax.losses import Loss, custom_loss, glm_loss
 from dpgcd_jax.problem import Problem, make_problem, objective
+from dpgcd_jax.solvers import dp_cd
 from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import dp_sgd
+from dpgcd_jax.solvers import reference
 from dpgcd_jax.solvers._driver import Result, Trace
 from dpgcd_jax.transforms import dp_greedy_coordinate
 
 __all__ = [
-    "Loss", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_gcd", "dp_greedy_coordinate", "glm_loss",
-    "losses", "make_problem", "objective", "penalties",
+    "Loss", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_cd", "dp_gcd", "dp_sgd",
+    "dp_greedy_coordinate", "glm_loss",
+    "losses", "make_problem", "objective", "penalties", "reference",
 ]
 __version__ = "0.1.0"

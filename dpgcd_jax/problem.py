@@ -200,6 +200,16 @@ def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thres
   return jnp.mean(clipped, axis=1) + problem.l2 * w
 
 
+def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array,
+                                j: Array) -> Array:
+  """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses."""
+  if problem.loss.is_glm:
+    dphi = jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
+    clipped = clipping.clip_coordinates(dphi * problem.XT[j], thresholds[j])
+    return jnp.mean(clipped) + problem.l2 * w[j]
+  return clipped_gradient(problem, w, margins, thresholds)[j]
+
+
 def smooth_objective(problem: Problem, w: Array, margins: Optional[Array] = None) -> Array:
   """``f(w)``: data term plus the l2 term."""
   if problem.loss.is_glm:

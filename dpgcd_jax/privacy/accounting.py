@@ -377,7 +377,7 @@ def _pld_epsilon(groups: list[tuple[float, int]], mu: float, delta: float) -> fl
 
 
 def _selection_eps(selection_noise: float) -> float:
-  return math.inf if selection_noise == 0.0 else 2.0 / selection_noise
+  return math.inf if selection_noise == 0.0 else 1.0 / selection_noise
 
 
 def _update_eps(update_noise: float) -> float:

@@ -74,12 +74,12 @@ def run_steps(
   return state, outputs, records
 
 
-def check_run_inputs(problem: Any, key: Array, steps: int) -> int:
+def check_run_inputs(problem: Any, key: Array, steps: int, *, name: str = "steps") -> int:
   """Validates what every solver's ``run`` takes besides its hyperparameters."""
-  if not hasattr(problem, "X") or not hasattr(problem, "loss"):
+  if not hasattr(problem, "XT") or not hasattr(problem, "loss"):
     raise ValueError(f"Expected problem to come from dpgcd_jax.make_problem, got problem={problem!r}.")
   _validate.check_key("key", key)
-  return _validate.check_int("steps", steps, low=1)
+  return _validate.check_int(name, steps, low=1)
 
 
 def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negative: tuple[str, ...],

@@ -34,8 +34,8 @@ import jax.numpy as jnp
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
-from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import greedy
 
@@ -59,15 +59,8 @@ class Params(NamedTuple):
   update_noise: Any = 0.0
 
 
-class State(NamedTuple):
-  w: Array
-  margins: Optional[Array]  # Xw, kept for GLM losses (the O(n) fast path)
-
-
-def init(problem: problem_lib.Problem) -> State:
-  """``w^0 = prox(0)`` (the origin for the built-in penalties) and its margins."""
-  w0 = problem.penalty.prox(jnp.zeros(problem.num_features, problem.X.dtype), 1.0)
-  return State(w0, problem_lib.init_margins(problem, w0))
+State = _coordinate.State
+init = _coordinate.init
 
 
 def step(
@@ -92,12 +85,7 @@ def step(
   )
   sensitivity_j = clipping.mean_sensitivity(thresholds[j], problem.num_examples)
   noisy_g = greedy.privatize(key_update, g[j], params.update_noise, sensitivity_j, update=update)
-  gamma = params.step_size / M[j]
-  new_wj = penalties.coordinate(problem.penalty, j).prox(state.w[j] - gamma * noisy_g, gamma)
-  change = new_wj - state.w[j]
-  margins = problem_lib.update_margins(problem, state.margins, j, change)
-  w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
-  return State(w, margins), j
+  return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), j
 
 
 def run(
@@ -142,7 +130,7 @@ def run(
   _validate.check_choice("update", update, greedy.UPDATES)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
   params = _driver.as_params(
-      Params(*params), problem.X.dtype, positive=("step_size", "clip"),
+      Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
       non_negative=("selection_noise", "update_noise"), allow_inf=("clip",),
   )
   return _run(problem, params, key, steps=steps, selection=selection, update=update, rule=rule,
@@ -152,9 +140,9 @@ def run(
 @functools.partial(jax.jit, static_argnames=("steps", "selection", "update", "rule", "store_objective"))
 def _run(problem, params, key, *, steps, selection, update, rule, store_objective):
   one_step = functools.partial(step, problem, params, selection=selection, update=update, rule=rule)
-  record = (lambda s: problem_lib.objective(problem, s.w, s.margins)) if store_objective else None
   state, coordinates, objectives = _driver.run_steps(
-      lambda k, s: one_step(k, s), init(problem), key, steps=steps, record_every=1, record=record)
+      one_step, init(problem), key, steps=steps, record_every=1,
+      record=_coordinate.record_objective(problem, store_objective))
   return _driver.Result(state.w, _driver.Trace(coordinates, objectives))
 
 

@@ -1,0 +1,39 @@
+"""What the coordinate solvers (DP-GCD, DP-CD, the reference) share: state and prox step."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from dpgcd_jax import penalties
+from dpgcd_jax import problem as problem_lib
+
+Array = jax.Array
+
+
+class State(NamedTuple):
+  w: Array
+  margins: Optional[Array]  # Xw, kept for GLM losses (the O(n) fast path)
+
+
+def init(problem: problem_lib.Problem) -> State:
+  """``w^0 = prox(0)`` (the origin for the built-in penalties) and its margins."""
+  w0 = problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0)
+  return State(w0, problem_lib.init_margins(problem, w0))
+
+
+def prox_step(problem: problem_lib.Problem, state: State, j: Array, g_j: Array, step_size: Array,
+              M: Array) -> State:
+  """``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j g_j)``, ``gamma_j = step_size / M_j``; O(n)."""
+  gamma = step_size / M[j]
+  new_wj = penalties.coordinate(problem.penalty, j).prox(state.w[j] - gamma * g_j, gamma)
+  margins = problem_lib.update_margins(problem, state.margins, j, new_wj - state.w[j])
+  w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
+  return State(w, margins)
+
+
+def record_objective(problem: problem_lib.Problem, store: bool):
+  """The driver's ``record``: the NOT private objective, or None."""
+  return (lambda s: problem_lib.objective(problem, s.w, s.margins)) if store else None
