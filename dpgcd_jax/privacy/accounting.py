@@ -330,7 +330,7 @@ def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
   # P(A = a), so adding the dropped mass keeps delta an upper bound (error < T e^-80).
   a = np.arange(t1 + 1)
   log_pa = stats.binom.logpmf(a, t1, p1)
-  keep = log_pa > np.max(log_pa) - 80.0
+  keep = log_pa > np.max(log_pa) - 3.0
   dropped = float(np.sum(np.exp(log_pa[~keep])))
   a, log_pa = a[keep], log_pa[keep]
   loss_a = e1 * (2.0 * a - t1)
@@ -377,7 +377,7 @@ def _pld_epsilon(groups: list[tuple[float, int]], mu: float, delta: float) -> fl
 
 
 def _selection_eps(selection_noise: float) -> float:
-  return math.inf if selection_noise == 0.0 else 1.0 / selection_noise
+  return math.inf if selection_noise == 0.0 else 2.0 / selection_noise
 
 
 def _update_eps(update_noise: float) -> float:
