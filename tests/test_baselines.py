@@ -91,7 +91,7 @@ def test_dp_cd_without_noise_and_clipping_is_plain_randomized_cd():
   M, lam = np.mean(X**2, axis=0), float(problem.penalty.strength)
   w = np.zeros(X.shape[1])
   for t in range(passes * X.shape[1]):
-    j = int(dg.dp_cd.coordinate_of_step(jax.random.fold_in(key, t), X.shape[1]))
+    j = int(dg.dp_cd.coordinate_of_step(jax.random.split(jax.random.fold_in(key, t))[0], X.shape[1]))
     g_j = X[:, j] @ (X @ w - y) / X.shape[0]
     v, step = w[j] - 0.8 * g_j / M[j], 0.8 / M[j]
     w[j] = np.sign(v) * max(abs(v) - step * lam, 0.0)

@@ -53,7 +53,7 @@ class Params(NamedTuple):
 
 def coordinate_of_step(key: Array, num_features: int) -> Array:
   """The uniformly random coordinate of a step, drawn from the step's key."""
-  return jax.random.randint(jax.random.split(key)[0], (), 0, num_features)
+  return jax.random.randint(key, (), 0, num_features)
 
 
 def step(problem: problem_lib.Problem, params: Params, key: Array,
@@ -61,10 +61,11 @@ def step(problem: problem_lib.Problem, params: Params, key: Array,
   """One DP-CD step; returns the new state and the updated coordinate."""
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M)
-  j = coordinate_of_step(key, problem.num_features)
+  key_coordinate, key_noise = jax.random.split(key)
+  j = coordinate_of_step(key_coordinate, problem.num_features)
   g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
   sensitivity_j = clipping.mean_sensitivity(thresholds[j], problem.num_examples)
-  noisy_g = greedy.privatize(jax.random.split(key)[1], g_j, params.noise, sensitivity_j, update="gaussian")
+  noisy_g = greedy.privatize(key_noise, g_j, params.noise, sensitivity_j, update="gaussian")
   return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), j
 
 
