@@ -1,7 +1,8 @@
-"""Host-side privacy accounting: epsilon of a run, and noise calibration for a budget.
+"""Privacy: host-side accounting and calibration, a private smoothness estimate, an audit.
 
 See :mod:`dpgcd_jax.privacy.accounting` for the mechanisms, the sensitivities the noise
-multipliers refer to, and the composition routes.
+multipliers refer to, and the composition routes; :mod:`dpgcd_jax.privacy.audit` for the
+empirical audit; :mod:`dpgcd_jax.privacy.smoothness` for the private estimate of ``M``.
 """
 
 from dpgcd_jax.privacy.accounting import Calibration
@@ -11,8 +12,14 @@ from dpgcd_jax.privacy.accounting import calibrate_sgd
 from dpgcd_jax.privacy.accounting import cd_epsilon
 from dpgcd_jax.privacy.accounting import gcd_epsilon
 from dpgcd_jax.privacy.accounting import sgd_epsilon
+from dpgcd_jax.privacy.audit import AuditResult
+from dpgcd_jax.privacy.audit import adversarial_neighbour
+from dpgcd_jax.privacy.audit import adversarial_pair
+from dpgcd_jax.privacy.audit import audit
+from dpgcd_jax.privacy.smoothness import private_smoothness
 
 __all__ = [
-    "Calibration", "calibrate_cd", "calibrate_gcd", "calibrate_sgd", "cd_epsilon",
-    "gcd_epsilon", "sgd_epsilon",
+    "AuditResult", "Calibration", "adversarial_neighbour", "adversarial_pair", "audit",
+    "calibrate_cd", "calibrate_gcd", "calibrate_sgd", "cd_epsilon", "gcd_epsilon",
+    "private_smoothness", "sgd_epsilon",
 ]

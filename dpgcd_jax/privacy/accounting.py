@@ -74,7 +74,9 @@ Composition routes (``method``)
 * ``"dp_accounting_pld"`` (DP-SGD): dp_accounting's PLD accountant with
   ``NeighboringRelation.REPLACE_ONE``: per step the pair
   ``(q N(C, .) + (1-q) N(0, .), q N(-C, .) + (1-q) N(0, .))`` (substitution with Poisson
-  sampling), discretization 1e-4, pessimistic estimate.
+  sampling), discretization 1e-4, pessimistic estimate. This relies on dp_accounting's
+  one-dimensional substitution pair being the worst case for replace-one (as its
+  documentation states); the RDP route below needs no such reduction.
 * ``"dp_accounting_rdp"`` (DP-SGD): dp_accounting's RDP accountant does not support
   replace-one for Poisson sampling. We take its add/remove curve ``R(a)`` (Mironov, Talwar &
   Zhang 2019; it bounds both directions) for the composed mechanism and pass through the
@@ -83,6 +85,11 @@ Composition routes (``method``)
   ``alpha = a1 / p``:
   ``D_alpha(M(D) || M(D')) <= (a1 - 1) / (a1 - p) R(a1) + R(a2)``.
   Valid in any dimension; looser than the PLD route, but fast.
+
+dp_accounting 0.6.0 pitfalls (relevant when cross-checking): ``PLDAccountant.compose(
+RandomizedResponseDpEvent(...), count)`` ignores ``count`` (build the PLD with
+``from_randomized_response(...).self_compose(count)`` instead), and its PLD of small per-step
+epsilons is non-monotone at coarse discretization (1e-4); use 1e-5 or finer there.
 
 ``method="best"`` returns the minimum over the valid routes (all are upper bounds on the same
 privacy profile) and calibration reports which one won.
@@ -112,6 +119,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Callable
 
@@ -295,6 +303,26 @@ def _log_gaussian_delta(eps: np.ndarray, mu: float) -> np.ndarray:
   return np.where(np.isnan(out), -np.inf, out)
 
 
+@functools.lru_cache(maxsize=16)
+def _rr_tables(eps: float, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Binomial tables of ``steps`` randomized responses with parameter eps.
+
+  Returns:
+    ``log P(A = a)`` under ``P`` (``A ~ Bin(steps, e^eps / (1 + e^eps))``) and, padded with
+    ``-inf`` at index ``steps + 1``, ``log P(A >= a)`` under ``P`` and under ``Q`` (the flipped
+    binomial, ``log Q(A = a) = log P(A = a) - eps (2a - steps)``), by cumulative log-sums.
+  """
+  a = np.arange(steps + 1)
+  log_p = stats.binom.logpmf(a, steps, _rr_probability(eps))
+  log_q = log_p - eps * (2.0 * a - steps)
+  pad = np.array([-np.inf])
+  ge_p = np.concatenate([np.logaddexp.accumulate(log_p[::-1])[::-1], pad])
+  ge_q = np.concatenate([np.logaddexp.accumulate(log_q[::-1])[::-1], pad])
+  for x in (log_p, ge_p, ge_q):
+    x.setflags(write=False)
+  return log_p, ge_p, ge_q
+
+
 def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
   """Exact delta(eps) of RR groups ``[(eps_i, T_i)]`` (at most two) composed with mu-GDP.
 
@@ -317,20 +345,18 @@ def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
   # Index the outer sum by the group with fewer steps.
   groups.sort(key=lambda g: g[1])
   e1, t1 = groups[0]
-  p1 = _rr_probability(e1)
+  log_pa, ge_pa, ge_qa = _rr_tables(e1, t1)
   if len(groups) == 1 and mu == 0.0:
     # One group: P(A > x) - e^eps Q(A > x), with x the largest a whose loss is <= eps.
-    x = math.floor((eps / e1 + t1) / 2.0)
-    log_p = stats.binom.logsf(x, t1, p1)
-    log_q = eps + stats.binom.logsf(x, t1, 1.0 - p1)
+    i = min(max(math.floor((eps / e1 + t1) / 2.0) + 1, 0), t1 + 1)
+    log_p, log_q = ge_pa[i], eps + ge_qa[i]
     if log_p == -np.inf:
       return 0.0
     return float(np.exp(log_p) * -np.expm1(min(log_q - log_p, 0.0)))
-  # Outer sum over a: keep the a with P(A = a) > e^-80 max; each dropped term is at most
-  # P(A = a), so adding the dropped mass keeps delta an upper bound (error < T e^-80).
+  # Outer sum over a: skip the a with P(A = a) < e^-700 (far tails). Each skipped term is at
+  # most P(A = a), so adding the skipped mass keeps delta an upper bound.
   a = np.arange(t1 + 1)
-  log_pa = stats.binom.logpmf(a, t1, p1)
-  keep = log_pa > np.max(log_pa) - 3.0
+  keep = log_pa > -700.0
   dropped = float(np.sum(np.exp(log_pa[~keep])))
   a, log_pa = a[keep], log_pa[keep]
   loss_a = e1 * (2.0 * a - t1)
@@ -340,11 +366,11 @@ def _pld_delta(eps: float, groups: list[tuple[float, int]], mu: float) -> float:
     return float(np.exp(special.logsumexp(terms))) + dropped
   # Two RR groups: for each a, the survival functions of B beyond the loss threshold.
   e2, t2 = groups[1]
-  p2 = _rr_probability(e2)
-  log_qa = stats.binom.logpmf(a, t1, 1.0 - p1)
-  x = np.floor(((eps - loss_a) / e2 + t2) / 2.0)
-  t1_terms = log_pa + stats.binom.logsf(x, t2, p2)
-  t2_terms = eps + log_qa + stats.binom.logsf(x, t2, 1.0 - p2)
+  _, ge_pb, ge_qb = _rr_tables(e2, t2)
+  log_qa = log_pa - loss_a
+  i = np.clip(np.floor(((eps - loss_a) / e2 + t2) / 2.0) + 1, 0, t2 + 1).astype(np.int64)
+  t1_terms = log_pa + ge_pb[i]
+  t2_terms = eps + log_qa + ge_qb[i]
   with np.errstate(divide="ignore", invalid="ignore"):
     terms = t1_terms + np.log(-np.expm1(np.minimum(t2_terms - t1_terms, 0.0)))
   terms = np.where(np.isnan(terms), -np.inf, terms)
@@ -360,8 +386,12 @@ def _pld_epsilon(groups: list[tuple[float, int]], mu: float, delta: float) -> fl
     return 0.0
   hi = sum(e * t for e, t in groups) + mu * mu / 2.0 + mu * math.sqrt(
       2.0 * math.log(1.0 / delta)) + 1e-3
-  while f(hi) > 0.0:
+  for _ in range(200):
+    if f(hi) <= 0.0:
+      break
     hi *= 2.0
+  else:
+    return math.inf
   root = optimize.brentq(f, 0.0, hi, xtol=1e-13, rtol=1e-13)
   # Make sure the returned value is on the feasible side.
   for _ in range(60):
@@ -490,19 +520,24 @@ def _share_ratios(selection: str, update: str, share: float | None) -> tuple[flo
   return math.sqrt(c_sel / share), math.sqrt(0.5 / (1.0 - share))  # rho = 1 / k^2.
 
 
-def _bisect_scale(feasible: Callable[[float], bool], guess: float, rel_tol: float) -> float:
-  """Smallest ``k > 0`` with ``feasible(k)`` (monotone), up to ``rel_tol``; returns a feasible k."""
+def _bisect_scale(feasible: Callable[[float], bool], guess: float, rel_tol: float,
+                  step: float = 2.0) -> float:
+  """Smallest ``k > 0`` with ``feasible(k)`` (monotone), up to ``rel_tol``; returns a feasible k.
+
+  The bracket is found by moving from ``guess`` by factors of ``step``, then bisected in log
+  space until ``hi / lo <= 1 + rel_tol``.
+  """
   lo, hi = guess, guess
   if feasible(guess):
-    lo = guess / 2.0
+    lo = guess / step
     while feasible(lo):
-      hi, lo = lo, lo / 2.0
+      hi, lo = lo, lo / step
       if lo < 1e-300:
         return hi
   else:
-    hi = guess * 2.0
+    hi = guess * step
     while not feasible(hi):
-      lo, hi = hi, hi * 2.0
+      lo, hi = hi, hi * step
       if hi > 1e300:
         raise ValueError("Could not meet the privacy target with finite noise.")
   while hi / lo > 1.0 + rel_tol:
@@ -826,8 +861,10 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
     s, route = s_rdp, "dp_accounting_rdp"
   if method in ("best", "dp_accounting_pld"):
     feasible = lambda s: _sgd_pld(s, steps, q, None, epsilon) <= delta
+    # The RDP solution is a close upper bracket: step down gently (a PLD evaluation gets
+    # expensive at small noise).
     s_pld = _bisect_scale(feasible, s_rdp if s_rdp is not None else guess,
-                          _REL_TOL_DP_ACCOUNTING)
+                          _REL_TOL_DP_ACCOUNTING, step=1.25)
     if s_rdp is None or s_pld < s_rdp:
       s, route = s_pld, "dp_accounting_pld"
   s, eps, route = _finalize(lambda s: (_sgd_route(s, steps, q, delta, route), route), s,

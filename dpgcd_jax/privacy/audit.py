@@ -1,0 +1,402 @@
+"""Empirical privacy audit: a statistical lower bound on the epsilon of a mechanism.
+
+An (epsilon, delta)-DP mechanism ``A`` limits every test that guesses, from one output, whether
+it was computed on ``D`` or on a neighbour ``D'``: a test that says "D'" with false-positive
+rate ``FPR = P(test says D' | D)`` and false-negative rate ``FNR = P(test says D | D')`` must
+satisfy (Kairouz, Oh & Viswanath 2015; Jagielski, Ullman & Oprea 2020; Nasr et al. 2021)
+
+.. math::
+
+   \\mathrm{FPR} + e^{\\varepsilon} \\mathrm{FNR} \\ge 1 - \\delta, \\qquad
+   \\mathrm{FNR} + e^{\\varepsilon} \\mathrm{FPR} \\ge 1 - \\delta,
+
+hence ``epsilon >= max(log((1 - delta - FNR) / FPR), log((1 - delta - FPR) / FNR))``.
+:func:`audit` runs the mechanism many times on ``D`` and on ``D'`` (``jax.vmap`` over keys, in
+chunks, one compilation), maps each output to a scalar statistic and uses a threshold test
+``direction * (statistic - threshold) > 0  =>  "D'"``. The rates are replaced by one-sided
+Clopper-Pearson upper bounds ``a`` (on FPR) and ``b`` (on FNR), each at level
+``(1 - confidence) / 2`` (Bonferroni), which gives
+
+.. math::
+
+   \\hat\\varepsilon_{lb} = \\max\\Big(0,\\; \\log\\frac{1 - \\delta - b}{a},\\;
+   \\log\\frac{1 - \\delta - a}{b}\\Big),
+
+a lower bound on the true epsilon with probability at least ``confidence``. The statistic's
+direction (by default), the threshold and the test direction are chosen on the first half of
+the runs and the rates are estimated on the held-out second half, so the choice does not
+bias the bound.
+
+Reading the result: the audit proves nothing about a correct mechanism (the bound is only a
+lower bound; how close it gets to the claim depends on the neighbours, the statistic and the
+number of runs). A lower bound ABOVE the claimed epsilon means, with probability at least
+``confidence``, that the claim is FALSE: a bug in clipping, noise scale or accounting, or
+a data-dependent quantity (e.g. a data-derived smoothness ``M`` that differs between ``D``
+and ``D'``) that the analysis treats as public. :func:`adversarial_neighbour` builds ``D'``
+with the same public ``M``, so only the mechanism itself is audited.
+
+Example (DP-GCD, one step, calibrated for epsilon = 1)::
+
+    import jax, jax.numpy as jnp, numpy as np
+    import dpgcd_jax as dg
+    from dpgcd_jax.privacy import accounting, audit
+
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    base = dg.make_problem(X, np.zeros(10), "squared", smoothness=np.ones(3))
+    D, D2 = audit.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
+    cal = accounting.calibrate_gcd(1.0, 1e-6, steps=1)
+    params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise)
+    mechanism = lambda key, pb: dg.dp_gcd.run(pb, params, key, steps=1,
+                                              store_objective=False).w
+    res = audit.audit(mechanism, D, D2, key=jax.random.key(0), runs=100_000, delta=1e-6)
+    res.epsilon_lower_bound  # about 0.3 here; > 1 would refute the claim
+
+References:
+  * Jagielski, Ullman, Oprea. Auditing Differentially Private Machine Learning: How Private
+    is Private SGD? NeurIPS 2020.
+  * Nasr, Song, Thakurta, Papernot, Carlini. Adversary Instantiation: Lower Bounds for
+    Differentially Private Machine Learning. IEEE S&P 2021.
+  * Kairouz, Oh, Viswanath. The Composition Theorem for Differential Privacy. ICML 2015.
+  * Clopper, Pearson. The use of confidence or fiducial limits illustrated in the case of
+    the binomial. Biometrika 1934.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import special
+
+from dpgcd_jax import _validate
+from dpgcd_jax import problem as problem_lib
+
+Array = jax.Array
+Mechanism = Callable[[Array, problem_lib.Problem], Any]
+
+# Number of candidate thresholds scanned on the selection half.
+_NUM_THRESHOLDS = 1001
+
+
+class AuditResult(NamedTuple):
+  """Outcome of :func:`audit` (host floats).
+
+  The test says "D'" iff ``direction * (statistic - threshold) > 0``.
+
+  Attributes:
+    epsilon_lower_bound: ``max(0, log((1 - delta - b) / a), log((1 - delta - a) / b))`` with the
+      Clopper-Pearson upper bounds ``a``, ``b``; a lower bound on the true epsilon with
+      probability >= ``confidence``.
+    false_positive_rate: empirical ``P(test says D' | D)`` on the held-out runs.
+    false_negative_rate: empirical ``P(test says D | D')`` on the held-out runs.
+    false_positive_upper: ``a``, one-sided Clopper-Pearson upper bound on the FPR.
+    false_negative_upper: ``b``, the same for the FNR.
+    threshold: the threshold of the test (chosen on the selection half).
+    direction: +1 or -1, the side of the threshold that says "D'".
+    runs: runs per data set (half select the test, half are held out).
+    held_out_runs: runs per data set used for the rates.
+    confidence: the confidence of the bound.
+    delta: the delta of the claim the bound refers to.
+  """
+
+  epsilon_lower_bound: float
+  false_positive_rate: float
+  false_negative_rate: float
+  false_positive_upper: float
+  false_negative_upper: float
+  threshold: float
+  direction: int
+  runs: int
+  held_out_runs: int
+  confidence: float
+  delta: float
+
+
+# ----------------------------------------------------------------------------------------
+# Neighbouring data sets.
+# ----------------------------------------------------------------------------------------
+
+
+def adversarial_neighbour(
+    problem: problem_lib.Problem,
+    *,
+    index: int = 0,
+    feature_scale: float = 1e3,
+    target: Optional[float] = None,
+) -> problem_lib.Problem:
+  """``D'``: record ``index`` replaced by an extreme record whose gradient opposes the original.
+
+  The new record is ``x' = feature_scale * v`` with a sign vector ``v`` in {-1, +1}^p and label
+  ``y' = target`` (default: the original label ``y_index``, e.g. for the logistic loss). ``v``
+  is chosen so that the new record's gradient at the solvers' start ``w^0 = prox(0)`` has, in
+  every coordinate, the sign opposite to the original record's gradient (``+`` where that is
+  0). For a GLM loss at ``w^0 = 0`` the new gradient is ``phi'(0, y') feature_scale v``, so
+  when ``feature_scale |phi'(0, y')| >= C_j`` it is clipped to ``-+C_j``; when the original
+  record is itself clipped (e.g. it came from this function: see :func:`adversarial_pair`)
+  the clipped coordinate gradient moves by exactly the sensitivity ``2 C_j / n``. For other
+  losses ``v`` is a heuristic (signs of the gradient at ``feature_scale * 1``).
+
+  Multi-step runs move ``w`` and hence the margin ``x' . w``. For regression losses take
+  ``feature_scale`` moderate and ``target`` huge (e.g. 1 and 1e6): ``phi'(z, y') = z - y'``
+  stays close to ``-y'`` and the record stays clipped along the whole run. For the logistic
+  loss a large margin saturates ``phi'`` and the gradient change can drop below ``2 C_j``
+  after the first steps (the audit stays valid, only weaker).
+
+  The public smoothness is kept: both data sets carry ``problem.smoothness`` (a data-derived
+  ``M`` would otherwise differ between them and be audited too).
+
+  Args:
+    problem: ``D``, from :func:`dpgcd_jax.make_problem`.
+    index: the record to replace, in [0, n).
+    feature_scale: ``|x'_j| > 0``.
+    target: label of the new record (default: ``y_index``).
+
+  Returns:
+    The neighbouring problem ``D'`` (same shapes, loss, ``l2``, penalty and smoothness).
+
+  Raises:
+    ValueError: for a bad argument, or when the new record's gradient at ``w^0`` vanishes in
+      some coordinate (e.g. squared loss with ``y' = 0``: pass a nonzero ``target``).
+  """
+  n = problem.num_examples
+  index = _validate.check_int("index", index, low=0)
+  if index >= n:
+    raise ValueError(f"Expected index in [0, {n}), got index={index}.")
+  _validate.check_positive("feature_scale", feature_scale)
+  X, y = np.asarray(problem.X), np.asarray(problem.y)
+  label = float(y[index]) if target is None else target
+  _validate.check_number("target", label)
+  w0 = problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0)
+  grad = jax.grad(problem.loss.fn)
+  g_old = np.asarray(grad(w0, problem.XT[:, index], problem.y[index]))
+  ones = jnp.ones(problem.num_features, problem.XT.dtype)
+  g_probe = np.asarray(grad(w0, feature_scale * ones, jnp.asarray(label, problem.XT.dtype)))
+  if np.any(g_probe == 0.0):
+    raise ValueError(
+        f"Expected the new record's gradient at w^0 to be nonzero, got zero in coordinates "
+        f"{np.flatnonzero(g_probe == 0.0)[:5].tolist()} with target={label!r}: pass a target "
+        f"with phi'(0, target) != 0.")
+  wanted = np.where(g_old > 0.0, -1.0, 1.0)
+  v = wanted * np.sign(g_probe)
+  X = X.copy()
+  y = y.copy()
+  X[index] = feature_scale * v
+  y[index] = label
+  return problem_lib.make_problem(X, y, problem.loss, l2=float(problem.l2), penalty=problem.penalty,
+                                  smoothness=problem.smoothness)
+
+
+def adversarial_pair(
+    problem: problem_lib.Problem,
+    *,
+    index: int = 0,
+    feature_scale: float = 1e3,
+    target: Optional[float] = None,
+) -> tuple[problem_lib.Problem, problem_lib.Problem]:
+  """``(D, D')``, both with an extreme record ``index``, of opposite gradients.
+
+  ``D = adversarial_neighbour(problem)`` and ``D' = adversarial_neighbour(D)``: the differing
+  records are ``(x', y')`` and ``(-x', y')`` for GLM losses, whose clipped gradients at
+  ``w^0`` are ``+-C_j`` (when ``feature_scale |phi'(0, y')| >= C_j``): every coordinate
+  gradient moves by the full sensitivity ``2 C_j / n``. Arguments as in
+  :func:`adversarial_neighbour`.
+  """
+  first = adversarial_neighbour(problem, index=index, feature_scale=feature_scale, target=target)
+  return first, adversarial_neighbour(first, index=index, feature_scale=feature_scale,
+                                      target=target)
+
+
+# ----------------------------------------------------------------------------------------
+# Clopper-Pearson bounds and the epsilon of a test.
+# ----------------------------------------------------------------------------------------
+
+
+def clopper_pearson_upper(successes: Any, trials: Any, alpha: float) -> np.ndarray:
+  """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial proportion.
+
+  ``Beta^{-1}(1 - alpha; k + 1, n - k)``, and 1 for ``k = n``: ``P(p <= bound) >= 1 - alpha``
+  for every true ``p``. Vectorized over ``successes`` / ``trials``.
+  """
+  k = np.asarray(successes, dtype=float)
+  n = np.asarray(trials, dtype=float)
+  with np.errstate(invalid="ignore", divide="ignore"):
+    bound = special.betaincinv(k + 1.0, n - k, 1.0 - alpha)
+  return np.where(k >= n, 1.0, bound)
+
+
+def clopper_pearson_lower(successes: Any, trials: Any, alpha: float) -> np.ndarray:
+  """One-sided ``1 - alpha`` Clopper-Pearson lower bound: ``Beta^{-1}(alpha; k, n - k + 1)``."""
+  k = np.asarray(successes, dtype=float)
+  n = np.asarray(trials, dtype=float)
+  with np.errstate(invalid="ignore", divide="ignore"):
+    bound = special.betaincinv(k, n - k + 1.0, alpha)
+  return np.where(k <= 0, 0.0, bound)
+
+
+def epsilon_from_rates(fpr: Any, fnr: Any, delta: float) -> np.ndarray:
+  """``max(0, log((1 - delta - fnr) / fpr), log((1 - delta - fpr) / fnr))`` (vectorized).
+
+  With upper confidence bounds for ``fpr`` and ``fnr`` this is a lower bound on epsilon.
+  """
+  fpr, fnr = np.asarray(fpr, dtype=float), np.asarray(fnr, dtype=float)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    first = np.log(np.maximum(1.0 - delta - fnr, 0.0)) - np.log(fpr)
+    second = np.log(np.maximum(1.0 - delta - fpr, 0.0)) - np.log(fnr)
+  out = np.fmax(first, second)
+  return np.maximum(np.where(np.isnan(out), 0.0, out), 0.0)
+
+
+def _rates(null: np.ndarray, alt: np.ndarray, thresholds: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+  """Counts of ``null > t`` (false positives) and ``alt <= t`` (false negatives); sorted inputs."""
+  fp = null.size - np.searchsorted(null, thresholds, side="right")
+  fn = np.searchsorted(alt, thresholds, side="right")
+  return fp, fn
+
+
+def _choose_test(null: np.ndarray, alt: np.ndarray, delta: float, alpha: float
+                 ) -> tuple[float, int]:
+  """Threshold and direction of the test, chosen on the selection half.
+
+  Candidates: ``_NUM_THRESHOLDS`` quantiles of the pooled statistics at logit-spaced levels
+  (dense in the tails, where the strongest tests live). Each candidate is scored by the
+  Clopper-Pearson bound at the Bonferroni level ``alpha / (4 K)`` (two rates, two directions,
+  ``K`` candidates): a bound that holds for all candidates at once, which favours thresholds with enough counts
+  on both sides instead of the luckiest tail (the winner's curse). This only steers the
+  choice; the validity of the audit rests on the held-out half.
+  """
+  pooled = np.concatenate([null, alt])
+  m = pooled.size
+  levels = special.expit(np.linspace(-1.0, 1.0, _NUM_THRESHOLDS) * special.logit(1.0 - 0.5 / m))
+  candidates = np.unique(np.concatenate([np.quantile(pooled, levels), [pooled.min() - 1.0]]))
+  level = alpha / (2.0 * 2 * candidates.size)
+  best = (-1.0, 0.0, 1)
+  for direction in (1, -1):
+    s0, s1 = np.sort(direction * null), np.sort(direction * alt)
+    ts = direction * candidates
+    fp, fn = _rates(s0, s1, ts)
+    eps = epsilon_from_rates(clopper_pearson_upper(fp, s0.size, level),
+                             clopper_pearson_upper(fn, s1.size, level), delta)
+    i = int(np.argmax(eps))
+    if eps[i] > best[0]:
+      best = (float(eps[i]), float(candidates[i]), direction)
+  return best[1], best[2]
+
+
+# ----------------------------------------------------------------------------------------
+# The audit.
+# ----------------------------------------------------------------------------------------
+
+
+def _batched(mechanism: Mechanism, statistic: Optional[Callable[[Array], Array]]):
+  def one(key, problem):
+    out = mechanism(key, problem)
+    if statistic is None:
+      return jnp.ravel(jnp.asarray(out))
+    return jnp.asarray(statistic(out)).reshape(())
+
+  return jax.jit(jax.vmap(one, in_axes=(0, None)))
+
+
+def _collect(fn, problem: problem_lib.Problem, keys: Array, runs: int, chunk: int) -> np.ndarray:
+  outs = [np.asarray(fn(keys[i:i + chunk], problem)) for i in range(0, keys.shape[0], chunk)]
+  return np.concatenate(outs)[:runs]
+
+
+def audit(
+    mechanism: Mechanism,
+    problem: problem_lib.Problem,
+    neighbour: problem_lib.Problem,
+    *,
+    key: Array,
+    runs: int,
+    delta: float,
+    statistic: Optional[Callable[[Array], Array]] = None,
+    confidence: float = 0.95,
+    chunk: int = 10_000,
+) -> AuditResult:
+  """Lower-bounds the epsilon of ``mechanism`` from ``runs`` runs on each of two neighbours.
+
+  Procedure (see the module docstring for the bound):
+
+  1. ``runs`` independent keys per data set; ``mechanism(key, problem)`` is mapped over them
+     with ``jax.jit(jax.vmap(...))`` in chunks of ``chunk`` keys (the last chunk is padded), so
+     the audit compiles ONCE for both data sets (they have the same shapes). Do not close over
+     the data set: take it as the argument.
+  2. Each output becomes a scalar: ``statistic(output)`` when given (computed inside the
+     jitted map); by default the projection of the flattened output onto the difference of
+     the mean outputs ``mean(A(D')) - mean(A(D))`` estimated on the selection half (for
+     DP-GCD: a weighted sum of the noisy steps, large when the neighbour pushes the model
+     in its direction). The default keeps the outputs: ``2 * runs * output size`` floats.
+  3. On the first half of the runs (``runs // 2``), the threshold and direction of the test
+     maximizing a Clopper-Pearson bound (made conservative over the ~1000 candidate
+     thresholds, to avoid picking a lucky tail) are chosen; on the held-out rest the rates
+     are counted and bounded at level ``(1 - confidence) / 2`` each.
+
+  Args:
+    mechanism: ``mechanism(key, problem) -> output`` (any array), e.g.
+      ``lambda k, pb: dg.dp_gcd.run(pb, params, k, steps=1, store_objective=False).w``.
+    problem: the data set ``D`` (a :class:`dpgcd_jax.Problem`, or any pytree the mechanism
+      takes).
+    neighbour: ``D'``, same structure and shapes (see :func:`adversarial_neighbour`).
+    key: a JAX PRNG key (required).
+    runs: runs per data set, >= 4 (e.g. 20_000 to 200_000).
+    delta: the delta of the claim (enters the bound).
+    statistic: maps one output to a scalar; default described above.
+    confidence: in (0, 1); the bound holds with at least this probability.
+    chunk: keys per vmapped call (bounds memory: one chunk holds ``chunk`` copies of the
+      mechanism's working set).
+
+  Returns:
+    An :class:`AuditResult`.
+
+  Raises:
+    ValueError: for a bad argument (the message names it) or data sets of different shapes.
+  """
+  _validate.check_key("key", key)
+  runs = _validate.check_int("runs", runs, low=4)
+  chunk = _validate.check_int("chunk", chunk, low=1)
+  _validate.check_number("delta", delta, low=0.0, high=1.0, high_open=True)
+  _validate.check_number("confidence", confidence, low=0.0, high=1.0, low_open=True,
+                         high_open=True)
+  shapes = lambda t: jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), t)
+  if jax.tree.structure(problem) != jax.tree.structure(neighbour) or shapes(problem) != shapes(
+      neighbour):
+    raise ValueError("Expected neighbour to have the structure and shapes of problem.")
+  alpha = 1.0 - float(confidence)
+  delta = float(delta)
+  chunk = min(chunk, runs)
+  padded = -(-runs // chunk) * chunk
+  key_d, key_n = jax.random.split(key)
+  fn = _batched(mechanism, statistic)
+  out_d = _collect(fn, problem, jax.random.split(key_d, padded), runs, chunk)
+  out_n = _collect(fn, neighbour, jax.random.split(key_n, padded), runs, chunk)
+  half = runs // 2
+  if statistic is None:
+    out_d, out_n = out_d.reshape(runs, -1), out_n.reshape(runs, -1)
+    projection = out_n[:half].mean(axis=0) - out_d[:half].mean(axis=0)
+    out_d, out_n = out_d @ projection, out_n @ projection
+  out_d, out_n = out_d.astype(float), out_n.astype(float)
+  if not (np.all(np.isfinite(out_d)) and np.all(np.isfinite(out_n))):
+    raise ValueError("Expected the mechanism's statistic to be finite on every run.")
+  threshold, direction = _choose_test(out_d[:half], out_n[:half], delta, alpha)
+  null, alt = np.sort(direction * out_d[half:]), np.sort(direction * out_n[half:])
+  fp, fn_count = _rates(null, alt, np.array([direction * threshold]))
+  held = runs - half
+  a = float(clopper_pearson_upper(fp[0], held, alpha / 2))
+  b = float(clopper_pearson_upper(fn_count[0], held, alpha / 2))
+  return AuditResult(
+      epsilon_lower_bound=float(epsilon_from_rates(a, b, delta)),
+      false_positive_rate=float(fp[0]) / held,
+      false_negative_rate=float(fn_count[0]) / held,
+      false_positive_upper=a,
+      false_negative_upper=b,
+      threshold=threshold,
+      direction=direction,
+      runs=runs,
+      held_out_runs=held,
+      confidence=float(confidence),
+      delta=delta,
+  )
