@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import sys
 
@@ -17,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
   rep.add_argument("--quick", action="store_true", help="the quick preset (offline data, minutes)")
   rep.add_argument("--datasets", nargs="+", help="data set names (default: the preset's)")
   rep.add_argument("--algorithms", nargs="+", help="subset of dp_gcd dp_gcd_gumbel dp_cd dp_sgd")
+  rep.add_argument("--passes", nargs="+", type=int, help="override the preset's budgets of passes")
+  rep.add_argument("--seeds", type=int, help="override the preset's number of seeds")
   rep.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
   args = parser.parse_args(argv)
 
@@ -24,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
   from dpgcd_jax.experiments import report, runner  # pylint: disable=g-import-not-at-top
 
   preset = runner.QUICK if args.quick else runner.FULL
+  if args.passes:
+    preset = dataclasses.replace(preset, passes=tuple(args.passes))
+  if args.seeds:
+    preset = dataclasses.replace(preset, seeds=args.seeds)
   results = runner.run_experiment(preset, datasets=args.datasets,
                                   algorithms=tuple(args.algorithms or runner.ALGORITHMS))
   paths = report.write_results(results, args.out)

@@ -75,7 +75,9 @@ def _sgd_calibrate(problem, delta, passes):
                                   sampling_rate=batch / problem.num_examples).update_noise
 
 
-GCD_STEPS = (0.25, 0.5, 1.0)
+GCD_STEPS = (0.3, 1.0)
+CD_STEPS = (0.03, 0.1, 0.3, 1.0)
+SGD_STEPS = (1e-4, 1e-3, 1e-2, 1e-1)
 ALGORITHMS = {
     "dp_gcd": Algorithm(
         "dp_gcd", "DP-GCD (paper: Laplace + Laplace)",
@@ -89,13 +91,13 @@ ALGORITHMS = {
         lambda g, c, noise: dp_cd.Params(g, c, noise),
         lambda pb, prm, k, passes: dp_cd.run(pb, prm, k, passes=passes, store_objective=False),
         lambda pb, delta, passes: accounting.calibrate_cd(EPSILON, delta, steps=passes * pb.num_features
-                                                         ).update_noise, GCD_STEPS),
+                                                         ).update_noise, CD_STEPS),
     "dp_sgd": Algorithm(
         "dp_sgd", "DP-SGD",
         lambda g, c, noise: dp_sgd.Params(g, c, noise),
         lambda pb, prm, k, passes: dp_sgd.run(pb, prm, k, passes=passes, batch_size=_sgd_batch_size(pb),
                                               store_objective=False),
-        _sgd_calibrate, (0.01, 0.03, 0.1, 0.3)),
+        _sgd_calibrate, SGD_STEPS),
 }
 
 
@@ -107,12 +109,11 @@ class Preset:
   clips: tuple[float, ...]
   seeds: int
   datasets: tuple[str, ...]
-  step_scale: tuple[float, ...] = (1.0,)
 
 
-QUICK = Preset(passes=(1, 3, 10), clips=(0.1, 1.0), seeds=5,
+QUICK = Preset(passes=(1, 3, 10), clips=(0.1, 0.3, 1.0, 3.0), seeds=5,
                datasets=("log1", "log2", "square", "diabetes", "breast_cancer", "permeability_qsar"))
-FULL = Preset(passes=(1, 2, 5, 10, 20, 50), clips=(0.03, 0.1, 0.3, 1.0, 3.0), seeds=5,
+FULL = Preset(passes=(1, 2, 5, 10, 20, 50), clips=(0.03, 0.1, 0.3, 1.0, 3.0, 10.0), seeds=5,
               datasets=("log1", "log2", "square", "madelon_synth", "diabetes", "breast_cancer",
                         "permeability_qsar"))
 PRESETS = {"quick": QUICK, "full": FULL}
@@ -160,8 +161,7 @@ def relative_error(problem: Prepared, w: Any) -> np.ndarray:
 def grid_params(algorithm: Algorithm, problem: problem_lib.Problem, preset: Preset, noise: Any):
   """The (step size x clip) grid as one Params of stacked leaves, and its list of points."""
   scale = float(np.sqrt(problem.num_features))
-  points = [(g * s, c * scale) for g, c, s in itertools.product(algorithm.step_sizes, preset.clips,
-                                                                 preset.step_scale)]
+  points = [(g, c * scale) for g, c in itertools.product(algorithm.step_sizes, preset.clips)]
   steps = np.array([p[0] for p in points], np.float32)
   clips = np.array([p[1] for p in points], np.float32)
   noise = jax.tree.map(lambda x: np.full(len(points), x, np.float32), noise)
