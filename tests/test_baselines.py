@@ -7,7 +7,6 @@ import pytest
 from sklearn import linear_model
 
 import dpgcd_jax as dg
-from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import dp_sgd
 
 

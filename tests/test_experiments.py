@@ -10,7 +10,6 @@ import pytest
 
 from dpgcd_jax import datasets
 from dpgcd_jax.experiments import __main__ as cli
-from dpgcd_jax.experiments import report
 from dpgcd_jax.experiments import runner
 
 TINY = runner.Preset(passes=(2,), clips=(0.3, 1.0), seeds=2, datasets=("diabetes",))

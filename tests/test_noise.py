@@ -9,7 +9,6 @@ from scipy import integrate, stats
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
-from dpgcd_jax.solvers import greedy
 
 DRAWS = 4000
 KEYS = jax.random.split(jax.random.key(2024), DRAWS)
