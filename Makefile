@@ -23,6 +23,8 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/bench_solver.py
 	$(BIN)/python benchmarks/bench_accounting.py
 	$(BIN)/python benchmarks/bench_baselines.py
+	$(BIN)/python benchmarks/bench_audit.py
+	$(BIN)/python benchmarks/bench_experiments.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
