@@ -40,6 +40,9 @@ Array = jax.Array
 class Params(NamedTuple):
   """Hyperparameters of DP-CD (array leaves: vmappable, never recompiles).
 
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use ``fit`` or
+  calibrated multipliers from :mod:`dpgcd_jax.privacy` for a private run.
+
   Attributes:
     step_size: ``gamma`` > 0 (coordinate j moves by ``gamma / M_j`` times its gradient).
     clip: ``C`` > 0 (scalar: DP-CD rule; or a (p,) vector); ``inf`` disables clipping.

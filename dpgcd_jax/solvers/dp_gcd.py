@@ -45,6 +45,9 @@ Array = jax.Array
 class Params(NamedTuple):
   """Hyperparameters of DP-GCD; every field is an array leaf (vmappable, never recompiles).
 
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use ``fit`` or
+  calibrated multipliers from :mod:`dpgcd_jax.privacy` for a private run.
+
   Attributes:
     step_size: ``gamma`` > 0; coordinate j moves by ``gamma / M_j`` times its noisy gradient.
     clip: ``C`` > 0, a scalar (thresholds ``C_j = C sqrt(M_j / sum M)``) or a (p,) vector of

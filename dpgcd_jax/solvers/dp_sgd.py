@@ -49,6 +49,9 @@ TRUNCATION_PROBABILITY = 1e-15
 class Params(NamedTuple):
   """Hyperparameters of DP-SGD (array leaves: vmappable, never recompiles).
 
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use ``fit`` or
+  calibrated multipliers from :mod:`dpgcd_jax.privacy` for a private run.
+
   Attributes:
     step_size: ``gamma`` > 0, the (absolute) step size.
     clip: ``C`` > 0, per-example l2 clipping norm; ``inf`` disables clipping.
