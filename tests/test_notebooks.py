@@ -4,12 +4,9 @@ import copy
 import pathlib
 import sys
 
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
-pytest.importorskip("matplotlib")
 
 NOTEBOOKS_DIR = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
