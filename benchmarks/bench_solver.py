@@ -1,6 +1,8 @@
 """DP-GCD per-iteration time vs NumPy and vs the irreducible clipped-gradient pass (issue 2).
 
-Run: python benchmarks/bench_solver.py [--steps 200]
+Both implementations run in float32 on the same data.
+
+Run: python benchmarks/bench_solver.py [--steps 1000]
 Everything is measured side by side in this one run; ratios are printed.
 """
 
@@ -65,7 +67,7 @@ def bench(name, X, y, loss, steps, configs):
   rng = np.random.default_rng(0)
   np_steps = max(steps // 4, 10)
   start = time.perf_counter()
-  testing.dp_gcd(X, y, loss, steps=np_steps, l2=1e-3, clip=1.0, selection_noise=5.0,
+  testing.dp_gcd(X.astype(np.float32), y.astype(np.float32), loss, steps=np_steps, l2=1e-3, clip=1.0, selection_noise=5.0,
                  update_noise=5.0, rng=rng)
   numpy_time = (time.perf_counter() - start) / np_steps
 
@@ -92,7 +94,7 @@ def bench(name, X, y, loss, steps, configs):
 
 def main():
   parser = argparse.ArgumentParser()
-  parser.add_argument("--steps", type=int, default=200)
+  parser.add_argument("--steps", type=int, default=1000)
   parser.add_argument("--configs", type=int, default=64)
   args = parser.parse_args()
   rng = np.random.default_rng(0)

@@ -46,8 +46,8 @@ def dp_gcd(
   C = clip * np.sqrt(M / M.sum())
   delta = 2.0 * C / n
   delta_bar = np.max(delta / np.sqrt(M))
-  w = np.zeros(p)
-  margins = np.zeros(n)
+  w = np.zeros(p, X.dtype)
+  margins = np.zeros(n, X.dtype)
   coordinates = np.zeros(steps, dtype=int)
   for t in range(steps):
     per_example = _DPHI[loss](margins, y)[:, None] * X
