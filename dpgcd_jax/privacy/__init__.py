@@ -1,7 +1,7 @@
 """Privacy: host-side accounting and calibration, a private smoothness estimate, an audit.
 
 See :mod:`dpgcd_jax.privacy.accounting` for the mechanisms, the sensitivities the noise
-multipliers refer to, and the composition routes; :mod:`dpgcd_jax.privacy.audit` for the
+multipliers refer to, and the composition routes; :mod:`dpgcd_jax.privacy.auditing` for the
 empirical audit; :mod:`dpgcd_jax.privacy.smoothness` for the private estimate of ``M``.
 """
 
@@ -12,10 +12,10 @@ from dpgcd_jax.privacy.accounting import calibrate_sgd
 from dpgcd_jax.privacy.accounting import cd_epsilon
 from dpgcd_jax.privacy.accounting import gcd_epsilon
 from dpgcd_jax.privacy.accounting import sgd_epsilon
-from dpgcd_jax.privacy.audit import AuditResult
-from dpgcd_jax.privacy.audit import adversarial_neighbour
-from dpgcd_jax.privacy.audit import adversarial_pair
-from dpgcd_jax.privacy.audit import audit
+from dpgcd_jax.privacy.auditing import AuditResult
+from dpgcd_jax.privacy.auditing import adversarial_neighbour
+from dpgcd_jax.privacy.auditing import adversarial_pair
+from dpgcd_jax.privacy.auditing import audit
 from dpgcd_jax.privacy.smoothness import private_smoothness
 
 __all__ = [

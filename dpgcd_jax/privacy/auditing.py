@@ -39,16 +39,16 @@ Example (DP-GCD, one step, calibrated for epsilon = 1)::
 
     import jax, jax.numpy as jnp, numpy as np
     import dpgcd_jax as dg
-    from dpgcd_jax.privacy import accounting, audit
+    from dpgcd_jax.privacy import accounting, auditing
 
     X = np.random.default_rng(0).normal(size=(10, 3))
     base = dg.make_problem(X, np.zeros(10), "squared", smoothness=np.ones(3))
-    D, D2 = audit.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
+    D, D2 = auditing.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
     cal = accounting.calibrate_gcd(1.0, 1e-6, steps=1)
     params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise)
     mechanism = lambda key, pb: dg.dp_gcd.run(pb, params, key, steps=1,
                                               store_objective=False).w
-    res = audit.audit(mechanism, D, D2, key=jax.random.key(0), runs=100_000, delta=1e-6)
+    res = auditing.audit(mechanism, D, D2, key=jax.random.key(0), runs=100_000, delta=1e-6)
     res.epsilon_lower_bound  # about 0.3 here; > 1 would refute the claim
 
 References:
