@@ -44,7 +44,8 @@ def check_number(
   if not is_concrete(x):
     return
   v = _values(name, x)
-  lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
+  lo = "(" if low_open or (low == -math.inf and not allow_inf) else "["
+  hi = ")" if high_open or (high == math.inf and not allow_inf) else "]"
   bad = np.isnan(v) | (~np.isfinite(v) & (not allow_inf))
   bad |= (v <= low) if low_open else (v < low)
   bad |= (v >= high) if high_open else (v > high)

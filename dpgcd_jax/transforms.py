@@ -86,6 +86,10 @@ def dp_greedy_coordinate(
   _validate.check_positive("l2", l2, allow_zero=True)
   flat_smoothness = ravel_pytree(smoothness)[0]
   _validate.check_positive("smoothness", flat_smoothness, allow_zero=True)
+  _validate.check_positive("smoothness + l2", flat_smoothness + l2)
+  if jnp.shape(clip) not in ((), flat_smoothness.shape):
+    raise ValueError(f"Expected clip of shape () or {flat_smoothness.shape}, got clip.shape={jnp.shape(clip)}.")
+  _driver.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
 
   def init_fn(params):
     del params

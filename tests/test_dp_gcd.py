@@ -139,3 +139,26 @@ def test_bad_input_raises_a_value_error_naming_it(problem, kwargs, match):
   args.update(kwargs)
   with pytest.raises(ValueError, match=match):
     dg.dp_gcd.run(problem, args.pop("params"), args.pop("key"), **args)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda pb: dg.dp_gcd.run(pb, dg.dp_gcd.Params(clip=np.inf, update_noise=1.0), jax.random.key(0),
+                              steps=2), "finite clip"),
+    (lambda pb: dg.dp_cd.run(pb, dg.dp_cd.Params(clip=np.inf, noise=1.0), jax.random.key(0), passes=1),
+     "finite clip"),
+    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(clip=np.inf, noise=1.0), jax.random.key(0), passes=1),
+     "finite clip"),
+    (lambda pb: dg.dp_gcd.run(pb, dg.dp_gcd.Params(clip=np.ones(3)), jax.random.key(0), steps=2), "clip.shape"),
+    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(clip=np.ones(10)), jax.random.key(0), passes=1), "clip.shape"),
+    (lambda pb: dg.dp_cd.fit(pb, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=0), "passes"),
+    (lambda pb: dg.dp_sgd.fit(pb, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=1, batch_size=10**6),
+     "batch_size"),
+    (lambda pb: dg.dp_gcd.fit(pb, jax.random.key(0), epsilon=-1.0, delta=1e-5, steps=3), "epsilon"),
+    (lambda pb: dg.dp_greedy_coordinate(jnp.zeros(10), key=jax.random.key(0), clip=1.0,
+                                        selection_noise=1.0, update_noise=1.0), "smoothness"),
+    (lambda pb: dg.dp_greedy_coordinate(jnp.ones(10), key=jax.random.key(0), clip=np.inf,
+                                        selection_noise=1.0, update_noise=1.0), "finite clip"),
+])
+def test_inconsistent_hyperparameters_raise_before_any_work(problem, call, match):
+  with pytest.raises(ValueError, match=match):
+    call(problem)

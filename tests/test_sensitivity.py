@@ -1,5 +1,6 @@
 """Every greedy score moves by at most Delta_bar when one record is replaced (DESIGN section 6)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -54,3 +55,22 @@ def test_score_sensitivity_is_at_most_delta_bar(loss, penalty, rule):
       largest_ratio = max(largest_ratio, np.max(np.abs(scores[0] - scores[1])) / float(delta_bar))
   assert largest_ratio <= 1.0 + 1e-9
   assert largest_ratio > 0.2  # the adversarial record does move the scores: the bound is not vacuous
+
+
+@pytest.mark.parametrize("penalty", [dg.penalties.Zero(), dg.penalties.L1(21.2),
+                                     dg.penalties.ElasticNet(42.4, 0.5), dg.penalties.non_negative()])
+def test_laplace_selection_probabilities_change_by_at_most_exp_2_over_b(penalty):
+  # All p normalized gradients move by Delta_bar = 1 between neighbours. With l1 / elastic net
+  # at w = 0 (or a box at a bound) every GS-s score can be 0 at once; adding the noise inside
+  # the score would then make argmax return 0 with probabilities whose ratio grows like
+  # exp(log(p) / b) (about exp(3.8) here). The mechanism must stay within exp(2 / b).
+  p, b, draws = 1000, 1.0, 100_000
+  w, M = jnp.zeros(p), jnp.ones(p)
+  select = jax.jit(jax.vmap(
+      lambda k, g: greedy.select(k, g, w, M, penalty, b, 1.0, selection="laplace", rule="gs-s"),
+      in_axes=(0, None)))
+  keys = jax.random.split(jax.random.key(0), draws)
+  counts = [int(jnp.sum(select(keys, jnp.full(p, -u)) == 0)) for u in (16.0, 17.0)]
+  # log-ratio of the two frequencies, with a 4-sigma allowance for sampling error.
+  slack = 4 * np.sqrt(1 / max(counts[0], 1) + 1 / max(counts[1], 1))
+  assert abs(np.log(max(counts[0], 1) / max(counts[1], 1))) <= 2 / b + slack, counts

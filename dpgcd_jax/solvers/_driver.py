@@ -6,6 +6,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from dpgcd_jax import _validate
 
@@ -83,9 +84,30 @@ def check_run_inputs(problem: Any, key: Array, steps: int, *, name: str = "steps
 
 
 def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negative: tuple[str, ...],
-              allow_inf: tuple[str, ...] = ()) -> Any:
-  """Validates a hyperparameter NamedTuple and casts its leaves to ``dtype`` arrays."""
+              num_features: int, clip_may_be_vector: bool = True) -> Any:
+  """Validates a hyperparameter NamedTuple and casts its leaves to ``dtype`` arrays.
+
+  ``positive`` fields must be > 0 (``clip`` may be inf), ``non_negative`` ones (the noise
+  multipliers) >= 0 and finite. ``clip`` must have shape () or (p,) and be finite when any
+  noise is added (an infinite clip means an infinite sensitivity).
+  """
   for name in positive + non_negative:
     _validate.check_positive(name, getattr(params, name), allow_zero=name in non_negative,
-                             allow_inf=name in allow_inf)
+                             allow_inf=name == "clip")
+  clip_shape = jnp.shape(params.clip)
+  allowed = ((), (num_features,)) if clip_may_be_vector else ((),)
+  if clip_shape not in allowed:
+    raise ValueError(f"Expected clip of shape {' or '.join(map(str, allowed))}, got clip.shape={clip_shape}.")
+  check_finite_clip_with_noise(params.clip, [getattr(params, name) for name in non_negative])
   return jax.tree.map(lambda x: jnp.asarray(x, dtype), params)
+
+
+def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
+  """Rejects ``clip = inf`` together with a positive noise multiplier (values known only)."""
+  values = [clip] + noises
+  if not all(_validate.is_concrete(v) for v in values):
+    return
+  if not np.all(np.isfinite(np.asarray(clip, float))) and any(np.any(np.asarray(v, float) > 0) for v in noises):
+    raise ValueError(
+        f"Expected a finite clip when noise is added (clip=inf means infinite sensitivity), got "
+        f"clip={clip!r}.")

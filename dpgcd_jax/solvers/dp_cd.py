@@ -85,7 +85,7 @@ def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int
   """
   passes = _driver.check_run_inputs(problem, key, passes, name="passes")
   params = _driver.as_params(Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-                             non_negative=("noise",), allow_inf=("clip",))
+                             non_negative=("noise",), num_features=problem.num_features)
   return _run(problem, params, key, passes=passes, store_objective=store_objective)
 
 
@@ -103,6 +103,7 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   """(epsilon, delta)-DP DP-CD: calibrates ``s`` for ``passes * p`` steps, then runs."""
   from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
 
+  passes = _driver.check_run_inputs(problem, key, passes, name="passes")
   calibration = accounting.calibrate_cd(epsilon, delta, steps=passes * problem.num_features)
   result = run(problem, Params(step_size, clip, calibration.update_noise), key, passes=passes,
                store_objective=store_objective)

@@ -134,7 +134,7 @@ def run(
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
   params = _driver.as_params(
       Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-      non_negative=("selection_noise", "update_noise"), allow_inf=("clip",),
+      non_negative=("selection_noise", "update_noise"), num_features=problem.num_features,
   )
   return _run(problem, params, key, steps=steps, selection=selection, update=update, rule=rule,
               store_objective=store_objective)
@@ -173,6 +173,7 @@ def fit(
   """
   from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
 
+  steps = _driver.check_run_inputs(problem, key, steps)
   calibration = accounting.calibrate_gcd(
       epsilon, delta, steps=steps, selection=selection, update=update, selection_share=selection_share)
   params = Params(step_size, clip, calibration.selection_noise, calibration.update_noise)

@@ -101,6 +101,13 @@ def step(problem: problem_lib.Problem, params: Params, key: Array, state: _coord
   return _coordinate.State(w, None), None
 
 
+def _check_batch_size(batch_size: int, n: int) -> int:
+  batch_size = _validate.check_int("batch_size", batch_size, low=1)
+  if batch_size > n:
+    raise ValueError(f"Expected batch_size <= n={n}, got batch_size={batch_size}.")
+  return batch_size
+
+
 def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int, batch_size: int = 1,
         store_objective: bool = True) -> _driver.Result:
   """Runs ``passes * (n // batch_size)`` DP-SGD steps under jit (objective once per pass).
@@ -115,11 +122,10 @@ def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int
   """
   passes = _driver.check_run_inputs(problem, key, passes, name="passes")
   n = problem.num_examples
-  batch_size = _validate.check_int("batch_size", batch_size, low=1)
-  if batch_size > n:
-    raise ValueError(f"Expected batch_size <= n={n}, got batch_size={batch_size}.")
+  batch_size = _check_batch_size(batch_size, n)
   params = _driver.as_params(Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-                             non_negative=("noise",), allow_inf=("clip",))
+                             non_negative=("noise",), num_features=problem.num_features,
+                             clip_may_be_vector=False)
   return _run(problem, params, key, passes=passes, batch_size=batch_size, store_objective=store_objective)
 
 
@@ -142,6 +148,8 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   """(epsilon, delta)-DP DP-SGD: calibrates ``s`` (with the truncation slack), then runs."""
   from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
 
+  passes = _driver.check_run_inputs(problem, key, passes, name="passes")
+  _check_batch_size(batch_size, problem.num_examples)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   steps = passes * (problem.num_examples // batch_size)

@@ -19,13 +19,15 @@ every score has sensitivity ``Delta_bar``:
 Selection mechanisms (noise multiplier ``b`` in units of ``Delta_bar``):
 
 - ``"laplace"``, paper-faithful: ``Z_j ~ Lap(b Delta_bar)`` added to ``u_j`` *inside* the
-  score for ``"gs-s"`` (``j = argmax |u_j + Z_j|`` when ``psi = 0``). Privacy, ``eps = 2 / b``
-  (pure): given the other noises, j wins iff ``Z_j`` falls outside an interval whose end
-  points move by at most ``2 Delta_bar`` between neighbours (the score is a distance to an
-  interval: slopes 0 or +-1, the others' maximum moves by at most ``Delta_bar``); each tail
-  probability changes by at most ``exp(2 / b)``. For ``"gs-r"`` / ``"gs-q"``, whose scores can
-  plateau, the noise is added to the score instead (report-noisy-max,
-  ``argmax_j score_j + Z_j``): same ``eps = 2 / b`` for any scores of sensitivity ``Delta_bar``.
+  score for ``"gs-s"`` with no penalty or the l2 penalty (``j = argmax |u_j + Z_j|`` when
+  ``psi = 0``). Privacy, ``eps = 2 / b`` (pure): the score is ``|u_j + c_j|`` with ``c_j``
+  public; given the other noises, j wins iff ``Z_j`` falls outside an interval whose end
+  points move by at most ``2 Delta_bar`` between neighbours (``u_j`` moves by ``Delta_bar``,
+  the others' maximum by at most ``Delta_bar``); each tail probability changes by at most
+  ``exp(2 / b)``. Every other case (GS-r, GS-q, and GS-s with l1 / elastic net / box, whose
+  scores plateau at 0 so that all-zero ties break the argument) uses report-noisy-max,
+  ``argmax_j score_j + Z_j``: ``eps = 2 / b`` for any scores of sensitivity ``Delta_bar``
+  (given the others, j wins iff ``Z_j >= r*``, and ``r*`` moves by at most ``2 Delta_bar``).
 - ``"gumbel"``, exponential mechanism: ``j = argmax_j score_j + b Delta_bar G_j`` with
   ``G_j ~ Gumbel(0, 1)``, i.e. ``P(j) ∝ exp(score_j / (b Delta_bar))``: ``eps = 2 / b`` and
   ``eps``-bounded-range, hence ``rho = eps^2 / 8``-zCDP.
@@ -67,6 +69,18 @@ def gs_q(g: Array, w: Array, M: Array, penalty: penalties.Penalty) -> Array:
 RULES: dict[str, Callable[..., Array]] = {"gs-s": gs_s, "gs-r": gs_r, "gs-q": gs_q}
 
 
+def noise_inside_score(rule: str, penalty: penalties.Penalty) -> bool:
+  """Whether Laplace selection may add its noise inside the score (the paper's form).
+
+  Only for GS-s with a penalty whose subdifferential is a single point (none, or the l2
+  penalty): the score is then ``|u_j + c_j|``, V-shaped with slopes +-1 and no plateau. A
+  plateau (l1 or elastic net at ``w_j = 0``, a box at a bound) lets every score be 0 at once,
+  and the all-zero tie then has a probability that can change by about ``exp(log(p) / b)``
+  between neighbours: the ``2 / b`` argument fails, so those cases use report-noisy-max.
+  """
+  return rule == "gs-s" and isinstance(penalty, (penalties.Zero, penalties.L2))
+
+
 def selection_sensitivity(thresholds: Array, M: Array, num_examples: int) -> Array:
   """``Delta_bar = max_j (2 C_j / n) / sqrt(M_j)``: sensitivity of every normalized score."""
   return jnp.max(clipping.mean_sensitivity(thresholds, num_examples) / jnp.sqrt(M))
@@ -89,7 +103,7 @@ def select(
   scale = clipping.noise_scale(multiplier, sensitivity)
   if selection == "laplace":
     z = scale * jax.random.laplace(key, g.shape, g.dtype)
-    if rule == "gs-s":
+    if noise_inside_score(rule, penalty):
       return jnp.argmax(score(g + jnp.sqrt(M) * z, w, M, penalty))
     return jnp.argmax(score(g, w, M, penalty) + z)
   return jnp.argmax(score(g, w, M, penalty) + scale * jax.random.gumbel(key, g.shape, g.dtype))
