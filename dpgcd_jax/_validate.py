@@ -14,6 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 
 
+class PrivacyLeakWarning(UserWarning):
+  """A computation reads the raw data in a way the privacy guarantee does not cover."""
+
+
 def is_concrete(x: Any) -> bool:
   """True when ``x`` holds values (not a tracer inside jit / vmap / grad)."""
   return not isinstance(x, jax.core.Tracer)
@@ -99,3 +103,15 @@ def check_key(name: str, key: Any) -> None:
       f"Expected {name} to be a PRNG key from jax.random.key(seed) or jax.random.PRNGKey(seed), "
       f"got {name}={key!r}."
   )
+
+
+def check_key_or_batch(name: str, key: Any) -> int | None:
+  """Accepts one key (returns None) or a batch of keys with one leading axis (returns its size)."""
+  dtype = getattr(key, "dtype", None)
+  shape = jnp.shape(key) if dtype is not None else None
+  if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key) and len(shape) == 1:
+    return shape[0]
+  if dtype == jnp.uint32 and shape is not None and len(shape) == 2 and shape[1] == 2:
+    return shape[0]
+  check_key(name, key)
+  return None

@@ -33,7 +33,6 @@ constants ``smoothness=`` to :func:`dpgcd_jax.make_problem` to avoid both.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Callable, Optional
 
 import jax
@@ -65,11 +64,21 @@ class Loss:
     return self.phi is not None
 
 
+@dataclasses.dataclass(frozen=True)
+class _MarginComposition:
+  """``fn(w, x, y) = phi(<x, w>, y)``: a picklable, hashable per-example loss (no lambda)."""
+
+  phi: MarginLoss
+
+  def __call__(self, w: Array, x: Array, y: Array) -> Array:
+    return self.phi(jnp.dot(x, w), y)
+
+
 def glm_loss(phi: MarginLoss, *, curvature: Optional[float] = None, name: str = "glm") -> Loss:
   """A loss ``l(w; x, y) = phi(<x, w>, y)``; ``curvature`` bounds ``phi''`` if known."""
   if curvature is not None and not curvature > 0:
     raise ValueError(f"Expected curvature > 0, got curvature={curvature!r}.")
-  return Loss(fn=lambda w, x, y: phi(jnp.dot(x, w), y), name=name, phi=phi, curvature=curvature)
+  return Loss(fn=_MarginComposition(phi), name=name, phi=phi, curvature=curvature)
 
 
 def custom_loss(fn: PerExampleLoss, *, name: str = "custom") -> Loss:
@@ -89,28 +98,37 @@ squared = glm_loss(_squared, curvature=1.0, name="squared")
 logistic = glm_loss(_logistic, curvature=0.25, name="logistic")
 
 
-@functools.lru_cache(maxsize=None)
+@dataclasses.dataclass(frozen=True)
+class _HuberPhi:
+  """Huber ``phi`` with threshold ``delta``; equal thresholds give equal (hashable) objects, so
+  ``huber(1.0)`` built twice hits the same jit cache entry."""
+
+  delta: float
+
+  def __call__(self, z: Array, y: Array) -> Array:
+    r = jnp.abs(z - y)
+    return jnp.where(r <= self.delta, 0.5 * r**2, self.delta * (r - 0.5 * self.delta))
+
+
 def huber(delta: float = 1.0) -> Loss:
   """Huber loss of the residual ``z - y`` with threshold ``delta`` (curvature 1)."""
   if not delta > 0:
     raise ValueError(f"Expected delta > 0, got delta={delta!r}.")
-
-  def phi(z: Array, y: Array) -> Array:
-    r = jnp.abs(z - y)
-    return jnp.where(r <= delta, 0.5 * r**2, delta * (r - 0.5 * delta))
-
-  return glm_loss(phi, curvature=1.0, name=f"huber({delta:g})")
+  return glm_loss(_HuberPhi(float(delta)), curvature=1.0, name=f"huber({delta:g})")
 
 
 BUILTIN = {"squared": squared, "logistic": logistic, "huber": huber()}
 
 
-def get(loss: Loss | str) -> Loss:
-  """Returns a :class:`Loss` from a Loss or a built-in name."""
+def get(loss: Loss | str | PerExampleLoss) -> Loss:
+  """Returns a :class:`Loss` from a Loss, a built-in name or a plain function ``fn(w, x, y)``."""
   if isinstance(loss, Loss):
     return loss
   if isinstance(loss, str) and loss in BUILTIN:
     return BUILTIN[loss]
+  if callable(loss) and not isinstance(loss, str):
+    return custom_loss(loss, name=getattr(loss, "__name__", "custom"))
   raise ValueError(
-      f"Expected loss to be a dpgcd_jax.Loss or one of {tuple(BUILTIN)}, got loss={loss!r}."
+      f"Expected loss to be a dpgcd_jax.Loss, a function loss(w, x, y) -> scalar or one of "
+      f"{tuple(BUILTIN)}, got loss={loss!r}."
   )

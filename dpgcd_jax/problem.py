@@ -7,28 +7,38 @@
 The data term and ``l2`` are smooth; ``psi`` (a :mod:`dpgcd_jax.penalties` object) is
 handled by its prox. Neighbouring data sets differ in one record (replace-one; ``n`` is public).
 
-Coordinate smoothness: ``M_j`` bounds the curvature of ``f = data term + l2 term`` along
-``e_j``. :func:`make_problem` computes it as follows, unless public constants are passed
-as ``smoothness=`` (the data-term part, without ``l2``):
+Coordinate smoothness ``M_j`` bounds the curvature of ``f = data term + l2 term`` along
+``e_j``; it sets step sizes, score normalizations and clipping thresholds, so where it comes
+from matters for privacy. :func:`make_problem` records its source:
 
-- GLM loss with a known curvature bound ``beta``: ``M_j = beta * mean_i x_ij^2`` (exact bound);
-- GLM loss without it: ``beta`` is estimated as the largest ``phi''(z, y_i)`` over the
-  labels and a grid of 4001 margins in [-40, 40] (a numerical estimate, not a proof);
-- any other loss: ``M_j = mean_i d^2 l(w; x_i, y_i) / dw_j^2`` at ``w = 0``, computed with
-  ``jax.jvp`` of ``jax.grad`` (exact for quadratics, a local estimate otherwise).
+- ``"declared"``: public constants passed as ``smoothness=`` (the data-term part, without
+  ``l2``). Public by the user's declaration.
+- ``"feature_bound"``: a public bound ``B`` on the features passed as ``feature_bound=``:
+  every entry is clipped to ``[-B_j, B_j]`` when the problem is built (a per-record
+  transformation with public parameters) and ``M_j = beta B_j^2``, with ``beta >= phi''`` the
+  loss's curvature bound: no look at the data.
+- ``"data"`` (the default when neither is given): ``M_j`` computed from the raw data, kept
+  for non-private use (``run`` without noise, reference solvers). It is NOT public: every
+  private entry point (``fit``) ignores it and releases a feature bound with an accounted
+  mechanism instead (:mod:`dpgcd_jax.privacy.bounds`), and ``run`` with noise warns.
+- ``"data_nonprivate"``: ``smoothness="from_data_nonprivate"``, the explicit opt-in to use the
+  data-derived ``M`` in private runs (the paper's convention for standardized data). It is
+  NOT private (measured: an audit finds epsilon >= 6.7 against a claim of 1 when one record's
+  features change); it warns with :class:`PrivacyLeakWarning` and is recorded in
+  ``result.privacy``.
 
-PRIVACY CAVEAT: ``M_j`` computed from the private ``X`` is itself a function of the data and
-is used without noise (it scales steps, scores and clipping thresholds). The DP guarantee
-then holds conditionally on ``M``, as in the paper, which treats ``M`` as public (standardized
-columns give ``M_j = beta``). For an unconditional guarantee pass public constants, or spend
-part of the budget on :func:`dpgcd_jax.privacy.private_smoothness`.
+Data-derived ``M`` is computed as: ``beta * mean_i x_ij^2`` for a GLM loss with a known
+curvature bound; for a GLM loss without one, the largest ``phi''`` over the labels and a grid
+of margins (a numerical estimate); for any other loss, the Hessian diagonal of the
+per-example losses at ``w = 0`` via ``jax.jvp`` of ``jax.grad`` (a local estimate).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Optional
+import warnings
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -40,12 +50,15 @@ from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
 
 Array = jax.Array
+PrivacyLeakWarning = _validate.PrivacyLeakWarning
+FROM_DATA_NONPRIVATE = "from_data_nonprivate"
+SOURCES = ("declared", "feature_bound", "data", "data_nonprivate")
 
 
 @functools.partial(
     jax.tree_util.register_dataclass,
     data_fields=["XT", "y", "smoothness", "l2", "penalty"],
-    meta_fields=["loss"],
+    meta_fields=["loss", "smoothness_source"],
 )
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -64,6 +77,8 @@ class Problem:
     l2: strength of the smooth ridge term ``l2 / 2 ||w||^2``.
     penalty: separable penalty ``psi`` (see :mod:`dpgcd_jax.penalties`).
     loss: the per-example loss.
+    smoothness_source: where ``smoothness`` comes from, one of :data:`SOURCES` (see the
+      module docstring).
   """
 
   XT: Array
@@ -72,6 +87,7 @@ class Problem:
   l2: Array
   penalty: Any
   loss: losses_lib.Loss
+  smoothness_source: str = "declared"
 
   @property
   def X(self) -> Array:
@@ -85,30 +101,48 @@ class Problem:
   def num_features(self) -> int:
     return self.XT.shape[0]
 
+  @property
+  def curvature(self) -> float:
+    """``beta``, the loss's curvature bound (1 when unknown): the unit of a scalar ``clip``."""
+    return 1.0 if self.loss.curvature is None else float(self.loss.curvature)
+
+  @property
+  def smoothness_is_public(self) -> bool:
+    """Whether ``smoothness`` may be used by a private run (declared or from a public bound)."""
+    return self.smoothness_source in ("declared", "feature_bound")
+
 
 def make_problem(
     X: Any,
     y: Any,
-    loss: losses_lib.Loss | str = "squared",
+    loss: losses_lib.Loss | str | Callable[..., Any] = "squared",
     *,
     l2: float = 0.0,
     penalty: Optional[penalties.Penalty] = None,
     smoothness: Optional[Any] = None,
+    feature_bound: Optional[Any] = None,
 ) -> Problem:
   """Validates the inputs and builds a :class:`Problem`.
 
   Args:
     X: (n, p) finite features.
     y: (n,) finite targets (labels in {-1, +1} for the logistic loss).
-    loss: a :class:`dpgcd_jax.Loss` or a built-in name ("squared", "logistic", "huber").
+    loss: a :class:`dpgcd_jax.Loss`, a built-in name ("squared", "logistic", "huber"), or a
+      plain function ``loss(w, x, y) -> scalar`` (wrapped with :func:`dpgcd_jax.custom_loss`).
     l2: smooth ridge strength, >= 0.
-    penalty: separable penalty (default: none).
-    smoothness: optional public (p,) coordinate smoothness of the data term; when omitted
-      it is derived from the data (see the module docstring and its privacy caveat).
+    penalty: separable penalty object from :mod:`dpgcd_jax.penalties` (default: none), e.g.
+      ``dg.penalties.L1(0.1)``.
+    smoothness: public (p,) coordinate smoothness of the data term (declared), or
+      ``"from_data_nonprivate"`` to opt in to the data-derived one in private runs (NOT
+      private: warns). See the module docstring.
+    feature_bound: public bound ``B > 0`` on ``|x_ij|`` (scalar or (p,)): features are clipped
+      to it and ``M_j = beta B_j^2`` (needs a loss with a known curvature bound ``beta``).
 
   Raises:
     ValueError: naming the argument, for NaN / infinite data, mismatched shapes, a loss
-      that does not return a scalar, negative ``l2``, or bad ``smoothness``.
+      that does not return a scalar, labels that are not in {-1, +1} for the logistic loss,
+      negative ``l2``, a penalty that is not a penalty object or has the wrong length, bad
+      ``smoothness`` or ``feature_bound``.
   """
   loss = losses_lib.get(loss)
   _validate.check_finite_array("X", X, ndim=2)
@@ -126,24 +160,91 @@ def make_problem(
         f"Expected loss {loss.name!r} to return a scalar per example, got output shape "
         f"{getattr(out, 'shape', out)}."
     )
+  if loss is losses_lib.logistic:
+    labels = np.unique(np.asarray(y))
+    if not set(labels.tolist()) <= {-1.0, 1.0}:
+      raise ValueError(
+          f"Expected y in {{-1, +1}} for the logistic loss, got labels {labels[:5].tolist()}"
+          f"{' ...' if labels.size > 5 else ''}: encode them (e.g. y = 2 * y01 - 1), or use "
+          f"dpgcd_jax.estimators.DPGCDClassifier, which encodes any two labels.")
   _validate.check_positive("l2", l2, allow_zero=True)
-  if smoothness is None:
-    smoothness = _data_smoothness(loss, X, y)
+  penalty = _check_penalty(penalty, p)
+  if smoothness is not None and feature_bound is not None:
+    raise ValueError("Expected at most one of smoothness and feature_bound, got both.")
+  if feature_bound is not None:
+    bound = _check_feature_bound(feature_bound, p, loss, X.dtype)
+    bound = jnp.broadcast_to(bound, (p,))
+    X = jnp.clip(X, -bound[None, :], bound[None, :])
+    smoothness, source = loss.curvature * bound**2, "feature_bound"
+  elif isinstance(smoothness, str):
+    if smoothness != FROM_DATA_NONPRIVATE:
+      raise ValueError(f"Expected smoothness to be an array or {FROM_DATA_NONPRIVATE!r}, got "
+                       f"smoothness={smoothness!r}.")
+    warnings.warn(
+        "smoothness='from_data_nonprivate': the coordinate smoothness is computed from the raw "
+        "data and used without noise; the privacy guarantee of private runs does NOT hold "
+        "(pass public constants or feature_bound= instead).", PrivacyLeakWarning, stacklevel=2)
+    smoothness, source = _data_smoothness(loss, X, y), "data_nonprivate"
+  elif smoothness is None:
+    smoothness, source = _data_smoothness(loss, X, y), "data"
   else:
     _validate.check_finite_array("smoothness", smoothness, ndim=1)
     _validate.check_positive("smoothness", smoothness, allow_zero=True)
     if jnp.shape(smoothness) != (p,):
       raise ValueError(f"Expected smoothness.shape=({p},), got smoothness.shape={jnp.shape(smoothness)}.")
+    source = "declared"
   smoothness = jnp.asarray(smoothness, X.dtype)
-  total = np.asarray(smoothness) + float(l2)
-  if np.any(total <= 0):
-    cols = np.flatnonzero(total <= 0)[:5].tolist()
+  _check_positive_smoothness(np.asarray(smoothness), float(l2), loss, source)
+  return Problem(XT=jnp.asarray(X.T), y=y, smoothness=smoothness, l2=jnp.asarray(l2, X.dtype),
+                 penalty=penalty, loss=loss, smoothness_source=source)
+
+
+def _check_penalty(penalty: Any, p: int) -> Any:
+  if penalty is None:
+    return penalties.Zero()
+  if isinstance(penalty, (int, float, np.number, str)) or not hasattr(penalty, "prox"):
     raise ValueError(
-        f"Expected a positive coordinate smoothness for every column, got M_j = 0 for columns "
-        f"{cols} (all-zero columns?): drop them or add l2 > 0."
-    )
-  penalty = penalties.Zero() if penalty is None else penalty
-  return Problem(XT=jnp.asarray(X.T), y=y, smoothness=smoothness, l2=jnp.asarray(l2, X.dtype), penalty=penalty, loss=loss)
+        f"Expected penalty to be a penalty object such as dg.penalties.L1(0.1), "
+        f"dg.penalties.L2(0.1) or dg.penalties.ElasticNet(0.1, 0.5), got penalty={penalty!r} "
+        f"(the estimators take penalty='l1' with alpha=0.1).")
+  for leaf in jax.tree.leaves(penalty):
+    if jnp.ndim(leaf) not in (0, 1) or (jnp.ndim(leaf) == 1 and jnp.shape(leaf) != (p,)):
+      raise ValueError(
+          f"Expected every penalty parameter to be a scalar or of shape ({p},) (one per "
+          f"feature), got shape {jnp.shape(leaf)} in penalty={penalty!r}.")
+  return penalty
+
+
+def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> Array:
+  _validate.check_number("feature_bound", bound, low=0.0, low_open=True)
+  if np.ndim(bound) not in (0, 1) or (np.ndim(bound) == 1 and np.shape(bound) != (p,)):
+    raise ValueError(f"Expected feature_bound to be a scalar or of shape ({p},), got "
+                     f"feature_bound.shape={np.shape(bound)}.")
+  if loss.curvature is None:
+    raise ValueError(
+        f"Expected a loss with a known curvature bound for feature_bound= (M_j = beta B_j^2), "
+        f"got loss {loss.name!r}: build it with dg.glm_loss(phi, curvature=beta), or pass "
+        f"public smoothness= constants.")
+  return jnp.asarray(bound, dtype)
+
+
+def _check_positive_smoothness(M: np.ndarray, l2: float, loss: losses_lib.Loss, source: str) -> None:
+  total = M + l2
+  if np.all(total > 0):
+    return
+  cols = np.flatnonzero(total <= 0)[:5].tolist()
+  if source == "declared":
+    why = "declared smoothness + l2 is not positive"
+  elif not loss.is_glm and np.any(M < 0):
+    why = (f"the curvature of loss {loss.name!r} at w = 0 is negative: is the loss convex? "
+           f"Pass public smoothness= constants")
+  elif not loss.is_glm:
+    why = (f"the curvature of loss {loss.name!r} at w = 0 is zero (a loss that is locally flat, "
+           f"or all-zero columns): pass public smoothness= constants or add l2 > 0")
+  else:
+    why = "all-zero columns: drop them or add l2 > 0"
+  raise ValueError(f"Expected a positive coordinate smoothness for every column, got M_j <= 0 for "
+                   f"columns {cols}: {why}.")
 
 
 def _data_smoothness(loss: losses_lib.Loss, X: Array, y: Array) -> Array:

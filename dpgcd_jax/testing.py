@@ -43,7 +43,7 @@ def dp_gcd(
   """
   n, p = X.shape
   M = glm_smoothness(X, loss, l2)
-  C = clip * np.sqrt(M / M.sum())
+  C = clip * np.sqrt(M / _CURVATURE[loss])
   delta = 2.0 * C / n
   delta_bar = np.max(delta / np.sqrt(M))
   w = np.zeros(p, X.dtype)

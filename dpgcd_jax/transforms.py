@@ -17,6 +17,9 @@ penalty) for the same key: step ``t`` uses ``fold_in(key, t)`` in both.
 ...   updates, state = tx.update(grads, state, w)
 ...   w = optax.apply_updates(w, updates)
 
+Keys: the transformation holds its key and may be initialized ONCE (a second ``init`` raises):
+reusing a key across trainings on overlapping data replays the noise and voids the guarantee.
+
 Privacy: as one DP-GCD iteration per ``update`` call (see :mod:`dpgcd_jax.solvers.dp_gcd`),
 with ``n`` the batch size of the per-example gradients (the whole data set: no subsampling
 amplification is claimed). Account for the number of calls with
@@ -52,6 +55,7 @@ def dp_greedy_coordinate(
     selection_noise: Any,
     update_noise: Any,
     l2: Any = 0.0,
+    curvature: float = 1.0,
     selection: str = "laplace",
     update: str = "laplace",
 ) -> optax.GradientTransformation:
@@ -71,6 +75,8 @@ def dp_greedy_coordinate(
     selection_noise: ``b``, in units of ``Delta_bar`` (see :mod:`dpgcd_jax.solvers.greedy`).
     update_noise: ``s``, in units of ``Delta_j``.
     l2: public ridge strength added to the gradient (needs ``params`` in ``update``).
+    curvature: the loss's curvature bound ``beta``, the unit of a scalar ``clip``
+      (``C_j = clip sqrt(M_j / beta)``, see :mod:`dpgcd_jax.clipping`).
     selection: "laplace" or "gumbel".
     update: "laplace" or "gaussian".
 
@@ -91,8 +97,17 @@ def dp_greedy_coordinate(
     raise ValueError(f"Expected clip of shape () or {flat_smoothness.shape}, got clip.shape={jnp.shape(clip)}.")
   _driver.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
 
+  initialized = []
+
   def init_fn(params):
     del params
+    if initialized:
+      raise ValueError(
+          "Expected a fresh dp_greedy_coordinate for every training run: init was already called "
+          "on this transformation, and a second init would replay the same noise (two trainings "
+          "on neighbouring data would then differ by exactly their gradient difference). Build a "
+          "new transformation with a fresh key.")
+    initialized.append(True)
     return DPGreedyCoordinateState(jnp.zeros((), jnp.int32), key)
 
   def update_fn(per_example_grads, state, params=None):
@@ -112,7 +127,7 @@ def dp_greedy_coordinate(
     G = jax.vmap(lambda g: ravel_pytree(g)[0])(per_example_grads)
     w = jnp.zeros(G.shape[1], G.dtype) if params is None else ravel_pytree(params)[0]
     M = flat_smoothness.astype(G.dtype) + l2
-    thresholds = clipping.coordinate_thresholds(clip, M)
+    thresholds = clipping.coordinate_thresholds(clip, M, curvature)
     g = jnp.mean(clipping.clip_coordinates(G, thresholds), axis=0) + l2 * w
     key_select, key_update = jax.random.split(_driver.step_key(state.key, state.count))
     j = greedy.select(key_select, g, w, M, penalties.Zero(), selection_noise,

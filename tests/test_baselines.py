@@ -129,9 +129,10 @@ def test_poisson_sampling_includes_each_example_with_probability_q():
 def test_passes_are_counted_the_same_way():
   problem, _ = _lasso()
   p, n = problem.num_features, problem.num_examples
-  gcd = dg.dp_gcd.run(problem, dg.dp_gcd.Params(), jax.random.key(0), steps=4)
-  cd = dg.dp_cd.run(problem, dg.dp_cd.Params(), jax.random.key(0), passes=4)
-  sgd = dg.dp_sgd.run(problem, dg.dp_sgd.Params(step_size=0.01), jax.random.key(0), passes=4, batch_size=8)
+  gcd = dg.dp_gcd.run(problem, dg.dp_gcd.Params(), jax.random.key(0), steps=4, store_objective=True)
+  cd = dg.dp_cd.run(problem, dg.dp_cd.Params(), jax.random.key(0), passes=4, store_objective=True)
+  sgd = dg.dp_sgd.run(problem, dg.dp_sgd.Params(step_size=0.01), jax.random.key(0), passes=4,
+                      batch_size=8, store_objective=True)
   assert gcd.trace.nonprivate_objective.shape == cd.trace.nonprivate_objective.shape == (5,)
   assert sgd.trace.nonprivate_objective.shape == (5,)
   assert cd.trace.coordinates.shape == (4 * p,)

@@ -42,7 +42,7 @@ def test_noise_free_dp_gcd_reaches_the_sklearn_ridge_optimum():
   problem = dg.make_problem(X, y, "squared", l2=l2)
   w_sk = linear_model.Ridge(alpha=n * l2, fit_intercept=False, tol=1e-12).fit(X, y).coef_
   f_star = dg.objective(problem, jnp.asarray(w_sk))
-  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000)
+  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000, store_objective=True)
   assert (result.trace.nonprivate_objective[-1] - f_star) / f_star < 1e-6
 
 
@@ -53,7 +53,7 @@ def test_noise_free_dp_gcd_reaches_the_sklearn_l2_logistic_optimum():
   clf = linear_model.LogisticRegression(C=1.0 / (n * l2), fit_intercept=False, tol=1e-12,
                                         max_iter=10_000).fit(X, y)
   f_star = dg.objective(problem, jnp.asarray(clf.coef_.ravel()))
-  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000)
+  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000, store_objective=True)
   assert (result.trace.nonprivate_objective[-1] - f_star) / f_star < 1e-6
 
 

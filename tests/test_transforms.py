@@ -23,13 +23,14 @@ def _logistic(w, x, y):
 def test_optax_chain_gives_the_solver_iterates_for_the_same_key(selection, update):
   X, y = _data()
   l2, step_size, steps, key = 0.01, 0.7, 25, jax.random.key(4)
-  problem = dg.make_problem(X, y, "logistic", l2=l2)
+  problem = dg.make_problem(X, y, "logistic", l2=l2, smoothness=0.25 * np.mean(X**2, axis=0))
   params = dg.dp_gcd.Params(step_size, 1.5, 4.0, 4.0)
   solver = dg.dp_gcd.run(problem, params, key, steps=steps, selection=selection, update=update)
 
   tx = optax.chain(
       dg.dp_greedy_coordinate(problem.smoothness, key=key, clip=1.5, selection_noise=4.0,
-                              update_noise=4.0, l2=l2, selection=selection, update=update),
+                              update_noise=4.0, l2=l2, curvature=0.25, selection=selection,
+                              update=update),
       optax.scale(-step_size))
   per_example_grads = jax.jit(jax.vmap(jax.grad(_logistic), (None, 0, 0)))
   w = jnp.zeros(7)

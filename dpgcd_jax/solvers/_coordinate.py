@@ -27,7 +27,7 @@ def init(problem: problem_lib.Problem) -> State:
 def prox_step(problem: problem_lib.Problem, state: State, j: Array, g_j: Array, step_size: Array,
               M: Array) -> State:
   """``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j g_j)``, ``gamma_j = step_size / M_j``; O(n)."""
-  gamma = step_size / M[j]
+  gamma = jnp.where(step_size > 0, step_size / M[j], jnp.nan)  # fail closed under tracing
   new_wj = penalties.coordinate(problem.penalty, j).prox(state.w[j] - gamma * g_j, gamma)
   margins = problem_lib.update_margins(problem, state.margins, j, new_wj - state.w[j])
   w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -9,8 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.privacy import bounds
 
 Array = jax.Array
+DEFAULT_BOUND_SHARE = 0.1
 
 
 class Trace(NamedTuple):
@@ -29,7 +34,7 @@ class Trace(NamedTuple):
 
 
 class Result(NamedTuple):
-  """Final iterate and trace of a run; ``privacy`` holds the calibration when one was used."""
+  """Final iterate and trace of a run; ``privacy`` is what a ``fit`` spent (its privacy report)."""
 
   w: Array
   trace: Trace
@@ -111,3 +116,104 @@ def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
     raise ValueError(
         f"Expected a finite clip when noise is added (clip=inf means infinite sensitivity), got "
         f"clip={clip!r}.")
+
+
+# ----------------------------------------------------------------------------------------
+# What every solver's ``fit`` shares: the private path to a public smoothness, key batches.
+# ----------------------------------------------------------------------------------------
+
+
+def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float
+                     ) -> tuple[bool, int | None]:
+  """Validates a ``fit`` call; returns (needs a private feature bound, key batch size or None).
+
+  Keys: one key, or a batch (a leading axis) of keys; a batch returns a batch of results
+  (one independent private run per key, each with the whole budget).
+  """
+  if not hasattr(problem, "XT") or not hasattr(problem, "loss"):
+    raise ValueError(f"Expected problem to come from dpgcd_jax.make_problem, got problem={problem!r}.")
+  _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
+  _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+  _validate.check_number("bound_share", bound_share, low=0.0, high=1.0, low_open=True, high_open=True)
+  batch = _validate.check_key_or_batch("key", key)
+  source = problem.smoothness_source
+  if source == "data_nonprivate":
+    warnings.warn(
+        "fit uses a smoothness computed from the raw data (smoothness='from_data_nonprivate'): "
+        "the (epsilon, delta) guarantee does NOT hold.", _validate.PrivacyLeakWarning, stacklevel=3)
+  needs_bound = source == "data"
+  if needs_bound and problem.loss.curvature is None:
+    raise ValueError(
+        f"Expected a public smoothness for a private fit with loss {problem.loss.name!r}, which "
+        f"has no known curvature bound: pass make_problem(..., smoothness=<public constants>), "
+        f"or build the loss with dg.glm_loss(phi, curvature=beta) (then a feature bound is "
+        f"declared or privately estimated).")
+  return needs_bound, batch
+
+
+def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) -> problem_lib.Problem:
+  """The problem with features clipped to an ``epsilon``-DP bound ``B`` and ``M_j = beta B^2``.
+
+  Jittable; see :mod:`dpgcd_jax.privacy.bounds` for the mechanism and its guarantee.
+  """
+  bound = bounds.private_feature_bound(key, problem.XT, epsilon)
+  smoothness = jnp.full_like(problem.smoothness, problem.curvature) * bound**2
+  return dataclasses.replace(problem, XT=jnp.clip(problem.XT, -bound, bound), smoothness=smoothness,
+                             smoothness_source="feature_bound")
+
+
+def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, key: Array, *,
+            needs_bound: bool, bound_epsilon: float, batch: int | None) -> Result:
+  """Runs ``run(problem, key)`` (a jitted solver run) on the private path, for one key or a batch.
+
+  With ``needs_bound`` the key is split: the first half releases the feature bound, the second
+  runs the solver on the bounded problem; otherwise the key goes to the solver unchanged.
+  """
+
+  def one(key):
+    if not needs_bound:
+      return run(problem, key)
+    key_bound, key_run = jax.random.split(key)
+    return run(privately_bounded(problem, key_bound, bound_epsilon), key_run)
+
+  return one(key) if batch is None else jax.jit(jax.vmap(one))(key)
+
+
+def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) -> None:
+  """``run`` with noise on a problem whose smoothness was computed from the raw data warns."""
+  if problem.smoothness_source != "data":
+    return
+  noisy = any(not _validate.is_concrete(v) or np.any(np.asarray(v) > 0) for v in noises)
+  if noisy:
+    warnings.warn(
+        "run with noise on a problem whose smoothness M was computed from the raw data: M is not "
+        "public, so the run is not differentially private. Declare smoothness= or feature_bound= "
+        "in make_problem, or use fit (which releases a feature bound privately).",
+        _validate.PrivacyLeakWarning, stacklevel=3)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacySpent:
+  """What a ``fit`` spent: the solver's calibration, the feature bound's share, the total.
+
+  Attributes:
+    epsilon: total epsilon (feature bound + solver, basic composition).
+    delta: total delta.
+    solver: the solver's :class:`dpgcd_jax.privacy.Calibration`.
+    feature_bound_epsilon: epsilon of the released feature bound (0 when none was needed).
+    smoothness_source: where the smoothness came from (see :mod:`dpgcd_jax.problem`).
+    private: False when the smoothness was taken from the raw data (explicit opt-in).
+  """
+
+  epsilon: float
+  delta: float
+  solver: Any
+  feature_bound_epsilon: float
+  smoothness_source: str
+  private: bool
+
+
+def spent(calibration: Any, bound_epsilon: float, problem: problem_lib.Problem) -> PrivacySpent:
+  source = "feature_bound (private release)" if bound_epsilon > 0 else problem.smoothness_source
+  return PrivacySpent(calibration.epsilon + bound_epsilon, calibration.delta, calibration,
+                      bound_epsilon, source, problem.smoothness_source != "data_nonprivate")

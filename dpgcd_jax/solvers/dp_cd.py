@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
@@ -63,7 +64,7 @@ def step(problem: problem_lib.Problem, params: Params, key: Array,
          state: _coordinate.State) -> tuple[_coordinate.State, Array]:
   """One DP-CD step; returns the new state and the updated coordinate."""
   M = problem_lib.coordinate_smoothness(problem)
-  thresholds = clipping.coordinate_thresholds(params.clip, M)
+  thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   key_coordinate, key_noise = jax.random.split(key)
   j = coordinate_of_step(key_coordinate, problem.num_features)
   g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
@@ -73,7 +74,7 @@ def step(problem: problem_lib.Problem, params: Params, key: Array,
 
 
 def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int,
-        store_objective: bool = True) -> _driver.Result:
+        store_objective: bool = False) -> _driver.Result:
   """Runs ``passes * p`` DP-CD steps under jit; the objective is recorded once per pass.
 
   Args:
@@ -84,9 +85,14 @@ def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int
     store_objective: record the (NOT private) objective after every pass.
   """
   passes = _driver.check_run_inputs(problem, key, passes, name="passes")
-  params = _driver.as_params(Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-                             non_negative=("noise",), num_features=problem.num_features)
+  params = _params(problem, Params(*params))
+  _driver.warn_if_not_public(problem, (params.noise,))
   return _run(problem, params, key, passes=passes, store_objective=store_objective)
+
+
+def _params(problem: problem_lib.Problem, params: Params) -> Params:
+  return _driver.as_params(params, problem.XT.dtype, positive=("step_size", "clip"),
+                           non_negative=("noise",), num_features=problem.num_features)
 
 
 @functools.partial(jax.jit, static_argnames=("passes", "store_objective"))
@@ -99,12 +105,23 @@ def _run(problem, params, key, *, passes, store_objective):
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
-        step_size: float = 1.0, clip: Any = 1.0, store_objective: bool = True) -> _driver.Result:
-  """(epsilon, delta)-DP DP-CD: calibrates ``s`` for ``passes * p`` steps, then runs."""
+        step_size: float = 1.0, clip: Any = 1.0, bound_share: float = _driver.DEFAULT_BOUND_SHARE,
+        store_objective: bool = False) -> _driver.Result:
+  """(epsilon, delta)-DP DP-CD on the private path (see :func:`dpgcd_jax.dp_gcd.fit`).
+
+  A feature bound is released first when the problem has no public smoothness (share
+  ``bound_share`` of ``epsilon``); ``s`` is calibrated for ``passes * p`` steps with the rest.
+  ``key`` may be a batch of keys. ``clip`` is in the units of :mod:`dpgcd_jax.clipping`.
+  """
   from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
 
-  passes = _driver.check_run_inputs(problem, key, passes, name="passes")
-  calibration = accounting.calibrate_cd(epsilon, delta, steps=passes * problem.num_features)
-  result = run(problem, Params(step_size, clip, calibration.update_noise), key, passes=passes,
-               store_objective=store_objective)
-  return result._replace(privacy=calibration)
+  needs_bound, batch = _driver.check_fit_inputs(problem, key, epsilon, delta, bound_share)
+  passes = _validate.check_int("passes", passes, low=1)
+  bound_epsilon = float(epsilon) * bound_share if needs_bound else 0.0
+  calibration = accounting.calibrate_cd(float(epsilon) - bound_epsilon, delta,
+                                        steps=passes * problem.num_features)
+  params = _params(problem, Params(step_size, clip, calibration.update_noise))
+  run_one = lambda pb, k: _run(pb, params, k, passes=passes, store_objective=store_objective)
+  result = _driver.fit_run(run_one, problem, key, needs_bound=needs_bound,
+                           bound_epsilon=bound_epsilon, batch=batch)
+  return result._replace(privacy=_driver.spent(calibration, bound_epsilon, problem))

@@ -20,8 +20,8 @@ other quantity (the iterates, the returned model) is post-processing. Per iterat
 selection is ``2 / b``-DP (``"laplace"``) or ``2 / b``-bounded-range, ``rho = 1 / (2 b^2)``
 (``"gumbel"``), the update ``1 / s``-DP (``"laplace"``) or ``1 / (2 s^2)``-zCDP
 (``"gaussian"``); :mod:`dpgcd_jax.privacy.accounting` composes them over the iterations.
-The guarantee is conditional on the coordinate smoothness ``M`` (see
-:mod:`dpgcd_jax.problem`). The objective values in the trace are NOT private.
+The coordinate smoothness ``M`` must be public: :func:`fit` makes it so (declared, from a
+declared feature bound, or from a privately released one, see :mod:`dpgcd_jax.problem`). The objective values in the trace are NOT private.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def step(
 ) -> tuple[State, Array]:
   """One DP-GCD iteration; returns the new state and the selected coordinate."""
   M = problem_lib.coordinate_smoothness(problem)
-  thresholds = clipping.coordinate_thresholds(params.clip, M)
+  thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds)
   key_select, key_update = jax.random.split(key)
   j = greedy.select(
@@ -100,7 +100,7 @@ def run(
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
-    store_objective: bool = True,
+    store_objective: bool = False,
 ) -> _driver.Result:
   """Runs ``steps`` DP-GCD iterations (one iteration = one pass over the data) under jit.
 
@@ -113,7 +113,7 @@ def run(
     selection: "laplace" (paper-faithful noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian" noise on the selected coordinate gradient.
     rule: greedy rule "gs-s", "gs-r" or "gs-q" (identical when there is no penalty).
-    store_objective: record the (NOT private) objective after every iteration.
+    store_objective: record the (NOT private) objective after every iteration (off by default).
 
   Returns:
     A :class:`Result`: the final iterate and the trace (selected coordinates,
@@ -129,15 +129,23 @@ def run(
     (8,)
   """
   steps = _driver.check_run_inputs(problem, key, steps)
+  _check_names(selection, update, rule)
+  params = _params(problem, Params(*params))
+  _driver.warn_if_not_public(problem, (params.selection_noise, params.update_noise))
+  return _run(problem, params, key, steps=steps, selection=selection, update=update, rule=rule,
+              store_objective=store_objective)
+
+
+def _check_names(selection: str, update: str, rule: str) -> None:
   _validate.check_choice("selection", selection, greedy.SELECTIONS)
   _validate.check_choice("update", update, greedy.UPDATES)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
-  params = _driver.as_params(
-      Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-      non_negative=("selection_noise", "update_noise"), num_features=problem.num_features,
-  )
-  return _run(problem, params, key, steps=steps, selection=selection, update=update, rule=rule,
-              store_objective=store_objective)
+
+
+def _params(problem: problem_lib.Problem, params: Params) -> Params:
+  return _driver.as_params(params, problem.XT.dtype, positive=("step_size", "clip"),
+                           non_negative=("selection_noise", "update_noise"),
+                           num_features=problem.num_features)
 
 
 @functools.partial(jax.jit, static_argnames=("steps", "selection", "update", "rule", "store_objective"))
@@ -162,21 +170,50 @@ def fit(
     update: str = "laplace",
     rule: str = "gs-s",
     selection_share: Optional[float] = None,
-    store_objective: bool = True,
+    bound_share: float = _driver.DEFAULT_BOUND_SHARE,
+    store_objective: bool = False,
 ) -> _driver.Result:
-  """(epsilon, delta)-DP DP-GCD: calibrates the noise for the budget, then runs.
+  """(epsilon, delta)-DP DP-GCD: the private path from data to model, with default arguments.
 
-  The smallest noise meeting the budget comes from
-  :func:`dpgcd_jax.privacy.calibrate_gcd` (host side); the returned result carries it in
-  ``result.privacy``. ``selection_share`` splits the budget between selection and update
-  (default: equal multipliers). See :func:`run` for the other arguments.
+  Everything taken from the data is public by declaration or released by an accounted
+  mechanism: when ``problem`` has no public smoothness (``make_problem`` without
+  ``smoothness=`` or ``feature_bound=``), a share ``bound_share`` of ``epsilon`` releases a
+  feature bound ``B`` (:mod:`dpgcd_jax.privacy.bounds`), the features are clipped to it and
+  ``M_j = beta B^2``; the rest calibrates the smallest noise meeting the budget
+  (:func:`dpgcd_jax.privacy.calibrate_gcd`). ``result.privacy`` lists what was spent.
+
+  Args:
+    problem: from :func:`dpgcd_jax.make_problem`.
+    key: a JAX PRNG key, or a batch of keys (leading axis): then every leaf of the result has
+      that leading axis (independent private runs, each spending the whole budget).
+    epsilon: total budget, > 0.
+    delta: in (0, 1).
+    steps: iterations (static).
+    step_size: ``gamma``; coordinate j moves by ``gamma / M_j`` times its noisy gradient.
+    clip: per-coordinate clipping, in units of ``sqrt(M_j / beta)`` (see
+      :mod:`dpgcd_jax.clipping`): with features bounded by ``B``, ``C_j = clip B``, so
+      ``clip`` bounds ``|phi'|`` (logistic: 1 clips nothing).
+    selection, update, rule: see :func:`run`.
+    selection_share: splits the solver's budget between selection and update (default: equal
+      multipliers).
+    bound_share: the share of ``epsilon`` spent on the feature bound when one is needed, in (0, 1).
+    store_objective: also return ``trace.nonprivate_objective`` (NOT private; off by default).
+
+  Reusing a key across releases on overlapping data voids the guarantee: draw a fresh key per
+  release.
   """
   from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
 
-  steps = _driver.check_run_inputs(problem, key, steps)
+  needs_bound, batch = _driver.check_fit_inputs(problem, key, epsilon, delta, bound_share)
+  steps = _validate.check_int("steps", steps, low=1)
+  _check_names(selection, update, rule)
+  bound_epsilon = float(epsilon) * bound_share if needs_bound else 0.0
   calibration = accounting.calibrate_gcd(
-      epsilon, delta, steps=steps, selection=selection, update=update, selection_share=selection_share)
-  params = Params(step_size, clip, calibration.selection_noise, calibration.update_noise)
-  result = run(problem, params, key, steps=steps, selection=selection, update=update, rule=rule,
-               store_objective=store_objective)
-  return result._replace(privacy=calibration)
+      float(epsilon) - bound_epsilon, delta, steps=steps, selection=selection, update=update,
+      selection_share=selection_share)
+  params = _params(problem, Params(step_size, clip, calibration.selection_noise, calibration.update_noise))
+  run_one = lambda pb, k: _run(pb, params, k, steps=steps, selection=selection, update=update,
+                               rule=rule, store_objective=store_objective)
+  result = _driver.fit_run(run_one, problem, key, needs_bound=needs_bound,
+                           bound_epsilon=bound_epsilon, batch=batch)
+  return result._replace(privacy=_driver.spent(calibration, bound_epsilon, problem))

@@ -1,0 +1,58 @@
+"""A differentially private public feature bound: what ``fit`` spends when none is declared.
+
+Private runs need the coordinate smoothness ``M_j`` (steps, score normalizations, clipping
+thresholds) to be public. Without a declaration, ``fit`` releases a bound ``B`` on the
+features with this mechanism, clips every entry of ``X`` to ``[-B, B]`` (a per-record
+transformation with the released ``B``) and uses ``M_j = beta B^2``.
+
+Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23): per record the statistic
+``s_i = max_j |x_ij|``; for the public geometric grid ``b_k = 2^{k/4}``, ``k = -64..64``
+(``2^-16 .. 2^16``), the counts ``c_k = #{i : s_i <= b_k}`` (sensitivity 1 under
+replace-one), the noisy threshold ``T = ceil(q n) + Lap(2 / epsilon)`` and noisy counts
+``c_k + Lap(4 / epsilon)``; ``B`` is the first ``b_k`` whose noisy count reaches ``T`` (the
+largest grid point if none does). This is ``epsilon``-DP (pure), whatever the data; every
+query after the first success is ignored, so drawing all the noise at once is the same
+mechanism. The noise makes ``B`` land somewhat below the ``q``-quantile at small
+``n epsilon`` (more records clipped: bias, not a privacy loss); features above ``2^16`` are
+always clipped. A declared bound (``make_problem(..., feature_bound=B)``) is free and exact:
+prefer it whenever the features have a known range.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
+DEFAULT_QUANTILE = 0.9
+
+
+def private_feature_bound(key: Array, XT: Array, epsilon: Any, quantile: float = DEFAULT_QUANTILE
+                          ) -> Array:
+  """``epsilon``-DP bound ``B`` on the features (see the module docstring); jittable, vmappable.
+
+  Args:
+    key: a JAX PRNG key.
+    XT: (p, n) features, one column per record.
+    epsilon: the budget, > 0 (a non-positive or NaN value gives ``B = NaN``: fail closed).
+    quantile: the target share ``q`` of records whose features are not clipped.
+
+  Returns:
+    A scalar ``B`` from the public grid :data:`GRID`.
+  """
+  n = XT.shape[1]
+  s = jnp.sort(jnp.max(jnp.abs(XT), axis=0))
+  grid = jnp.asarray(GRID, XT.dtype)
+  counts = jnp.searchsorted(s, grid, side="right").astype(XT.dtype)
+  key_threshold, key_counts = jax.random.split(key)
+  epsilon = jnp.asarray(epsilon, XT.dtype)
+  threshold = math.ceil(quantile * n) + 2.0 / epsilon * jax.random.laplace(key_threshold, (), XT.dtype)
+  noisy = counts + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, XT.dtype)
+  above = noisy >= threshold
+  index = jnp.where(jnp.any(above), jnp.argmax(above), grid.shape[0] - 1)
+  return jnp.where(epsilon > 0, grid[index], jnp.nan)
