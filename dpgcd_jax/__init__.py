@@ -4,6 +4,7 @@ from dpgcd_jax import clipping
 from dpgcd_jax import losses
 from dpgcd_jax import penalties
 from dpgcd_jax import privacy
+from dpgcd_jax._validate import PrivacyLeakWarning
 from dpgcd_jax.losses import Loss, custom_loss, glm_loss
 from dpgcd_jax.problem import Problem, make_problem, objective
 from dpgcd_jax.solvers import dp_cd
@@ -14,7 +15,7 @@ from dpgcd_jax.solvers._driver import Result, Trace
 from dpgcd_jax.transforms import dp_greedy_coordinate
 
 __all__ = [
-    "Loss", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_cd", "dp_gcd", "dp_sgd",
+    "Loss", "PrivacyLeakWarning", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_cd", "dp_gcd", "dp_sgd",
     "dp_greedy_coordinate", "glm_loss",
     "losses", "make_problem", "objective", "penalties", "privacy", "reference",
 ]

@@ -365,22 +365,43 @@ def audit(
   if jax.tree.structure(problem) != jax.tree.structure(neighbour) or shapes(problem) != shapes(
       neighbour):
     raise ValueError("Expected neighbour to have the structure and shapes of problem.")
-  alpha = 1.0 - float(confidence)
-  delta = float(delta)
   chunk = min(chunk, runs)
   padded = -(-runs // chunk) * chunk
   key_d, key_n = jax.random.split(key)
   fn = _batched(mechanism, statistic)
   out_d = _collect(fn, problem, jax.random.split(key_d, padded), runs, chunk)
   out_n = _collect(fn, neighbour, jax.random.split(key_n, padded), runs, chunk)
-  half = runs // 2
   if statistic is None:
+    half = runs // 2
     out_d, out_n = out_d.reshape(runs, -1), out_n.reshape(runs, -1)
     projection = out_n[:half].mean(axis=0) - out_d[:half].mean(axis=0)
     out_d, out_n = out_d @ projection, out_n @ projection
-  out_d, out_n = out_d.astype(float), out_n.astype(float)
+  return audit_statistics(out_d, out_n, delta=delta, confidence=confidence)
+
+
+def audit_statistics(statistics: Any, neighbour_statistics: Any, *, delta: float,
+                     confidence: float = 0.95) -> AuditResult:
+  """The audit's bound from scalar statistics of runs on ``D`` and on ``D'`` (same count).
+
+  For mechanisms that are not a jittable function of ``(key, problem)``, e.g. ``fit`` called
+  exactly as a user does (with a batch of keys): compute one scalar per run, then call this.
+  The first half of each array chooses the test, the second half gives the rates (see
+  :func:`audit`).
+  """
+  out_d = np.asarray(statistics, dtype=float).ravel()
+  out_n = np.asarray(neighbour_statistics, dtype=float).ravel()
+  if out_d.shape != out_n.shape or out_d.size < 4:
+    raise ValueError(f"Expected two arrays of the same size >= 4, got sizes {out_d.size} and "
+                     f"{out_n.size}.")
+  _validate.check_number("delta", delta, low=0.0, high=1.0, high_open=True)
+  _validate.check_number("confidence", confidence, low=0.0, high=1.0, low_open=True,
+                         high_open=True)
   if not (np.all(np.isfinite(out_d)) and np.all(np.isfinite(out_n))):
     raise ValueError("Expected the mechanism's statistic to be finite on every run.")
+  alpha = 1.0 - float(confidence)
+  delta = float(delta)
+  runs = out_d.size
+  half = runs // 2
   threshold, direction = _choose_test(out_d[:half], out_n[:half], delta, alpha)
   null, alt = np.sort(direction * out_d[half:]), np.sort(direction * out_n[half:])
   fp, fn_count = _rates(null, alt, np.array([direction * threshold]))

@@ -217,3 +217,14 @@ def spent(calibration: Any, bound_epsilon: float, problem: problem_lib.Problem) 
   source = "feature_bound (private release)" if bound_epsilon > 0 else problem.smoothness_source
   return PrivacySpent(calibration.epsilon + bound_epsilon, calibration.delta, calibration,
                       bound_epsilon, source, problem.smoothness_source != "data_nonprivate")
+
+
+def fail_closed(params: Any, w: Array) -> Array:
+  """``w``, or NaN everywhere when a hyperparameter is invalid (negative, NaN, zero step or clip).
+
+  Host validation rejects such values, but under ``jax.jit`` / ``jax.vmap`` they are tracers:
+  an invalid noise multiplier must never turn into a noiseless release.
+  """
+  ok = jnp.all(jnp.asarray([jnp.all(jnp.asarray(leaf) >= 0) for leaf in jax.tree.leaves(params)]))
+  ok &= jnp.all(jnp.asarray(params.step_size) > 0) & jnp.all(jnp.asarray(params.clip) > 0)
+  return jnp.where(ok, w, jnp.nan)

@@ -101,7 +101,7 @@ def _run(problem, params, key, *, passes, store_objective):
   state, coordinates, objectives = _driver.run_steps(
       functools.partial(step, problem, params), _coordinate.init(problem), key, steps=passes * p,
       record_every=p, record=_coordinate.record_objective(problem, store_objective))
-  return _driver.Result(state.w, _driver.Trace(coordinates, objectives))
+  return _driver.Result(_driver.fail_closed(params, state.w), _driver.Trace(coordinates, objectives))
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,

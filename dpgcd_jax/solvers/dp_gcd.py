@@ -154,7 +154,7 @@ def _run(problem, params, key, *, steps, selection, update, rule, store_objectiv
   state, coordinates, objectives = _driver.run_steps(
       one_step, init(problem), key, steps=steps, record_every=1,
       record=_coordinate.record_objective(problem, store_objective))
-  return _driver.Result(state.w, _driver.Trace(coordinates, objectives))
+  return _driver.Result(_driver.fail_closed(params, state.w), _driver.Trace(coordinates, objectives))
 
 
 def fit(

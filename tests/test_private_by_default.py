@@ -1,0 +1,224 @@
+"""Issue 8: the default path of ``fit`` is private, tried as an adversary would.
+
+Each test reproduces one measurement of the issue (it failed on the code before the fix).
+"""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import dpgcd_jax as dg
+from dpgcd_jax.privacy import auditing
+
+RUNS = 20_000
+DELTA = 1e-6
+
+
+def _log_max_abs(w):
+  return np.log(np.max(np.abs(np.asarray(w)), axis=-1) + 1e-30)
+
+
+def _feature_pair(n=100):
+  """D: n rows x = (1, 1), y = 0; D': row 0 replaced by x = (100, 1). Gradients at 0 vanish."""
+  X = np.ones((n, 2))
+  X2 = X.copy()
+  X2[0] = (100.0, 1.0)
+  return X, X2, np.zeros(n)
+
+
+def _audit_fit(fit, X, X2, y, **make_kwargs):
+  keys_d, keys_n = jax.random.split(jax.random.key(11))
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.PrivacyLeakWarning)
+    w_d = fit(dg.make_problem(X, y, "squared", **make_kwargs), jax.random.split(keys_d, RUNS)).w
+    w_n = fit(dg.make_problem(X2, y, "squared", **make_kwargs), jax.random.split(keys_n, RUNS)).w
+  return auditing.audit_statistics(_log_max_abs(w_d), _log_max_abs(w_n), delta=DELTA)
+
+
+GCD = lambda pb, keys: dg.dp_gcd.fit(pb, keys, epsilon=1.0, delta=DELTA, steps=1)
+CD = lambda pb, keys: dg.dp_cd.fit(pb, keys, epsilon=1.0, delta=DELTA, passes=1)
+
+
+@pytest.mark.parametrize("fit", [GCD, CD], ids=["dp_gcd", "dp_cd"])
+def test_default_fit_on_the_feature_magnitude_pair_stays_below_its_claim(fit):
+  X, X2, y = _feature_pair()
+  assert _audit_fit(fit, X, X2, y).epsilon_lower_bound <= 1.0
+
+
+def test_the_same_audit_refutes_the_nonprivate_smoothness_opt_in():
+  """Power: the data-derived M (the old default) is caught by this very audit."""
+  X, X2, y = _feature_pair()
+  res = _audit_fit(GCD, X, X2, y, smoothness="from_data_nonprivate")
+  assert res.epsilon_lower_bound > 1.0
+
+
+def test_nonprivate_smoothness_opt_in_warns_and_is_recorded():
+  X, _, y = _feature_pair()
+  with pytest.warns(dg.PrivacyLeakWarning):
+    problem = dg.make_problem(X, y, "squared", smoothness="from_data_nonprivate")
+  with pytest.warns(dg.PrivacyLeakWarning):
+    result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=2)
+  assert not result.privacy.private
+  assert result.privacy.smoothness_source == "data_nonprivate"
+
+
+def _log_cosh(w, x, y):
+  return jnp.log(jnp.cosh(x @ w - y))
+
+
+def test_a_record_whose_loss_overflows_is_like_a_zero_gradient_record():
+  """float32 cosh(100) overflows: the gradient is NaN. It must be zeroed, not propagated."""
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(50, 5)).astype(np.float32)
+  y = (X @ np.linspace(-1, 1, 5)).astype(np.float32)
+  y2 = y.copy()
+  y2[0] = 100.0
+  smoothness = np.mean(X**2, axis=0)  # public by declaration in this test
+  keys = jax.random.split(jax.random.key(3), 300)
+  fit = lambda yy: dg.dp_gcd.fit(dg.make_problem(X, yy, _log_cosh, smoothness=smoothness), keys,
+                                 epsilon=1.0, delta=DELTA, steps=5)
+  res_d, res_n = fit(y), fit(y2)
+  assert np.all(np.isfinite(res_n.w))
+  zeros_d = np.sum(np.all(np.asarray(res_d.trace.coordinates) == 0, axis=1))
+  zeros_n = np.sum(np.all(np.asarray(res_n.trace.coordinates) == 0, axis=1))
+  assert zeros_n < 30 and abs(int(zeros_n) - int(zeros_d)) < 30  # was 300 of 300 on D'
+
+
+def test_audit_of_the_overflow_pair_stays_below_its_claim():
+  rng = np.random.default_rng(1)
+  X = rng.normal(size=(50, 3)).astype(np.float32)
+  y = np.zeros(50, np.float32)
+  y2 = y.copy()
+  y2[0] = 100.0
+  smoothness = np.ones(3)
+  keys_d, keys_n = jax.random.split(jax.random.key(5))
+  fit = lambda yy, k: dg.dp_gcd.fit(dg.make_problem(X, yy, _log_cosh, smoothness=smoothness),
+                                    jax.random.split(k, RUNS), epsilon=1.0, delta=DELTA, steps=1).w
+  w_d, w_n = fit(y, keys_d), fit(y2, keys_n)
+  assert np.all(np.isfinite(w_n))
+  stat = lambda w: np.asarray(w) @ np.ones(3)
+  assert auditing.audit_statistics(stat(w_d), stat(w_n), delta=DELTA).epsilon_lower_bound <= 1.0
+
+
+def test_dp_sgd_zeroes_an_overflowing_record():
+  rng = np.random.default_rng(2)
+  X = rng.normal(size=(40, 3)).astype(np.float32)
+  y = np.zeros(40, np.float32)
+  y[0] = 100.0
+  problem = dg.make_problem(X, y, _log_cosh, smoothness=np.ones(3))
+  result = dg.dp_sgd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1,
+                         batch_size=8)
+  assert np.all(np.isfinite(result.w))
+
+
+@pytest.mark.parametrize("bad", [-20.0, np.nan])
+def test_invalid_traced_multipliers_fail_closed(bad):
+  X = np.random.default_rng(0).normal(size=(30, 4))
+  problem = dg.make_problem(X, X[:, 0], "squared", smoothness=np.ones(4))
+  keys = jax.random.split(jax.random.key(0), 4)
+  multipliers = jnp.full(4, bad)  # traced under vmap: host validation cannot see the values
+  run = jax.vmap(lambda s, k: dg.dp_gcd.run(problem, dg.dp_gcd.Params(1.0, 1.0, s, s), k,
+                                            steps=3).w)
+  assert np.all(np.isnan(run(multipliers, keys)))
+  run_cd = jax.vmap(lambda s, k: dg.dp_cd.run(problem, dg.dp_cd.Params(1.0, 1.0, s), k,
+                                              passes=1).w)
+  assert np.all(np.isnan(run_cd(multipliers, keys)))
+  with pytest.raises(ValueError, match="selection_noise"):  # concrete values: a clear error
+    dg.dp_gcd.run(problem, dg.dp_gcd.Params(1.0, 1.0, bad, 1.0), keys[0], steps=3)
+
+
+@pytest.mark.parametrize("field", ["step_size", "clip"])
+def test_invalid_traced_step_size_or_clip_fail_closed(field):
+  X = np.random.default_rng(0).normal(size=(30, 4))
+  problem = dg.make_problem(X, X[:, 0], "squared", smoothness=np.ones(4))
+
+  def w(value):
+    params = dg.dp_gcd.Params(1.0, 1.0, 5.0, 5.0)._replace(**{field: value})
+    return dg.dp_gcd.run(problem, params, jax.random.key(0), steps=3).w
+
+  assert np.all(np.isnan(jax.jit(w)(jnp.asarray(-1.0))))
+  assert np.all(np.isnan(jax.jit(w)(jnp.asarray(np.nan))))
+
+
+def test_fit_returns_no_nonprivate_value_unless_asked():
+  X = np.random.default_rng(0).normal(size=(30, 4))
+  problem = dg.make_problem(X, X[:, 0], "squared")
+  for result in (dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=2),
+                 dg.dp_cd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1),
+                 dg.dp_sgd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1)):
+    assert result.trace.nonprivate_objective is None
+  asked = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=2,
+                        store_objective=True)
+  assert asked.trace.nonprivate_objective.shape == (3,)
+
+
+@pytest.mark.parametrize("labels", [(0.0, 1.0), (1.0, 2.0)])
+def test_logistic_labels_other_than_plus_minus_one_are_rejected(labels):
+  X = np.random.default_rng(0).normal(size=(10, 2))
+  y = np.where(np.arange(10) % 2 == 0, *labels)
+  with pytest.raises(ValueError, match=r"y in \{-1, \+1\}"):
+    dg.make_problem(X, y, "logistic")
+
+
+def test_a_second_init_of_the_optax_transformation_cannot_replay_noise():
+  tx = dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(0), clip=1.0, selection_noise=1.0,
+                               update_noise=1.0)
+  tx.init(jnp.zeros(3))
+  with pytest.raises(ValueError, match="replay"):
+    tx.init(jnp.zeros(3))
+  chained = optax.chain(dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(1), clip=1.0,
+                                                selection_noise=1.0, update_noise=1.0),
+                        optax.scale(-1.0))
+  chained.init(jnp.zeros(3))
+  with pytest.raises(ValueError, match="replay"):
+    chained.init(jnp.zeros(3))
+
+
+def test_private_feature_bound_is_released_and_clips_the_features():
+  X = np.ones((200, 3))
+  X[0] = 1e4  # one extreme record
+  problem = dg.make_problem(X, np.zeros(200), "squared")
+  result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=1)
+  assert result.privacy.feature_bound_epsilon == pytest.approx(0.1)
+  assert result.privacy.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(bound_share=0.0), "bound_share"),
+    (dict(bound_share=1.0), "bound_share"),
+    (dict(epsilon=-1.0), "epsilon"),
+    (dict(delta=1.0), "delta"),
+])
+def test_fit_bad_budget_arguments(kwargs, match):
+  X = np.random.default_rng(0).normal(size=(10, 2))
+  args = dict(epsilon=1.0, delta=DELTA, steps=1)
+  args.update(kwargs)
+  with pytest.raises(ValueError, match=match):
+    dg.dp_gcd.fit(dg.make_problem(X, X[:, 0]), jax.random.key(0), **args)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(feature_bound=0.0), "feature_bound"),
+    (dict(feature_bound=np.inf), "feature_bound"),
+    (dict(feature_bound=np.ones(3)), "feature_bound"),
+    (dict(smoothness=np.array([1.0, np.nan])), "smoothness"),
+    (dict(smoothness="data"), "smoothness"),
+    (dict(penalty=0.1), "penalties.L1"),
+    (dict(penalty="l1"), "penalties.L1"),
+    (dict(penalty=dg.penalties.L1(np.ones(3))), "shape"),
+])
+def test_bad_privacy_inputs_are_rejected_by_name(bad, match):
+  X = np.random.default_rng(0).normal(size=(10, 2))
+  with pytest.raises(ValueError, match=match):
+    dg.make_problem(X, X[:, 0], "squared", **bad)
+
+
+def test_a_custom_loss_without_public_smoothness_cannot_be_fit_privately():
+  X = np.random.default_rng(0).normal(size=(10, 2))
+  problem = dg.make_problem(X, X[:, 0], _log_cosh)
+  with pytest.raises(ValueError, match="public smoothness"):
+    dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=1)
