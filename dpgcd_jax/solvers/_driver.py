@@ -13,6 +13,8 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import bounds
+from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import ledger as ledger_lib
 
 Array = jax.Array
 DEFAULT_BOUND_SHARE = 0.1
@@ -192,31 +194,55 @@ def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) ->
         _validate.PrivacyLeakWarning, stacklevel=3)
 
 
-@dataclasses.dataclass(frozen=True)
-class PrivacySpent:
-  """What a ``fit`` spent: the solver's calibration, the feature bound's share, the total.
+def private_fit(
+    problem: problem_lib.Problem,
+    key: Array,
+    *,
+    epsilon: float,
+    delta: float,
+    bound_share: float,
+    solver_ledger: Callable[[float], Any],
+    make_run: Callable[[float], Callable[[problem_lib.Problem, Array], Result]],
+    cache_key: tuple[Any, ...],
+) -> Result:
+  """The ``fit`` of every solver: public smoothness, one ledger, one calibration, the run.
 
-  Attributes:
-    epsilon: total epsilon (feature bound + solver, basic composition).
-    delta: total delta.
-    solver: the solver's :class:`dpgcd_jax.privacy.Calibration`.
-    feature_bound_epsilon: epsilon of the released feature bound (0 when none was needed).
-    smoothness_source: where the smoothness came from (see :mod:`dpgcd_jax.problem`).
-    private: False when the smoothness was taken from the raw data (explicit opt-in).
+  Args:
+    problem, key, epsilon, delta, bound_share: as in the solvers' ``fit``.
+    solver_ledger: ``scale -> Ledger`` of the solver's releases at noise scale ``scale``
+      (monotone: more scale, more privacy).
+    make_run: ``scale -> run(problem, key) -> Result`` (jittable) at that noise scale.
+    cache_key: a hashable description of ``solver_ledger`` (calibrations are cached on it).
+
+  Returns:
+    The result with ``privacy`` = the :class:`dpgcd_jax.privacy.PrivacyReport` of everything
+    spent (the feature bound, when one is released, composed with the solver in one ledger).
   """
+  needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share)
+  bound_epsilon = float(epsilon) * float(bound_share) if needs_bound else 0.0
+  bound_entry = ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
 
-  epsilon: float
-  delta: float
-  solver: Any
-  feature_bound_epsilon: float
-  smoothness_source: str
-  private: bool
+  def factory(scale):
+    solver = solver_ledger(scale)
+    return solver + bound_entry if needs_bound else solver
+
+  scale, report = ledger_lib.calibrate(factory, float(epsilon), float(delta),
+                                       key=cache_key + (bound_epsilon,))
+  result = fit_run(make_run(scale), problem, key, needs_bound=needs_bound,
+                   bound_epsilon=bound_epsilon, batch=batch)
+  return result._replace(privacy=report.with_notes(_smoothness_note(problem, needs_bound)))
 
 
-def spent(calibration: Any, bound_epsilon: float, problem: problem_lib.Problem) -> PrivacySpent:
-  source = "feature_bound (private release)" if bound_epsilon > 0 else problem.smoothness_source
-  return PrivacySpent(calibration.epsilon + bound_epsilon, calibration.delta, calibration,
-                      bound_epsilon, source, problem.smoothness_source != "data_nonprivate")
+def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:
+  if released:
+    return ("smoothness: M_j = beta B^2 from a feature bound B released privately "
+            "(privacy.bounds), features clipped to [-B, B]")
+  return {
+      "declared": "smoothness: public constants (declared)",
+      "feature_bound": "smoothness: M_j = beta B_j^2 from a declared public feature bound",
+      "data_nonprivate": ("smoothness: computed from the raw data (NOT private: explicit opt-in); "
+                          "the guarantee above does NOT hold"),
+  }[problem.smoothness_source]
 
 
 def fail_closed(params: Any, w: Array) -> Array:

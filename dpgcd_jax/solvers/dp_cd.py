@@ -34,6 +34,7 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.privacy import accounting
 
 Array = jax.Array
 
@@ -113,15 +114,14 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   ``bound_share`` of ``epsilon``); ``s`` is calibrated for ``passes * p`` steps with the rest.
   ``key`` may be a batch of keys. ``clip`` is in the units of :mod:`dpgcd_jax.clipping`.
   """
-  from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
-
-  needs_bound, batch = _driver.check_fit_inputs(problem, key, epsilon, delta, bound_share)
   passes = _validate.check_int("passes", passes, low=1)
-  bound_epsilon = float(epsilon) * bound_share if needs_bound else 0.0
-  calibration = accounting.calibrate_cd(float(epsilon) - bound_epsilon, delta,
-                                        steps=passes * problem.num_features)
-  params = _params(problem, Params(step_size, clip, calibration.update_noise))
-  run_one = lambda pb, k: _run(pb, params, k, passes=passes, store_objective=store_objective)
-  result = _driver.fit_run(run_one, problem, key, needs_bound=needs_bound,
-                           bound_epsilon=bound_epsilon, batch=batch)
-  return result._replace(privacy=_driver.spent(calibration, bound_epsilon, problem))
+  steps = passes * problem.num_features
+
+  def make_run(scale):
+    params = _params(problem, Params(step_size, clip, scale))
+    return lambda pb, k: _run(pb, params, k, passes=passes, store_objective=store_objective)
+
+  return _driver.private_fit(
+      problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share,
+      solver_ledger=lambda scale: accounting.cd_ledger(scale, steps=steps), make_run=make_run,
+      cache_key=("dp_cd", steps))

@@ -38,6 +38,7 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.privacy import accounting
 
 Array = jax.Array
 
@@ -202,18 +203,18 @@ def fit(
   Reusing a key across releases on overlapping data voids the guarantee: draw a fresh key per
   release.
   """
-  from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
-
-  needs_bound, batch = _driver.check_fit_inputs(problem, key, epsilon, delta, bound_share)
   steps = _validate.check_int("steps", steps, low=1)
   _check_names(selection, update, rule)
-  bound_epsilon = float(epsilon) * bound_share if needs_bound else 0.0
-  calibration = accounting.calibrate_gcd(
-      float(epsilon) - bound_epsilon, delta, steps=steps, selection=selection, update=update,
-      selection_share=selection_share)
-  params = _params(problem, Params(step_size, clip, calibration.selection_noise, calibration.update_noise))
-  run_one = lambda pb, k: _run(pb, params, k, steps=steps, selection=selection, update=update,
-                               rule=rule, store_objective=store_objective)
-  result = _driver.fit_run(run_one, problem, key, needs_bound=needs_bound,
-                           bound_epsilon=bound_epsilon, batch=batch)
-  return result._replace(privacy=_driver.spent(calibration, bound_epsilon, problem))
+  share = accounting._check_share(selection_share)
+  r_sel, r_upd = accounting._share_ratios(selection, update, share)
+
+  def make_run(scale):
+    params = _params(problem, Params(step_size, clip, scale * r_sel, scale * r_upd))
+    return lambda pb, k: _run(pb, params, k, steps=steps, selection=selection, update=update,
+                              rule=rule, store_objective=store_objective)
+
+  return _driver.private_fit(
+      problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share,
+      solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps,
+                                                        selection=selection, update=update),
+      make_run=make_run, cache_key=("dp_gcd", steps, selection, update, share))
