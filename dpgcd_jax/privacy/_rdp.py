@@ -1,0 +1,189 @@
+"""Renyi-DP curves of the privacy events and the conversion to (epsilon, delta).
+
+Host-side NumPy, vectorized over orders ``a > 1``. Every function returns an upper bound on
+the Renyi divergence ``D_a(M(D) || M(D'))`` of one release for replace-one neighbours
+(both directions: every curve here is symmetric or bounds both).
+
+Conversion (Canonne, Kamath & Steinke 2020, Prop. 12; dp_accounting's conversion): an
+``(a, r)``-RDP mechanism is ``(epsilon, delta)``-DP with
+
+.. math:: \\varepsilon = r + \\log(1 - 1/a) - (\\log\\delta + \\log a) / (a - 1),
+          \\qquad
+          \\log\\delta = (a - 1)(r - \\varepsilon + \\log(1 - 1/a)) - \\log a.
+
+Every order gives a valid bound, so minimizing over any set of orders is valid; we use a
+dense log grid of ``a - 1`` in ``[1e-4, 1e6]`` refined around the best order.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import numpy as np
+
+# Dense grid of alpha - 1 for the conversion.
+ALPHA_GRID = 1.0 + np.logspace(-4, 6, 1500)
+# Orders for dp_accounting's RDP accountant (integers: exact and fast formulas there).
+SGD_RDP_ORDERS = np.array(
+    list(range(2, 65)) + [72, 80, 96, 112, 128, 160, 192, 256, 384, 512], dtype=float)
+
+
+def rr_rdp(eps: float, a: np.ndarray) -> np.ndarray:
+  """RDP of binary randomized response with parameter eps (tight for any eps-DP step).
+
+  .. math:: r(a) = \\frac{1}{a - 1} \\log \\frac{e^{a\\varepsilon} + e^{(1-a)\\varepsilon}}
+            {1 + e^{\\varepsilon}} \\le \\min(\\varepsilon, a\\varepsilon^2 / 2).
+  """
+  if eps == 0.0:
+    return np.zeros_like(a)
+  if math.isinf(eps):
+    return np.full_like(a, np.inf)
+  r = (np.logaddexp(a * eps, (1.0 - a) * eps) - np.logaddexp(0.0, eps)) / (a - 1.0)
+  return np.clip(r, 0.0, np.minimum(eps, a * eps * eps / 2.0))
+
+
+def br_rdp(eps: float, a: np.ndarray) -> np.ndarray:
+  """RDP of an eps-bounded-range (and eps-DP) step: ``min(a eps^2 / 8, RR(eps))``.
+
+  eps-bounded range implies ``eps^2 / 8``-zCDP (Cesar & Rogers 2021, Lemma 3.2) and eps-DP.
+  """
+  if math.isinf(eps):
+    return np.full_like(a, np.inf)
+  return np.minimum(a * eps * eps / 8.0, rr_rdp(eps, a))
+
+
+def laplace_rdp(eps: float, a: np.ndarray) -> np.ndarray:
+  """Exact RDP of the Laplace mechanism with pure parameter eps = 1 / b (Mironov 2017).
+
+  .. math:: r(a) = \\varepsilon + \\frac{1}{a - 1}\\log\\Big(1 + (a - 1)
+            \\frac{e^{(1 - 2a)\\varepsilon} - 1}{2a - 1}\\Big).
+  """
+  if eps == 0.0:
+    return np.zeros_like(a)
+  if math.isinf(eps):
+    return np.full_like(a, np.inf)
+  r = eps + np.log1p((a - 1.0) * np.expm1((1.0 - 2.0 * a) * eps) / (2.0 * a - 1.0)) / (a - 1.0)
+  return np.clip(r, 0.0, np.minimum(eps, a * eps * eps / 2.0))
+
+
+def gaussian_rdp(noise: float, a: np.ndarray) -> np.ndarray:
+  """RDP of the Gaussian mechanism with multiplier ``s``: ``a / (2 s^2)``."""
+  if noise == 0.0:
+    return np.full_like(a, np.inf)
+  return a / (2.0 * noise * noise)
+
+
+def replace_from_add_remove(orders: np.ndarray, rdp: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray]:
+  """Replace-one RDP from an add/remove curve by the weak triangle inequality.
+
+  For orders ``a1, a2 > 1`` let ``p = 1 + (a1 - 1) / a2`` and ``alpha = a1 / p``; then
+  (Mironov 2017, Prop. 11, with the intermediate dataset ``D \\ {x}``)
+  ``D_alpha(M(D) || M(D')) <= (a1 - 1) / (a1 - p) R(a1) + R(a2)``.
+
+  Returns:
+    The orders ``alpha`` and bounds for every pair ``(a1, a2)`` (flattened).
+  """
+  a1, a2 = np.meshgrid(orders, orders, indexing="ij")
+  r1, r2 = np.meshgrid(rdp, rdp, indexing="ij")
+  p = 1.0 + (a1 - 1.0) / a2
+  alpha = a1 / p
+  with np.errstate(invalid="ignore"):
+    bound = (a1 - 1.0) / (a1 - p) * r1 + r2
+  return alpha.ravel(), np.where(np.isnan(bound), np.inf, bound).ravel()
+
+
+@functools.lru_cache(maxsize=256)
+def _psg_envelope(noise: float, q: float) -> tuple[np.ndarray, np.ndarray]:
+  """Sorted orders and the monotone envelope of the replace-one bounds of one PSG step.
+
+  dp_accounting's add/remove curve ``R`` of one Poisson-sampled Gaussian step (Mironov,
+  Talwar & Zhang 2019), turned into replace-one bounds at orders ``alpha_k`` by
+  :func:`replace_from_add_remove`. Renyi divergence is non-decreasing in the order, so a
+  bound at ``alpha_k`` holds at every ``a <= alpha_k``: the envelope
+  ``B(a) = min_{alpha_k >= a} bound_k`` is valid at every order up to ``max alpha_k``.
+  """
+  import dp_accounting  # pylint: disable=g-import-not-at-top
+  acc = dp_accounting.rdp.RdpAccountant(list(SGD_RDP_ORDERS))
+  acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(noise)))
+  alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS, np.asarray(acc.rdp, dtype=float))
+  order = np.argsort(alpha)
+  alpha, bound = alpha[order], bound[order]
+  envelope = np.minimum.accumulate(bound[::-1])[::-1]
+  for x in (alpha, envelope):
+    x.setflags(write=False)
+  return alpha, envelope
+
+
+def psg_orders(noise: float, q: float) -> np.ndarray:
+  """The orders at which :func:`psg_rdp` is evaluated without loss (the ``alpha_k``)."""
+  if noise == 0.0 or math.isinf(noise):
+    return np.empty(0)
+  return _psg_envelope(noise, q)[0]
+
+
+def psg_rdp(noise: float, q: float, a: np.ndarray) -> np.ndarray:
+  """Replace-one RDP bound of one Poisson-sampled Gaussian step (``inf`` beyond the orders).
+
+  See :func:`_psg_envelope`. Noise multiplier ``s`` in units of the per-example clipping norm.
+  """
+  if noise == 0.0:
+    return np.full_like(a, np.inf)
+  if math.isinf(noise):
+    return np.zeros_like(a)
+  alpha, envelope = _psg_envelope(noise, q)
+  i = np.searchsorted(alpha, a, side="left")
+  out = np.full(np.shape(a), np.inf)
+  ok = i < alpha.size
+  out[ok] = envelope[i[ok]]
+  return out
+
+
+def rdp_conversion(a: np.ndarray, r: np.ndarray, delta: float) -> np.ndarray:
+  """epsilon(a) = r + log(1 - 1/a) - (log delta + log a) / (a - 1), clipped at 0."""
+  with np.errstate(invalid="ignore", over="ignore"):
+    eps = r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+  eps = np.where(np.isnan(eps), np.inf, eps)
+  return np.maximum(eps, 0.0)
+
+
+def rdp_epsilon(curve: Callable[[np.ndarray], np.ndarray], delta: float,
+                extra_orders: np.ndarray | None = None) -> float:
+  """Minimizes the RDP conversion over orders: dense log grid, then a zoomed grid.
+
+  Args:
+    curve: the composed RDP curve, vectorized over orders.
+    delta: the target delta in (0, 1).
+    extra_orders: more orders to try (e.g. where a curve is known without loss).
+  """
+  a = ALPHA_GRID if extra_orders is None else np.union1d(ALPHA_GRID, extra_orders)
+  eps = rdp_conversion(a, curve(a), delta)
+  i = int(np.argmin(eps))
+  best = float(eps[i])
+  if not math.isfinite(best):
+    return math.inf
+  lo, hi = a[max(i - 1, 0)], a[min(i + 1, a.size - 1)]
+  a2 = np.linspace(lo, hi, 65)
+  a2 = a2[a2 > 1.0]
+  eps2 = rdp_conversion(a2, curve(a2), delta)
+  return float(min(best, np.min(eps2)))
+
+
+def rdp_delta(curve: Callable[[np.ndarray], np.ndarray], epsilon: float,
+              extra_orders: np.ndarray | None = None) -> float:
+  """Smallest delta of the conversion at ``epsilon`` over the orders (capped at 1)."""
+  a = ALPHA_GRID if extra_orders is None else np.union1d(ALPHA_GRID, extra_orders)
+
+  def log_delta(a):
+    with np.errstate(invalid="ignore", over="ignore"):
+      out = (a - 1.0) * (curve(a) - epsilon + np.log1p(-1.0 / a)) - np.log(a)
+    return np.where(np.isnan(out), np.inf, out)
+
+  values = log_delta(a)
+  i = int(np.argmin(values))
+  lo, hi = a[max(i - 1, 0)], a[min(i + 1, a.size - 1)]
+  a2 = np.linspace(lo, hi, 65)
+  best = min(float(values[i]), float(np.min(log_delta(a2[a2 > 1.0]))))
+  return float(min(math.exp(min(best, 0.0)), 1.0))

@@ -1,0 +1,225 @@
+"""Privacy events: the privacy cost of ONE release of a mechanism (host side, NumPy).
+
+An event is a small frozen, hashable dataclass. It says what is known about one release for
+replace-one neighbours (datasets of the same public size differing in one record), in the
+units the mechanisms use: noise multipliers in units of sensitivity, pure parameters as
+epsilons. A :class:`~dpgcd_jax.privacy.ledger.Ledger` composes ``(label, event, count)``
+entries by the best valid route; the events only expose what every route needs:
+
+* ``pure_epsilon``: an ``eps`` such that the release is ``eps``-DP (``inf`` if none);
+* ``rdp(orders)``: an upper bound on the Renyi divergence of one release at each order.
+
+Mechanisms of this library and their events (``Delta`` = the sensitivity the multiplier
+refers to, see :mod:`dpgcd_jax.privacy.accounting`):
+
+=============================================  ===========================================
+mechanism                                      event
+=============================================  ===========================================
+report-noisy-max with ``Lap(b Delta)`` noise   ``PureDp(2 / b)``
+exponential mechanism / Gumbel-max, scale b    ``BoundedRange(2 / b)``
+Laplace noise ``Lap(b Delta)`` on a value      ``Laplace(1 / b)``
+Gaussian noise ``N(0, (s Delta)^2)``           ``Gaussian(s)``
+Poisson sampling (rate q) + Gaussian on a sum  ``PoissonSampledGaussian(s, q)``
+a total-variation / truncation slack           ``DeltaSlack(delta)``
+=============================================  ===========================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from dpgcd_jax import _validate
+from dpgcd_jax.privacy import _rdp
+
+
+class PrivacyEvent:
+  """Base class of the events (not instantiated)."""
+
+  @property
+  def pure_epsilon(self) -> float:
+    """An epsilon such that one release is epsilon-DP (``inf`` when there is none)."""
+    return math.inf
+
+  def rdp(self, orders: np.ndarray) -> np.ndarray:
+    """Upper bound on ``D_a(M(D) || M(D'))`` (both directions) at each order ``a > 1``."""
+    raise NotImplementedError
+
+  def describe(self) -> str:
+    """Short description for the report tables."""
+    fields = ", ".join(f"{f.name}={getattr(self, f.name):.6g}"
+                       for f in dataclasses.fields(self))  # type: ignore[arg-type]
+    return f"{type(self).__name__}({fields})"
+
+
+def _set_float(obj, name: str, value) -> None:
+  object.__setattr__(obj, name, float(value))
+
+
+def _check_epsilon(obj) -> None:
+  _validate.check_number("epsilon", obj.epsilon, low=0.0, allow_inf=True)
+  _set_float(obj, "epsilon", obj.epsilon)
+
+
+def _check_noise(obj) -> None:
+  _validate.check_positive("noise", obj.noise, allow_zero=True, allow_inf=True)
+  _set_float(obj, "noise", obj.noise)
+
+
+@dataclasses.dataclass(frozen=True)
+class PureDp(PrivacyEvent):
+  """Any ``epsilon``-DP release, accounted as binary randomized response.
+
+  Every ``epsilon``-DP mechanism is dominated by randomized response with parameter
+  ``epsilon``, also under adaptive composition (Kairouz, Oh & Viswanath 2015), so the
+  routes use its exact privacy-loss distribution and its RDP curve
+  ``log((e^{a eps} + e^{(1 - a) eps}) / (1 + e^eps)) / (a - 1)``.
+  Examples: report-noisy-max with Laplace noise of scale ``b Delta`` (``eps = 2 / b``), a
+  private quantile.
+  """
+
+  epsilon: float
+
+  def __post_init__(self):
+    _check_epsilon(self)
+
+  @property
+  def pure_epsilon(self) -> float:
+    return self.epsilon
+
+  def rdp(self, orders):
+    return _rdp.rr_rdp(self.epsilon, orders)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundedRange(PrivacyEvent):
+  """An ``epsilon``-bounded-range release (exponential mechanism, Gumbel-max selection).
+
+  Bounded range (Durfee & Rogers 2019): for neighbours the privacy loss ``log(P(y) / Q(y))``
+  takes values in an interval of length ``epsilon``. It implies ``epsilon``-DP and
+  ``epsilon^2 / 8``-zCDP (Cesar & Rogers 2021). The exponential mechanism with a score of
+  sensitivity ``Delta`` and temperature ``b Delta`` (Gumbel-max: argmax of score plus
+  ``b Delta G_j``, ``G_j ~ Gumbel(0, 1)``) is ``2 / b``-bounded-range.
+  """
+
+  epsilon: float
+
+  def __post_init__(self):
+    _check_epsilon(self)
+
+  @property
+  def pure_epsilon(self) -> float:
+    return self.epsilon
+
+  def rdp(self, orders):
+    return _rdp.br_rdp(self.epsilon, orders)
+
+
+@dataclasses.dataclass(frozen=True)
+class Laplace(PrivacyEvent):
+  """The Laplace mechanism: noise of scale ``sensitivity / epsilon`` on a real value.
+
+  ``epsilon``-DP; the routes use its exact RDP curve (Mironov 2017, Prop. 6) and its exact
+  privacy-loss distribution (atoms ``+-epsilon`` and a continuous part in between).
+  """
+
+  epsilon: float
+
+  def __post_init__(self):
+    _check_epsilon(self)
+
+  @property
+  def pure_epsilon(self) -> float:
+    return self.epsilon
+
+  def rdp(self, orders):
+    return _rdp.laplace_rdp(self.epsilon, orders)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gaussian(PrivacyEvent):
+  """The Gaussian mechanism with standard deviation ``noise * sensitivity``.
+
+  ``(1 / noise)``-GDP (Dong, Roth & Su 2019): its privacy-loss distribution is
+  ``N(mu^2 / 2, mu^2)`` with ``mu = 1 / noise``; RDP ``a / (2 noise^2)``. ``noise = 0``
+  means no privacy, ``inf`` a free release.
+  """
+
+  noise: float
+
+  def __post_init__(self):
+    _check_noise(self)
+
+  @property
+  def mu(self) -> float:
+    """The GDP parameter ``1 / noise``."""
+    return math.inf if self.noise == 0.0 else 1.0 / self.noise
+
+  def rdp(self, orders):
+    return _rdp.gaussian_rdp(self.noise, orders)
+
+
+@dataclasses.dataclass(frozen=True)
+class ZCdp(PrivacyEvent):
+  """A ``rho``-zCDP release (Bun & Steinke 2016): RDP ``a rho`` at every order."""
+
+  rho: float
+
+  def __post_init__(self):
+    _validate.check_number("rho", self.rho, low=0.0, allow_inf=True)
+    _set_float(self, "rho", self.rho)
+
+  def rdp(self, orders):
+    return np.asarray(orders, dtype=float) * self.rho
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonSampledGaussian(PrivacyEvent):
+  """One DP-SGD step: Poisson sampling at rate ``sampling_rate``, Gaussian noise on the sum.
+
+  The noise on the sum of the sampled clipped per-example gradients is ``N(0, (s C)^2 I)``,
+  ``C`` the per-example l2 clipping norm, ``s = noise``. Replace-one neighbours: the
+  dp_accounting PLD route uses its ``REPLACE_ONE`` pair; the RDP route takes dp_accounting's
+  add/remove curve through the weak triangle inequality (see
+  :func:`dpgcd_jax.privacy._rdp.replace_from_add_remove`).
+  """
+
+  noise: float
+  sampling_rate: float
+
+  def __post_init__(self):
+    _check_noise(self)
+    _validate.check_number("sampling_rate", self.sampling_rate, low=0.0, high=1.0,
+                           low_open=True)
+    _set_float(self, "sampling_rate", self.sampling_rate)
+
+  def rdp(self, orders):
+    return _rdp.psg_rdp(self.noise, self.sampling_rate, orders)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeltaSlack(PrivacyEvent):
+  """A fixed ``delta`` added to the total (a total-variation or truncation slack).
+
+  Used when a mechanism is within total variation ``delta`` of an accounted one: the
+  privacy profile of the whole composition moves up by at most ``delta`` per such release.
+  """
+
+  delta: float
+
+  def __post_init__(self):
+    _validate.check_number("delta", self.delta, low=0.0, high=1.0, high_open=True)
+    _set_float(self, "delta", self.delta)
+
+  @property
+  def pure_epsilon(self) -> float:
+    return 0.0
+
+  def rdp(self, orders):
+    return np.zeros(np.shape(orders))
+
+
+EVENT_TYPES = (PureDp, BoundedRange, Laplace, Gaussian, ZCdp, PoissonSampledGaussian,
+               DeltaSlack)

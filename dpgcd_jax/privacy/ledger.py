@@ -1,0 +1,354 @@
+"""One ledger for every private computation, one ``calibrate`` for every noise scale.
+
+A :class:`Ledger` is an immutable, hashable sequence of entries ``(label, event, count)``:
+``count`` adaptive releases of the mechanism described by ``event`` (see
+:mod:`dpgcd_jax.privacy.events`), for replace-one neighbours. It answers
+
+* ``ledger.epsilon(delta)``: the smallest epsilon such that the whole sequence is
+  (epsilon, delta)-DP, and ``ledger.delta(epsilon)``, the matching delta,
+
+each as the minimum over every VALID composition route for the events present (see
+:mod:`dpgcd_jax.privacy._routes`): the exact lattice PLD (randomized response, exact
+Laplace, GDP), the adaptive bounded-range PLD, RDP with the optimal conversion, and
+dp_accounting's PLD. Every route is an upper bound on the same privacy profile, so their
+minimum is one too. ``DeltaSlack`` entries add their delta to the total.
+
+Privacy argument: each route composes, for adaptively chosen mechanisms, per-release
+guarantees that hold conditionally on all previous outputs (dominating pairs for the PLD
+routes, Renyi divergence bounds for RDP), so the reported (epsilon, delta) holds for the
+whole adaptive sequence, and for anything computed from its outputs (post-processing).
+
+Examples:
+  >>> from dpgcd_jax.privacy import Ledger, Gaussian, PureDp, calibrate
+  >>> ledger = Ledger.of(("smoothness", PureDp(0.05), 1), ("update", Gaussian(60.0), 100))
+  >>> round(ledger.epsilon(1e-6), 3)
+  0.713
+  >>> scale, report = calibrate(lambda k: Ledger.of(("update", Gaussian(k), 100)), 1.0, 1e-6)
+  >>> round(scale, 1), report.route
+  (42.2, 'pld')
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+from typing import Callable, Hashable, NamedTuple
+
+from dpgcd_jax import _validate
+from dpgcd_jax.privacy import _routes
+from dpgcd_jax.privacy import events as ev
+
+
+class Entry(NamedTuple):
+  """``count`` adaptive releases of a mechanism with privacy event ``event``."""
+
+  label: str
+  event: ev.PrivacyEvent
+  count: int = 1
+
+
+def _entry(x) -> Entry:
+  entry = Entry(*x)
+  if not isinstance(entry.label, str):
+    raise ValueError(f"Expected an entry label to be a str, got label={entry.label!r}.")
+  if not isinstance(entry.event, ev.PrivacyEvent):
+    raise ValueError(f"Expected a privacy event (dpgcd_jax.privacy.events), got "
+                     f"event={entry.event!r} for entry {entry.label!r}.")
+  _validate.check_int("count", entry.count, low=0)
+  return Entry(entry.label, entry.event, int(entry.count))
+
+
+def _check_budget_delta(delta: float) -> float:
+  _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+  return float(delta)
+
+
+def _check_budget_epsilon(epsilon: float) -> float:
+  _validate.check_number("epsilon", epsilon, low=0.0)
+  return float(epsilon)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ledger:
+  """Immutable, hashable sequence of ``(label, event, count)`` entries.
+
+  Attributes:
+    entries: the entries, in the order they were added.
+  """
+
+  entries: tuple[Entry, ...] = ()
+
+  def __post_init__(self):
+    object.__setattr__(self, "entries", tuple(_entry(e) for e in self.entries))
+
+  @classmethod
+  def of(cls, *entries) -> "Ledger":
+    """``Ledger.of(("selection", BoundedRange(0.01), 1000), ...)``."""
+    return cls(tuple(entries))
+
+  def add(self, label: str, event: ev.PrivacyEvent, count: int = 1) -> "Ledger":
+    """A new ledger with one more entry."""
+    return Ledger(self.entries + (Entry(label, event, count),))
+
+  def __add__(self, other: "Ledger") -> "Ledger":
+    if not isinstance(other, Ledger):
+      return NotImplemented
+    return Ledger(self.entries + other.entries)
+
+  def __iter__(self):
+    return iter(self.entries)
+
+  def __len__(self) -> int:
+    return len(self.entries)
+
+  @property
+  def slack(self) -> float:
+    """Sum of the ``DeltaSlack`` deltas."""
+    return sum(e.event.delta * e.count for e in self.entries
+               if isinstance(e.event, ev.DeltaSlack))
+
+  def aggregated(self) -> _routes.Entries:
+    """Identical events merged (counts summed), slack and empty entries dropped."""
+    counts: dict[ev.PrivacyEvent, int] = {}
+    for entry in self.entries:
+      if entry.count > 0 and not isinstance(entry.event, ev.DeltaSlack):
+        counts[entry.event] = counts.get(entry.event, 0) + entry.count
+    return tuple(sorted(counts.items(), key=lambda x: (type(x[0]).__name__, repr(x[0]))))
+
+  def routes(self) -> tuple[str, ...]:
+    """Names of the routes that apply to this ledger (registry order)."""
+    agg = self.aggregated()
+    return tuple(name for name, r in _routes.ROUTES.items() if r.supports(agg))
+
+  def _candidates(self, route: str) -> list[str]:
+    agg = self.aggregated()
+    if route == "best":
+      names = [n for n, r in _routes.ROUTES.items() if r.supports(agg) and r.in_best(agg)]
+      for i, n in enumerate(names):  # An exact route makes the others pointless.
+        if _routes.ROUTES[n].exact(agg):
+          return [n]
+      return sorted(names, key=lambda n: _routes.ROUTES[n].cost)
+    if route not in _routes.ROUTES or not _routes.ROUTES[route].supports(agg):
+      raise ValueError(f"Expected route to be 'best' or one of {self.routes()}, "
+                       f"got route={route!r}.")
+    return [route]
+
+  def epsilon_and_route(self, delta: float, route: str = "best") -> tuple[float, str]:
+    """The smallest certified epsilon at ``delta`` and the route that certifies it."""
+    delta = _check_budget_delta(delta)
+    names = self._candidates(route)
+    slack, agg = self.slack, self.aggregated()
+    if delta <= slack:
+      return math.inf, names[0]
+    if not agg:
+      return 0.0, names[0]
+    best = (math.inf, names[0])
+    for name in names:
+      eps = _routes.evaluate(agg, name, "epsilon", delta - slack)
+      if eps < best[0]:
+        best = (eps, name)
+    return best
+
+  def delta_and_route(self, epsilon: float, route: str = "best") -> tuple[float, str]:
+    """The smallest certified delta at ``epsilon`` and the route that certifies it."""
+    epsilon = _check_budget_epsilon(epsilon)
+    names = self._candidates(route)
+    slack, agg = self.slack, self.aggregated()
+    if not agg:
+      return min(slack, 1.0), names[0]
+    best = (math.inf, names[0])
+    for name in names:
+      d = _routes.evaluate(agg, name, "delta", epsilon)
+      if d < best[0]:
+        best = (d, name)
+    return min(best[0] + slack, 1.0), best[1]
+
+  def epsilon(self, delta: float, route: str = "best") -> float:
+    """Smallest epsilon with (epsilon, delta)-DP over the valid routes (or one ``route``)."""
+    return self.epsilon_and_route(delta, route)[0]
+
+  def delta(self, epsilon: float, route: str = "best") -> float:
+    """Smallest delta with (epsilon, delta)-DP over the valid routes (or one ``route``)."""
+    return self.delta_and_route(epsilon, route)[0]
+
+  def route_for(self, delta: float) -> str:
+    """The route that certifies the smallest epsilon at ``delta``."""
+    return self.epsilon_and_route(delta)[1]
+
+  def report(self, delta: float, *, route: str = "best", notes: tuple[str, ...] = ()
+             ) -> "PrivacyReport":
+    """The :class:`PrivacyReport` of this ledger at ``delta``."""
+    eps, name = self.epsilon_and_route(delta, route)
+    return PrivacyReport(self.entries, eps, float(delta), name, tuple(notes))
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyReport:
+  """What a private computation spent: its entries and the total (epsilon, delta).
+
+  Attributes:
+    entries: the ledger's ``(label, event, count)`` entries.
+    epsilon: the total epsilon certified at ``delta``.
+    delta: the total delta (slack included).
+    route: the composition route that certified ``epsilon``.
+    notes: free-form statements (e.g. "smoothness: public by declaration").
+  """
+
+  entries: tuple[Entry, ...]
+  epsilon: float
+  delta: float
+  route: str
+  notes: tuple[str, ...] = ()
+
+  @property
+  def ledger(self) -> Ledger:
+    return Ledger(self.entries)
+
+  def with_notes(self, *notes: str) -> "PrivacyReport":
+    """A copy with more notes."""
+    return dataclasses.replace(self, notes=self.notes + tuple(notes))
+
+  def __str__(self) -> str:
+    rows = [("label", "event", "count")]
+    rows += [(e.label, e.event.describe(), str(e.count)) for e in self.entries]
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    lines = [f"{a:<{w0}}  {b:<{w1}}  {c:>6}" for a, b, c in rows]
+    lines.append(f"total: ({self.epsilon:.6g}, {self.delta:.3g})-DP for replace-one "
+                 f"neighbours (route: {self.route})")
+    lines += [f"note: {n}" for n in self.notes]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------
+# Calibration.
+# ----------------------------------------------------------------------------------------
+
+REL_TOL = 2e-4
+_CACHE: collections.OrderedDict = collections.OrderedDict()
+_CACHE_SIZE = 512
+
+
+def _feasible(ledger: Ledger, route: str, epsilon: float, delta: float) -> bool:
+  """Whether one route certifies (epsilon, delta) for the ledger."""
+  slack, agg = ledger.slack, ledger.aggregated()
+  if slack >= delta:
+    return False
+  if not agg:
+    return True
+  if _routes.ROUTES[route].cost == 0:
+    return _routes.evaluate(agg, route, "epsilon", delta - slack) <= epsilon
+  return _routes.evaluate(agg, route, "delta", epsilon) + slack <= delta
+
+
+def bisect_scale(feasible: Callable[[float], bool], guess: float, rel_tol: float = REL_TOL,
+                 step: float = 2.0) -> float:
+  """Smallest ``k > 0`` with ``feasible(k)`` (monotone), up to ``rel_tol``; returns a feasible k.
+
+  The bracket is found by moving from ``guess`` by factors of ``step``, then bisected in log
+  space until ``hi / lo <= 1 + rel_tol``.
+
+  Raises:
+    ValueError: when no finite ``k`` is feasible.
+  """
+  lo, hi = guess, guess
+  if feasible(guess):
+    lo = guess / step
+    while feasible(lo):
+      hi, lo = lo, lo / step
+      if lo < 1e-300:
+        return hi
+  else:
+    hi = guess * step
+    while not feasible(hi):
+      lo, hi = hi, hi * step
+      if hi > 1e300:
+        raise ValueError("Could not meet the privacy target with finite noise.")
+  while hi / lo > 1.0 + rel_tol:
+    mid = math.sqrt(lo * hi)
+    if feasible(mid):
+      hi = mid
+    else:
+      lo = mid
+  return hi
+
+
+def calibrate(
+    factory: Callable[[float], Ledger],
+    epsilon: float,
+    delta: float,
+    *,
+    guess: float | None = None,
+    route: str = "best",
+    key: Hashable | None = None,
+    rel_tol: float = REL_TOL,
+) -> tuple[float, PrivacyReport]:
+  """Smallest scale whose ledger is (epsilon, delta)-DP, with its report.
+
+  ``factory(scale)`` must return a :class:`Ledger` that gets more private as ``scale`` grows
+  (more noise; every route is then monotone in ``scale`` by post-processing). Each route of
+  the ledger is bisected in log space to within ``rel_tol`` (the cheapest first; a costlier
+  route is bisected only if it is feasible just below the best scale so far), the smallest
+  feasible scale wins, and its report is computed with the best route at that scale.
+
+  Args:
+    factory: ``scale -> Ledger``, monotone.
+    epsilon: target epsilon > 0 (finite).
+    delta: target delta in (0, 1), slack included.
+    guess: a starting scale (default 1); a good one saves a few evaluations.
+    route: "best" or one route name (see ``Ledger.routes``).
+    key: a hashable description of ``factory`` for the cache (default: ``factory`` itself,
+      so a new lambda is a new entry); results are cached per (key, epsilon, delta, route).
+    rel_tol: relative precision of the returned scale.
+
+  Returns:
+    ``(scale, report)`` with ``report.epsilon <= epsilon``; ``scale / (1 + rel_tol)`` is
+    infeasible for every route considered.
+
+  Raises:
+    ValueError: for a bad argument (the message names it), or when no finite scale works.
+  """
+  _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
+  delta = _check_budget_delta(delta)
+  epsilon = float(epsilon)
+  if guess is not None:
+    _validate.check_positive("guess", guess)
+  cache_key = (key if key is not None else factory, epsilon, delta, route, rel_tol)
+  if cache_key in _CACHE:
+    _CACHE.move_to_end(cache_key)
+    return _CACHE[cache_key]
+  guess = 1.0 if guess is None else float(guess)
+  probe = factory(guess)
+  if not isinstance(probe, Ledger):
+    raise ValueError(f"Expected factory to return a Ledger, got factory({guess})={probe!r}.")
+  if probe.slack >= delta:
+    raise ValueError(f"Expected delta above the ledger's slack {probe.slack}, got "
+                     f"delta={delta}.")
+  names = probe._candidates(route)  # pylint: disable=protected-access
+  best_k, best_route = None, names[0]
+  for name in names:
+    feasible = lambda k, name=name: _feasible(factory(k), name, epsilon, delta)
+    if best_k is None:
+      k = bisect_scale(feasible, guess, rel_tol)
+    else:
+      trial = best_k / (1.0 + rel_tol)
+      if not feasible(trial):
+        continue
+      k = bisect_scale(feasible, trial, rel_tol, step=1.05)
+    if best_k is None or k < best_k:
+      best_k, best_route = k, name
+  k = best_k
+  for _ in range(200):  # Safety net: the reported epsilon must meet the target.
+    report = factory(k).report(delta, route=route)
+    if report.epsilon <= epsilon:
+      break
+    k *= 1.0 + rel_tol / 10.0
+  else:  # pragma: no cover
+    raise RuntimeError("calibration failed to meet its target")
+  del best_route
+  result = (k, report)
+  _CACHE[cache_key] = result
+  if len(_CACHE) > _CACHE_SIZE:
+    _CACHE.popitem(last=False)
+  return result
