@@ -2,9 +2,12 @@
 
 ``dp_greedy_coordinate`` takes per-example gradients (a leading batch axis of size n on every
 leaf), clips them coordinate-wise, and returns the noisy greedy single-coordinate update of
-DP-GCD (``g~_j / M_j`` on the selected coordinate, zero elsewhere). Chained with
-``optax.scale(-gamma)`` it gives exactly the iterates of :func:`dpgcd_jax.dp_gcd.run` (no
-penalty) for the same key: step ``t`` uses ``fold_in(key, t)`` in both.
+DP-GCD, computed by the same private kernel as the solver
+(:func:`dpgcd_jax.solvers.greedy.private_coordinate_step`: any penalty, any greedy rule):
+the gradient mapping on the selected coordinate (``g~_j / M_j`` without penalty), zero
+elsewhere. Chained with ``optax.scale(-gamma)`` (and ``step_size=gamma``) it gives exactly the
+iterates of :func:`dpgcd_jax.dp_gcd.run` for the same key: step ``t`` uses ``fold_in(key, t)``
+in both.
 
 >>> import jax, jax.numpy as jnp, optax, dpgcd_jax as dg
 >>> X = jax.random.normal(jax.random.key(0), (64, 5)); y = X @ jnp.arange(5.0)
@@ -56,8 +59,11 @@ def dp_greedy_coordinate(
     update_noise: Any,
     l2: Any = 0.0,
     curvature: float = 1.0,
+    penalty: Any = None,
+    step_size: Any = 1.0,
     selection: str = "laplace",
     update: str = "laplace",
+    rule: str = "gs-s",
 ) -> optax.GradientTransformation:
   """Private greedy single-coordinate update from per-example gradients.
 
@@ -65,7 +71,12 @@ def dp_greedy_coordinate(
 
      g = \\frac1n \\sum_i \\mathrm{clip}(\\nabla l_i, -C, C) + \\lambda_2 w, \\quad
      j = \\text{private argmax}_j |g_j| / \\sqrt{M_j}, \\quad
-     u = e_j (g_j + \\eta) / M_j
+     u = e_j \\frac{w_j - \\mathrm{prox}_{\\gamma_j \\psi_j}(w_j - \\gamma_j (g_j + \\eta))}{\\gamma},
+     \\quad \\gamma_j = \\gamma / M_j
+
+  (``u_j = (g_j + eta) / M_j`` without penalty), the gradient mapping of the same private kernel
+  as :func:`dpgcd_jax.dp_gcd.step`: chained with ``optax.scale(-step_size)`` (the same
+  ``step_size``) it moves exactly as the solver.
 
   Args:
     smoothness: public coordinate smoothness ``M`` of the data term: a pytree like the
@@ -77,8 +88,13 @@ def dp_greedy_coordinate(
     l2: public ridge strength added to the gradient (needs ``params`` in ``update``).
     curvature: the loss's curvature bound ``beta``, the unit of a scalar ``clip``
       (``C_j = clip sqrt(M_j / beta)``, see :mod:`dpgcd_jax.clipping`).
+    penalty: a separable penalty (:mod:`dpgcd_jax.penalties`, over the flattened parameters);
+      default none. Needs ``params`` in ``update``.
+    step_size: ``gamma``; the prox step uses ``gamma / M_j``. Chain with
+      ``optax.scale(-step_size)`` of the same value.
     selection: "laplace" or "gumbel".
     update: "laplace" or "gaussian".
+    rule: greedy rule "gs-s", "gs-r" or "gs-q".
 
   Returns:
     An ``optax.GradientTransformation``; chain it with ``optax.scale(-step_size)``.
@@ -86,6 +102,9 @@ def dp_greedy_coordinate(
   _validate.check_key("key", key)
   _validate.check_choice("selection", selection, greedy.SELECTIONS)
   _validate.check_choice("update", update, greedy.UPDATES)
+  _validate.check_choice("rule", rule, tuple(greedy.RULES))
+  _validate.check_positive("step_size", step_size)
+  penalty = penalties.Zero() if penalty is None else penalty
   _validate.check_positive("clip", clip, allow_inf=True)
   _validate.check_positive("selection_noise", selection_noise, allow_zero=True)
   _validate.check_positive("update_noise", update_noise, allow_zero=True)
@@ -127,14 +146,14 @@ def dp_greedy_coordinate(
     G = jax.vmap(lambda g: ravel_pytree(g)[0])(per_example_grads)
     w = jnp.zeros(G.shape[1], G.dtype) if params is None else ravel_pytree(params)[0]
     M = flat_smoothness.astype(G.dtype) + l2
+    step = jnp.asarray(step_size, G.dtype)
     thresholds = clipping.coordinate_thresholds(clip, M, curvature)
     g = jnp.mean(clipping.clip_coordinates(G, thresholds), axis=0) + l2 * w
-    key_select, key_update = jax.random.split(_driver.step_key(state.key, state.count))
-    j = greedy.select(key_select, g, w, M, penalties.Zero(), selection_noise,
-                      greedy.selection_sensitivity(thresholds, M, n), selection=selection, rule="gs-s")
-    noisy_g = greedy.privatize(key_update, g[j], update_noise,
-                               clipping.mean_sensitivity(thresholds[j], n), update=update)
-    updates = jnp.zeros_like(w).at[j].set(noisy_g / M[j])
+    j, new_wj = greedy.private_coordinate_step(
+        _driver.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
+        selection_noise, update_noise, selection=selection, update=update, rule=rule)
+    # The gradient mapping (w_j - prox(...)) / step: optax.scale(-step) turns it into the move.
+    updates = jnp.where(jnp.arange(w.shape[0]) == j, (w[j] - new_wj) / step, 0.0)
     return unravel(updates), DPGreedyCoordinateState(state.count + 1, state.key)
 
   return optax.GradientTransformation(init_fn, update_fn)

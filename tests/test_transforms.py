@@ -74,3 +74,51 @@ def test_bad_hyperparameters_are_rejected(kwargs, match):
   args.update(kwargs)
   with pytest.raises(ValueError, match=match):
     dg.dp_greedy_coordinate(jnp.ones(3), **args)
+
+
+def _train(tx, X, y, w, steps, loss):
+  per_example_grads = jax.vmap(jax.grad(loss), (None, 0, 0))
+
+  @jax.jit
+  def one(w, state):
+    updates, state = tx.update(per_example_grads(w, X, y), state, w)
+    return optax.apply_updates(w, updates), state
+
+  state = tx.init(w)
+  for _ in range(steps):
+    w, state = one(w, state)
+  return w
+
+
+def _squared(w, x, y):
+  return 0.5 * (x @ w - y) ** 2
+
+
+def test_jitted_noise_free_transform_with_l1_reaches_the_lasso_optimum():
+  from sklearn import linear_model  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(80, 10))
+  y = X @ np.where(np.arange(10) < 3, 2.0, 0.0) + 0.1 * rng.normal(size=80)
+  alpha = 0.1
+  M = np.mean(X**2, axis=0)
+  tx = optax.chain(dg.dp_greedy_coordinate(M, key=jax.random.key(0), clip=np.inf, selection_noise=0.0,
+                                           update_noise=0.0, penalty=dg.penalties.L1(alpha)),
+                   optax.scale(-1.0))
+  w = _train(tx, X, y, jnp.zeros(10), 400, _squared)
+  lasso = linear_model.Lasso(alpha=alpha, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X, y)
+  np.testing.assert_allclose(w, lasso.coef_, atol=1e-6)
+
+
+@pytest.mark.parametrize("rule", ["gs-s", "gs-r", "gs-q"])
+def test_jitted_transform_with_a_penalty_equals_the_solver_for_the_same_key(rule):
+  X, y = _data()
+  M = 0.25 * np.mean(X**2, axis=0)
+  key, steps, step_size, pen = jax.random.key(7), 20, 0.8, dg.penalties.ElasticNet(0.02, 0.5)
+  problem = dg.make_problem(X, y, "logistic", penalty=pen, smoothness=M)
+  params = dg.dp_gcd.Params(step_size, 1.0, 3.0, 3.0)
+  solver = dg.dp_gcd.run(problem, params, key, steps=steps, rule=rule)
+  tx = optax.chain(dg.dp_greedy_coordinate(M, key=key, clip=1.0, selection_noise=3.0, update_noise=3.0,
+                                           curvature=0.25, penalty=pen, step_size=step_size, rule=rule),
+                   optax.scale(-step_size))
+  w = _train(tx, X, y, jnp.zeros(7), steps, _logistic)
+  np.testing.assert_allclose(w, solver.w, rtol=1e-9, atol=1e-12)

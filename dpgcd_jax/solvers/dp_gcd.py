@@ -81,15 +81,10 @@ def step(
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds)
-  key_select, key_update = jax.random.split(key)
-  j = greedy.select(
-      key_select, g, state.w, M, problem.penalty, params.selection_noise,
-      greedy.selection_sensitivity(thresholds, M, problem.num_examples),
-      selection=selection, rule=rule,
-  )
-  sensitivity_j = clipping.mean_sensitivity(thresholds[j], problem.num_examples)
-  noisy_g = greedy.privatize(key_update, g[j], params.update_noise, sensitivity_j, update=update)
-  return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), j
+  j, new_wj = greedy.private_coordinate_step(
+      key, g, state.w, M, thresholds, problem.num_examples, problem.penalty, params.step_size,
+      params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule)
+  return _coordinate.set_coordinate(problem, state, j, new_wj), j
 
 
 def run(

@@ -115,3 +115,37 @@ def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, 
   if update == "laplace":
     return g_j + scale * jax.random.laplace(key, (), g_j.dtype)
   return g_j + scale * jax.random.normal(key, (), g_j.dtype)
+
+
+def private_coordinate_step(
+    key: Array,
+    g: Array,
+    w: Array,
+    M: Array,
+    thresholds: Array,
+    num_examples: int,
+    penalty: penalties.Penalty,
+    step_size: Array,
+    selection_noise: Array,
+    update_noise: Array,
+    *,
+    selection: str,
+    update: str,
+    rule: str,
+) -> tuple[Array, Array]:
+  """The private kernel of one DP-GCD iteration, shared by the solver and the optax transform.
+
+  From the clipped gradient ``g`` (thresholds ``C_j``, ``n`` examples): select ``j`` privately,
+  add update noise to ``g_j`` and take the proximal step
+  ``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j (g_j + eta))``, ``gamma_j = step_size / M_j``.
+
+  Returns:
+    ``(j, new w_j)``. An invalid (negative or NaN) step size gives NaN (fail closed).
+  """
+  key_select, key_update = jax.random.split(key)
+  j = select(key_select, g, w, M, penalty, selection_noise,
+             selection_sensitivity(thresholds, M, num_examples), selection=selection, rule=rule)
+  sensitivity_j = clipping.mean_sensitivity(thresholds[j], num_examples)
+  noisy_g = privatize(key_update, g[j], update_noise, sensitivity_j, update=update)
+  gamma = jnp.where(step_size > 0, step_size / M[j], jnp.nan)
+  return j, penalties.coordinate(penalty, j).prox(w[j] - gamma * noisy_g, gamma)
