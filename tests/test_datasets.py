@@ -1,7 +1,8 @@
-"""Tests of dpgcd_jax.datasets: generators, offline real data, the cache and the registry.
+"""Tests of dpgcd_jax.data (formerly dpgcd_jax.datasets): generators, offline real data, the cache.
 
-No test touches the network: ``urllib.request.urlopen`` is replaced wherever a download
-could be attempted, either by a function that fails the test or by a fake server.
+No test touches the network: ``urllib.request.urlopen`` (the transport under pooch) is
+replaced wherever a download could be attempted, either by a function that fails the test
+or by a fake server.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.linear_model import Lasso, LogisticRegression
 
-from dpgcd_jax import datasets
+from dpgcd_jax import data
+from dpgcd_jax import losses
+from dpgcd_jax import penalties
+from dpgcd_jax.data import _registry
 
 def _assert_standardized(x: np.ndarray) -> None:
   assert x.dtype == np.float64
@@ -28,9 +33,9 @@ def _assert_standardized(x: np.ndarray) -> None:
 
 
 @pytest.fixture(scope="module")
-def built() -> dict[str, datasets.Dataset]:
+def built() -> dict[str, data.Dataset]:
   """Every offline dataset, built once (seed 0)."""
-  return {name: datasets.get(name, seed=0) for name in datasets.OFFLINE}
+  return {name: data.get(name, seed=0) for name in data.OFFLINE}
 
 
 @pytest.fixture
@@ -68,7 +73,8 @@ def test_log_generators(built, name, sigma):
   ds = built[name]
   assert set(np.unique(ds.y)) == {-1.0, 1.0}
   assert 0.3 < np.mean(ds.y == 1.0) < 0.7
-  assert (ds.loss, ds.penalty, ds.penalty_strength, ds.l2) == ("logistic", "none", 0.0, 1e-3)
+  assert ds.loss is losses.logistic and isinstance(ds.penalty, penalties.Zero)
+  assert (ds.penalty_strength, ds.l2, ds.lambda_fraction) == (0.0, 1e-3, None)
   # w_true ~ LogNormal(0, sigma): log(w) is N(0, sigma^2) on p = 100 draws.
   assert np.all(ds.w_true > 0)
   log_w = np.log(ds.w_true)
@@ -84,7 +90,7 @@ def test_square_generator(built):
   assert np.all(np.abs(ds.w_true[ds.w_true != 0]) >= 1.0)
   residual = ds.y - ds.X @ ds.w_true
   assert abs(residual.std() - 1.0) < 0.1  # noise N(0, 1)
-  assert (ds.loss, ds.penalty, ds.lambda_fraction) == ("squared", "l1", 0.1)
+  assert ds.loss is losses.squared and isinstance(ds.penalty, penalties.L1) and ds.lambda_fraction == 0.1
   np.testing.assert_allclose(ds.penalty_strength, 0.1 * np.max(np.abs(ds.X.T @ ds.y)) / ds.n, rtol=1e-12)
 
 
@@ -92,7 +98,7 @@ def test_madelon_synth_generator(built):
   ds = built["madelon_synth"]
   assert set(np.unique(ds.y)) == {-1.0, 1.0}
   assert abs(np.mean(ds.y == 1.0) - 0.5) < 0.05
-  assert (ds.loss, ds.penalty, ds.lambda_fraction) == ("logistic", "l1", 0.05)
+  assert ds.loss is losses.logistic and isinstance(ds.penalty, penalties.L1) and ds.lambda_fraction == 0.05
   # 15 redundant features are linear combinations of the 5 informative ones; the 480
   # probes are independent noise: rank 5 + 480.
   assert np.linalg.matrix_rank(ds.X) == 485
@@ -102,8 +108,8 @@ def test_madelon_synth_generator(built):
 
 @pytest.mark.parametrize("name", ["log1", "log2", "square"])
 def test_generators_are_deterministic(built, name):
-  same = datasets.get(name, seed=0)
-  other = datasets.get(name, seed=1)
+  same = data.get(name, seed=0)
+  other = data.get(name, seed=1)
   np.testing.assert_array_equal(same.X, built[name].X)
   np.testing.assert_array_equal(same.y, built[name].y)
   np.testing.assert_array_equal(same.w_true, built[name].w_true)
@@ -112,9 +118,9 @@ def test_generators_are_deterministic(built, name):
 
 
 def test_madelon_synth_is_deterministic(built):
-  ds = datasets.madelon_synth(0, n=300)
-  again = datasets.madelon_synth(0, n=300)
-  other = datasets.madelon_synth(1, n=300)
+  ds = data.madelon_synth(0, n=300)
+  again = data.madelon_synth(0, n=300)
+  other = data.madelon_synth(1, n=300)
   np.testing.assert_array_equal(ds.X, again.X)
   np.testing.assert_array_equal(ds.y, again.y)
   assert not np.array_equal(ds.X, other.X)
@@ -122,7 +128,7 @@ def test_madelon_synth_is_deterministic(built):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_square_lambda_gives_about_ten_nonzeros(seed):
-  ds = datasets.square(seed)
+  ds = data.square(seed)
   # sklearn's Lasso minimizes (1 / 2n) ||y - X w||^2 + alpha ||w||_1: our objective.
   model = Lasso(alpha=ds.penalty_strength, fit_intercept=False, tol=1e-10, max_iter=100_000).fit(ds.X, ds.y)
   nnz = int(np.count_nonzero(model.coef_))
@@ -161,9 +167,12 @@ def test_lambda_max_logistic_is_the_l1_threshold(built):
 
 def test_penalty_strength_is_fraction_of_lambda_max(built):
   for name, ds in built.items():
-    spec = datasets.DATASETS[name]
-    assert (ds.loss, ds.penalty, ds.lambda_fraction, ds.l2) == (spec.loss, spec.penalty, spec.lambda_fraction, spec.l2)
-    if ds.penalty != "none":
+    spec = data.DATASETS[name]
+    assert ds.loss is spec.loss and (ds.lambda_fraction, ds.l2) == (spec.lambda_fraction, spec.l2)
+    if spec.penalty is None:
+      assert isinstance(ds.penalty, penalties.Zero) and ds.penalty_strength == 0.0
+    else:
+      assert isinstance(ds.penalty, spec.penalty)
       np.testing.assert_allclose(ds.penalty_strength, ds.lambda_fraction * ds.lambda_max, rtol=1e-12)
 
 
@@ -171,11 +180,11 @@ def test_penalty_strength_is_fraction_of_lambda_max(built):
 
 
 @pytest.mark.parametrize(
-    "name, n, p, loss", [("diabetes", 442, 10, "squared"), ("breast_cancer", 569, 30, "logistic")]
+    "name, n, p, loss", [("diabetes", 442, 10, losses.squared), ("breast_cancer", 569, 30, losses.logistic)]
 )
 def test_sklearn_sets(built, name, n, p, loss):
   ds = built[name]
-  assert (ds.n, ds.p, ds.loss, ds.penalty) == (n, p, loss, "l1")
+  assert (ds.n, ds.p) == (n, p) and ds.loss is loss and isinstance(ds.penalty, penalties.L1)
   _assert_standardized(ds.X)
 
 
@@ -211,17 +220,17 @@ def _raw(n: int, p: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_default_cache_dir_from_env(cache, monkeypatch):
-  assert datasets.default_cache_dir() == cache
+  assert data.default_cache_dir() == cache
   monkeypatch.delenv("DPGCD_DATA")
-  assert str(datasets.default_cache_dir()).endswith(".cache/dpgcd_jax")
+  assert str(data.default_cache_dir()).endswith(".cache/dpgcd_jax")
 
 
 def test_cache_round_trip(cache, no_network):
   x, y = _raw(40, 6)
-  path = datasets.write_cache("mtp", x, y, source=["test"])
+  path = data.write_cache("mtp", x, y, source=["test"])
   assert path == cache / "mtp.npz" and (cache / "mtp.json").is_file()
-  for ds in (datasets.load_cached("mtp"), datasets.fetch("mtp"), datasets.get("mtp")):
-    assert (ds.name, ds.n, ds.p, ds.loss, ds.penalty) == ("mtp", 40, 5, "squared", "l1")
+  for ds in (data.load_cached("mtp"), data.fetch("mtp"), data.get("mtp")):
+    assert (ds.name, ds.n, ds.p, ds.loss.name, type(ds.penalty)) == ("mtp", 40, 5, "squared", penalties.L1)
     expected = np.delete(x, 1, axis=1)
     np.testing.assert_allclose(ds.X, (expected - expected.mean(0)) / expected.std(0))
     np.testing.assert_allclose(ds.y, (y - y.mean()) / y.std())
@@ -230,10 +239,10 @@ def test_cache_round_trip(cache, no_network):
 
 def test_cache_dir_argument_overrides_env(cache, tmp_path, no_network):
   other = tmp_path / "elsewhere"
-  datasets.write_cache("california", *_raw(30, 8), cache_dir=other)
-  assert datasets.load_cached("california", other).n == 30
-  with pytest.raises(datasets.DatasetNotAvailable):
-    datasets.load_cached("california")  # $DPGCD_DATA holds nothing.
+  data.write_cache("california", *_raw(30, 8), cache_dir=other)
+  assert data.load_cached("california", other).n == 30
+  with pytest.raises(data.DatasetNotAvailable):
+    data.load_cached("california")  # $DPGCD_DATA holds nothing.
 
 
 def test_cache_format_written_by_hand(cache, no_network):
@@ -246,26 +255,26 @@ def test_cache_format_written_by_hand(cache, no_network):
   digest = hashlib.sha256((cache / "madelon.npz").read_bytes()).hexdigest()
   meta = {"format_version": 1, "name": "madelon", "n": 30, "p": 7, "sha256": digest, "source": []}
   (cache / "madelon.json").write_text(json.dumps(meta))
-  ds = datasets.load_cached("madelon")
-  assert ds.loss == "logistic" and ds.X.shape == (30, 7)
+  ds = data.load_cached("madelon")
+  assert ds.loss is losses.logistic and ds.X.shape == (30, 7)
   np.testing.assert_array_equal(ds.y, np.where(y == 2, 1.0, -1.0))
   _assert_standardized(ds.X)
 
 
 def _assert_how_to_fetch(message: str, name: str) -> None:
-  assert f"python -m dpgcd_jax.datasets download {name}" in message
+  assert f"python -m dpgcd_jax.data download {name}" in message
   assert f"{name}.npz" in message and f"{name}.json" in message
   assert "DPGCD_DATA" in message
 
 
 def test_missing_cache_says_how_to_fetch(cache, no_network):
-  with pytest.raises(datasets.DatasetNotAvailable) as info:
-    datasets.load_cached("dorothea")
+  with pytest.raises(data.DatasetNotAvailable) as info:
+    data.load_cached("dorothea")
   assert isinstance(info.value, ValueError)
   assert "missing" in str(info.value)
   _assert_how_to_fetch(str(info.value), "dorothea")
-  with pytest.raises(datasets.DatasetNotAvailable):
-    datasets.fetch("dorothea", download_if_missing=False)  # no_network: would fail on a call.
+  with pytest.raises(data.DatasetNotAvailable):
+    data.fetch("dorothea", download_if_missing=False)  # no_network: would fail on a call.
 
 
 def _corrupt_bytes(cache):
@@ -314,10 +323,10 @@ def _missing_json(cache):
     ],
 )
 def test_damaged_cache_gives_clear_error(cache, no_network, damage, words):
-  datasets.write_cache("mtp", *_raw(40, 6))
+  data.write_cache("mtp", *_raw(40, 6))
   damage(cache)
-  with pytest.raises(datasets.DatasetNotAvailable, match=words) as info:
-    datasets.load_cached("mtp")
+  with pytest.raises(data.DatasetNotAvailable, match=words) as info:
+    data.load_cached("mtp")
   _assert_how_to_fetch(str(info.value), "mtp")
 
 
@@ -329,8 +338,8 @@ def test_fetch_without_network_raises_and_writes_nothing(cache, monkeypatch):
     raise urllib.error.URLError("no network here")
 
   monkeypatch.setattr(urllib.request, "urlopen", urlopen)
-  with pytest.raises(datasets.DatasetNotAvailable, match="no network here") as info:
-    datasets.get("california")
+  with pytest.raises(data.DatasetNotAvailable, match="no network here") as info:
+    data.get("california")
   _assert_how_to_fetch(str(info.value), "california")
   assert calls == ["https://www.dcc.fc.up.pt/~ltorgo/Regression/cal_housing.tgz"]
   assert not cache.exists() or not any(cache.iterdir())
@@ -355,8 +364,8 @@ class _FakeServer:
 
 
 def _small_spec(monkeypatch, name: str, shape: tuple[int, int]) -> None:
-  spec = datasets._CACHED_SPECS[name]  # pylint: disable=protected-access
-  monkeypatch.setitem(datasets._CACHED_SPECS, name, spec._replace(shape=shape))  # pylint: disable=protected-access
+  registry = _registry._REGISTRY  # pylint: disable=protected-access
+  monkeypatch.setitem(registry, name, dataclasses.replace(data.spec(name), shape=shape))
 
 
 def _openml_pages(data_id: int, arff: str, target: str, md5: str | None = None) -> dict[str, bytes]:
@@ -389,25 +398,25 @@ def test_download_openml_writes_cache(cache, monkeypatch):
   server = _FakeServer(_openml_pages(1485, _MADELON_ARFF, "Class"))
   monkeypatch.setattr(urllib.request, "urlopen", server)
   _small_spec(monkeypatch, "madelon", (4, 2))
-  ds = datasets.fetch("madelon")
+  ds = data.fetch("madelon")
   assert len(server.calls) == 2
   raw = np.load(cache / "madelon.npz")
   np.testing.assert_array_equal(raw["X"], [[485, 477], [483, 458], [487, 542], [480, 491]])
   np.testing.assert_array_equal(raw["y"], [0, 1, 0, 1])  # nominal values -> their index.
   np.testing.assert_array_equal(ds.y, [-1, 1, -1, 1])
   monkeypatch.setattr(urllib.request, "urlopen", _FakeServer({}))
-  assert datasets.fetch("madelon").n == 4  # second time from the cache, no request.
+  assert data.fetch("madelon").n == 4  # second time from the cache, no request.
 
 
 def test_download_checks_md5_and_shape(cache, monkeypatch):
   monkeypatch.setattr(urllib.request, "urlopen", _FakeServer(_openml_pages(1485, _MADELON_ARFF, "Class", md5="0" * 32)))
   _small_spec(monkeypatch, "madelon", (4, 2))
   with pytest.raises(ValueError, match="MD5"):
-    datasets.download("madelon")
+    data.download("madelon")
   monkeypatch.setattr(urllib.request, "urlopen", _FakeServer(_openml_pages(1485, _MADELON_ARFF, "Class")))
   _small_spec(monkeypatch, "madelon", (2600, 500))
   with pytest.raises(ValueError, match=r"expected X.shape=\(2600, 500\)"):
-    datasets.download("madelon")
+    data.download("madelon")
   assert not (cache / "madelon.npz").exists()
 
 
@@ -416,26 +425,32 @@ def test_download_dorothea_sparse_format(cache, monkeypatch):
   pages = {base + "dorothea_train.data": b"1 3 \n2\n5 4 1\n", base + "dorothea_train.labels": b"-1\n1\n-1\n"}
   monkeypatch.setattr(urllib.request, "urlopen", _FakeServer(pages))
   _small_spec(monkeypatch, "dorothea", (3, 5))
-  datasets.download("dorothea")
-  raw = np.load(cache / "dorothea.npz")
-  np.testing.assert_array_equal(raw["X"], [[1, 0, 1, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 1, 1]])
+  data.download("dorothea")
+  raw = np.load(cache / "dorothea.npz")  # CSR parts, see the cache format.
+  assert json.loads((cache / "dorothea.json").read_text())["X_format"] == "csr"
+  x = sparse.csr_array((raw["X_data"], raw["X_indices"], raw["X_indptr"]), shape=tuple(raw["X_shape"]))
+  np.testing.assert_array_equal(x.toarray(), [[1, 0, 1, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 1, 1]])
   np.testing.assert_array_equal(raw["y"], [-1, 1, -1])
+  ds = data.load_cached("dorothea")  # sparse binary: no centering, labels +-1.
+  assert ds.is_sparse and sparse.issparse(ds.X)
+  np.testing.assert_array_equal(ds.X.toarray(), x.toarray())
+  np.testing.assert_array_equal(ds.y, [-1, 1, -1])
 
 
 def test_download_california_derived_features(cache, monkeypatch):
   # longitude, latitude, age, rooms, bedrooms, population, households, income, value
   rows = np.array([[-122.0, 37.0, 41.0, 880.0, 129.0, 322.0, 126.0, 8.3, 452600.0],
                    [-121.0, 38.0, 21.0, 7099.0, 1106.0, 2401.0, 1138.0, 8.1, 358500.0]])
-  data = "\n".join(",".join(f"{v:g}" for v in row) for row in rows).encode()
+  body = "\n".join(",".join(f"{v:g}" for v in row) for row in rows).encode()
   buffer = io.BytesIO()
   with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
     info = tarfile.TarInfo("CaliforniaHousing/cal_housing.data")
-    info.size = len(data)
-    archive.addfile(info, io.BytesIO(data))
+    info.size = len(body)
+    archive.addfile(info, io.BytesIO(body))
   url = "https://www.dcc.fc.up.pt/~ltorgo/Regression/cal_housing.tgz"
   monkeypatch.setattr(urllib.request, "urlopen", _FakeServer({url: buffer.getvalue()}))
   _small_spec(monkeypatch, "california", (2, 8))
-  datasets.download("california")
+  data.download("california")
   raw = np.load(cache / "california.npz")
   np.testing.assert_allclose(raw["X"][0], [8.3, 41.0, 880 / 126, 129 / 126, 322.0, 322 / 126, 37.0, -122.0])
   np.testing.assert_allclose(raw["y"], [4.526, 3.585])
@@ -444,34 +459,36 @@ def test_download_california_derived_features(cache, monkeypatch):
 def test_cli_download(cache, monkeypatch, capsys):
   monkeypatch.setattr(urllib.request, "urlopen", _FakeServer(_openml_pages(405, _MADELON_ARFF, "V1")))
   _small_spec(monkeypatch, "mtp", (4, 2))
-  datasets.main(["download", "mtp", "--cache-dir", str(cache / "cli")])
+  data.main(["download", "mtp", "--cache-dir", str(cache / "cli")])
   assert "mtp: wrote" in capsys.readouterr().out
-  assert datasets.load_cached("mtp", cache / "cli").p == 2
-  datasets.main(["list"])
+  assert data.load_cached("mtp", cache / "cli").p == 2
+  data.main(["list"])
   assert "permeability_qsar" in capsys.readouterr().out
 
 
 def test_arff_parser_rejects_malformed():
-  with pytest.raises(ValueError, match="expected 3"):
-    datasets._parse_arff(_MADELON_ARFF + "1,2\n")  # pylint: disable=protected-access
-  with pytest.raises(ValueError, match="not a declared value"):
-    datasets._parse_arff(_MADELON_ARFF + "1,2,3\n")  # pylint: disable=protected-access
-  with pytest.raises(ValueError, match="Unsupported ARFF attribute type"):
-    datasets._parse_arff("@attribute s STRING\n@data\n")  # pylint: disable=protected-access
+  with pytest.raises(ValueError, match="Malformed ARFF.*line 11"):
+    data.read_arff(_MADELON_ARFF + "1,2\n")
+  with pytest.raises(ValueError, match="Malformed ARFF.*nominal"):
+    data.read_arff(_MADELON_ARFF + "1,2,3\n")
+  with pytest.raises(ValueError, match="attribute 's' of type STRING"):
+    data.read_arff("@relation r\n@attribute s STRING\n@data\nabc\n")
 
 
 # ------------------------------------------------------------------ registry and input
 
 
 def test_registry():
-  assert set(datasets.OFFLINE) == {
-      "log1", "log2", "square", "madelon_synth", "diabetes", "breast_cancer", "permeability_qsar"
+  assert set(data.OFFLINE) == {
+      "log1", "log2", "log1_ls", "log2_ls", "square", "madelon_synth", "dorothea_synth", "diabetes",
+      "breast_cancer", "permeability_qsar"
   }
-  assert set(datasets.CACHED) == {"california", "mtp", "madelon", "dorothea"}
-  assert set(datasets.DATASETS) == set(datasets.OFFLINE) | set(datasets.CACHED)
-  for name, spec in datasets.DATASETS.items():
+  assert set(data.GENERATORS) == {"log1", "log2", "log1_ls", "log2_ls", "square", "madelon_synth", "dorothea_synth"}
+  assert set(data.CACHED) == {"california", "mtp", "madelon", "dorothea"}
+  assert set(data.DATASETS) == set(data.OFFLINE) | set(data.CACHED)
+  for name, spec in data.DATASETS.items():
     assert spec.name == name
-    assert (spec.kind == "cached") == (name in datasets.CACHED)
+    assert (spec.kind == "cached") == (name in data.CACHED)
 
 
 def test_dataset_helpers(built):
@@ -489,17 +506,17 @@ def test_dataset_helpers(built):
 @pytest.mark.parametrize(
     "call, words",
     [
-        (lambda: datasets.get("nope"), "name='nope'"),
-        (lambda: datasets.get("log1", seed=-1), "seed >= 0"),
-        (lambda: datasets.get("square", seed=1.5), "seed=1.5"),
-        (lambda: datasets.log2(seed=True), "seed=True"),
-        (lambda: datasets.square(0, nnz=2000), "nnz=2000"),
-        (lambda: datasets.log1(0, noise=-1.0), "noise=-1.0"),
-        (lambda: datasets.load_cached("log1"), "name='log1'"),
-        (lambda: datasets.fetch("iris"), "name='iris'"),
-        (lambda: datasets.write_cache("mtp", np.ones(3), np.ones(3)), "X to have 2"),
-        (lambda: datasets.lambda_max(np.ones((2, 2)), np.ones(2), "hinge"), "loss='hinge'"),
-        (lambda: datasets.standardize(np.array([[np.nan, 1.0]])), "X to be finite"),
+        (lambda: data.get("nope"), "name='nope'"),
+        (lambda: data.get("log1", seed=-1), "seed >= 0"),
+        (lambda: data.get("square", seed=1.5), "seed=1.5"),
+        (lambda: data.log2(seed=True), "seed=True"),
+        (lambda: data.square(0, nnz=2000), "nnz=2000"),
+        (lambda: data.log1(0, noise=-1.0), "noise=-1.0"),
+        (lambda: data.load_cached("log1"), "name='log1'"),
+        (lambda: data.fetch("iris"), "name='iris'"),
+        (lambda: data.write_cache("mtp", np.ones(3), np.ones(3)), "X to have 2"),
+        (lambda: data.lambda_max(np.ones((2, 2)), np.ones(2), "hinge"), "loss='hinge'"),
+        (lambda: data.standardize(np.array([[np.nan, 1.0]])), "X to be finite"),
     ],
 )
 def test_bad_input_names_the_argument(call, words, no_network, cache):
@@ -512,17 +529,17 @@ def test_bad_input_names_the_argument(call, words, no_network, cache):
     [
         ({"loss": "hinge"}, "loss='hinge'"),
         ({"penalty": "l0"}, "penalty='l0'"),
-        ({"penalty_strength": -1.0}, "penalty_strength=-1.0"),
+        ({"lambda_fraction": -1.0}, "lambda_fraction=-1.0"),
         ({"l2": -0.1}, "l2=-0.1"),
         ({"y": np.zeros(4)}, "labels y"),
         ({"y": np.ones(3)}, "as many rows"),
-        ({"penalty": "none"}, "penalty_strength=0"),
+        ({"X": np.full((4, 2), np.inf)}, "X to be finite"),
         ({"w_true": np.ones(5)}, "w_true of shape"),
     ],
 )
 def test_dataset_validation(change, words):
-  fields = dict(name="t", X=np.ones((4, 2)), y=np.array([1.0, -1.0, 1.0, -1.0]), loss="logistic", penalty="l1",
-                penalty_strength=0.1)
-  datasets.Dataset(**fields)
+  fields = dict(name="t", X=np.ones((4, 2)), y=np.array([1.0, -1.0, 1.0, -1.0]), loss=losses.logistic,
+                penalty=penalties.L1(0.1))
+  data.Dataset(**fields)
   with pytest.raises(ValueError, match=words):
-    datasets.Dataset(**{**fields, **change})
+    data.Dataset(**{**fields, **change})

@@ -22,8 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import tqdm
 
-from dpgcd_jax import datasets as datasets_lib
-from dpgcd_jax import penalties
+from dpgcd_jax import data as data_lib
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.solvers import dp_cd
@@ -123,7 +122,7 @@ PRESETS = {"quick": QUICK, "full": FULL}
 class Prepared:
   """A data set as a float32 problem (private runs) and float64 one (objectives, F*)."""
 
-  dataset: datasets_lib.Dataset
+  dataset: data_lib.Dataset
   private: problem_lib.Problem
   exact: problem_lib.Problem
   f_star: float
@@ -132,22 +131,20 @@ class Prepared:
   reference_seconds: float
 
 
-def build(dataset: datasets_lib.Dataset) -> Prepared:
-  """Problems and the reference optimum of a data set (float64 for the reference)."""
-  pen = {"none": penalties.Zero, "l1": penalties.L1, "l2": penalties.L2}[dataset.penalty]
-  pen_args = () if dataset.penalty == "none" else (dataset.penalty_strength,)
+def build(dataset: data_lib.Dataset) -> Prepared:
+  """The float64 problem and reference optimum, and the float32 problem of the private runs.
 
-  def make(dtype):
-    return problem_lib.make_problem(np.asarray(dataset.X, dtype), np.asarray(dataset.y, dtype),
-                                    dataset.loss, l2=dataset.l2, penalty=pen(*pen_args))
-
-  exact = make(np.float64)
+  Both come from :meth:`dpgcd_jax.data.Dataset.to_problem`, which declares the smoothness
+  from the standardized data (the paper's protocol, NOT private: see its docstring). The
+  float64 problem needs JAX's x64 mode (``with jax.enable_x64(True):``).
+  """
+  exact = dataset.to_problem(np.float64)
   start = time.perf_counter()
   solution = reference.solve(exact, tol=1e-9)
   seconds = time.perf_counter() - start
-  f_zero = float(problem_lib.objective(exact, jnp.zeros(exact.num_features)))
-  return Prepared(dataset, make(np.float32), exact, float(solution.objective), f_zero,
-                   int(jnp.sum(solution.w != 0)), seconds)
+  f_zero = float(problem_lib.objective(exact, jnp.zeros(exact.num_features, exact.XT.dtype)))
+  return Prepared(dataset, dataset.to_problem(np.float32), exact, float(solution.objective), f_zero,
+                  int(jnp.sum(solution.w != 0)), seconds)
 
 
 def relative_error(problem: Prepared, w: Any) -> np.ndarray:
@@ -160,7 +157,10 @@ def relative_error(problem: Prepared, w: Any) -> np.ndarray:
 
 def grid_params(algorithm: Algorithm, problem: problem_lib.Problem, preset: Preset, noise: Any):
   """The (step size x clip) grid as one Params of stacked leaves, and its list of points."""
-  scale = float(np.sqrt(problem.num_features))
+  # Preset clips are per coordinate. Coordinate methods take them as they are (a scalar clip is
+  # C_j = c sqrt(M_j / beta) = c for standardized columns); DP-SGD clips the l2 norm of the
+  # whole gradient, c sqrt(p) for p coordinates of size c.
+  scale = float(np.sqrt(problem.num_features)) if algorithm.name == "dp_sgd" else 1.0
   points = [(g, c * scale) for g, c in itertools.product(algorithm.step_sizes, preset.clips)]
   steps = np.array([p[0] for p in points], np.float32)
   clips = np.array([p[1] for p in points], np.float32)
@@ -184,18 +184,18 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] = tuple(ALGORITH
   """Runs a preset; returns every run's result, the best points and metadata."""
   names = tuple(datasets or preset.datasets)
   for name in names:
-    if name not in datasets_lib.DATASETS:
-      raise ValueError(f"Expected datasets among {tuple(datasets_lib.DATASETS)}, got {name!r}.")
+    if name not in data_lib.DATASETS:
+      raise ValueError(f"Expected datasets among {tuple(data_lib.DATASETS)}, got {name!r}.")
   started = time.perf_counter()
   runs, best, info = [], [], {}
   keys = seed_keys(preset.seeds)
   jobs = [(d, a, t) for d in names for a in algorithms for t in preset.passes]
   bar = tqdm.tqdm(total=len(jobs), disable=not progress, desc="sweep", unit="job")
   for name in names:
-    problem = build(datasets_lib.get(name))
+    problem = build(data_lib.get(name))
     delta = 1.0 / problem.private.num_examples**2
     info[name] = dict(n=problem.private.num_examples, p=problem.private.num_features,
-                      loss=problem.dataset.loss, penalty=problem.dataset.penalty,
+                      loss=problem.dataset.loss.name, penalty=type(problem.dataset.penalty).__name__.lower(),
                       penalty_strength=problem.dataset.penalty_strength, l2=problem.dataset.l2,
                       solution_nnz=problem.solution_nnz, f_star=problem.f_star, delta=delta,
                       reference_seconds=problem.reference_seconds)
