@@ -48,6 +48,7 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
+from dpgcd_jax import sparse
 
 Array = jax.Array
 PrivacyLeakWarning = _validate.PrivacyLeakWarning
@@ -91,6 +92,10 @@ class Problem:
 
   @property
   def X(self) -> Array:
+    """The (n, p) features (dense problems only)."""
+    if isinstance(self.XT, sparse.SparseColumns):
+      raise ValueError("Expected a dense problem for problem.X, got sparse features "
+                       "(problem.XT.todense() gives the dense (p, n) array).")
     return self.XT.T
 
   @property
@@ -145,16 +150,25 @@ def make_problem(
       ``smoothness`` or ``feature_bound``.
   """
   loss = losses_lib.get(loss)
-  _validate.check_finite_array("X", X, ndim=2)
+  if sparse.is_sparse(X):
+    if not loss.is_glm:
+      raise ValueError(f"Expected a GLM loss (phi(<x, w>, y)) with sparse X, got loss {loss.name!r}: "
+                       f"pass a dense X (e.g. X.toarray()) for other losses.")
+    XT = sparse.from_matrix(X)
+    dtype, (p, n) = XT.dtype, XT.shape
+  else:
+    _check_dense_type(X)
+    _validate.check_finite_array("X", X, ndim=2)
+    X = jnp.asarray(X)
+    if not jnp.issubdtype(X.dtype, jnp.floating):
+      X = X.astype(jnp.result_type(float))
+    dtype, (n, p) = X.dtype, X.shape
+    XT = None
   _validate.check_finite_array("y", y, ndim=1)
-  X = jnp.asarray(X)
-  if not jnp.issubdtype(X.dtype, jnp.floating):
-    X = X.astype(jnp.result_type(float))
-  y = jnp.asarray(y, X.dtype)
-  n, p = X.shape
+  y = jnp.asarray(y, dtype)
   if y.shape[0] != n:
     raise ValueError(f"Expected y to have X.shape[0]={n} entries, got y.shape={y.shape}.")
-  out = jax.eval_shape(loss.fn, jnp.zeros(p, X.dtype), X[0], y[0])
+  out = jax.eval_shape(loss.fn, jnp.zeros(p, dtype), jnp.zeros(p, dtype), y[0])
   if getattr(out, "shape", None) != ():
     raise ValueError(
         f"Expected loss {loss.name!r} to return a scalar per example, got output shape "
@@ -171,10 +185,13 @@ def make_problem(
   penalty = _check_penalty(penalty, p)
   if smoothness is not None and feature_bound is not None:
     raise ValueError("Expected at most one of smoothness and feature_bound, got both.")
+  if XT is None:
+    XT = jnp.asarray(X.T)
+  problem = Problem(XT=XT, y=y, smoothness=jnp.zeros(p, dtype), l2=jnp.asarray(l2, dtype),
+                    penalty=penalty, loss=loss)
   if feature_bound is not None:
-    bound = _check_feature_bound(feature_bound, p, loss, X.dtype)
-    bound = jnp.broadcast_to(bound, (p,))
-    X = jnp.clip(X, -bound[None, :], bound[None, :])
+    bound = jnp.broadcast_to(_check_feature_bound(feature_bound, p, loss, dtype), (p,))
+    problem = clip_features(problem, bound)
     smoothness, source = loss.curvature * bound**2, "feature_bound"
   elif isinstance(smoothness, str):
     if smoothness != FROM_DATA_NONPRIVATE:
@@ -184,19 +201,25 @@ def make_problem(
         "smoothness='from_data_nonprivate': the coordinate smoothness is computed from the raw "
         "data and used without noise; the privacy guarantee of private runs does NOT hold "
         "(pass public constants or feature_bound= instead).", PrivacyLeakWarning, stacklevel=2)
-    smoothness, source = _data_smoothness(loss, X, y), "data_nonprivate"
+    smoothness, source = _data_smoothness(problem), "data_nonprivate"
   elif smoothness is None:
-    smoothness, source = _data_smoothness(loss, X, y), "data"
+    smoothness, source = _data_smoothness(problem), "data"
   else:
     _validate.check_finite_array("smoothness", smoothness, ndim=1)
     _validate.check_positive("smoothness", smoothness, allow_zero=True)
     if jnp.shape(smoothness) != (p,):
       raise ValueError(f"Expected smoothness.shape=({p},), got smoothness.shape={jnp.shape(smoothness)}.")
     source = "declared"
-  smoothness = jnp.asarray(smoothness, X.dtype)
+  smoothness = jnp.asarray(smoothness, dtype)
   _check_positive_smoothness(np.asarray(smoothness), float(l2), loss, source)
-  return Problem(XT=jnp.asarray(X.T), y=y, smoothness=smoothness, l2=jnp.asarray(l2, X.dtype),
-                 penalty=penalty, loss=loss, smoothness_source=source)
+  return dataclasses.replace(problem, smoothness=smoothness, smoothness_source=source)
+
+
+def _check_dense_type(X: Any) -> None:
+  module = type(X).__module__ or ""
+  if module.startswith("jax.experimental.sparse") or isinstance(X, (str, bytes, dict, set)):
+    raise ValueError(f"Expected X to be a dense array, a scipy.sparse matrix or a BCOO matrix, got "
+                     f"X of type {type(X).__module__}.{type(X).__name__}.")
 
 
 def _check_penalty(penalty: Any, p: int) -> Any:
@@ -247,14 +270,18 @@ def _check_positive_smoothness(M: np.ndarray, l2: float, loss: losses_lib.Loss, 
                    f"columns {cols}: {why}.")
 
 
-def _data_smoothness(loss: losses_lib.Loss, X: Array, y: Array) -> Array:
+def _data_smoothness(problem: Problem) -> Array:
+  loss, y, dtype = problem.loss, problem.y, problem.XT.dtype
   if loss.is_glm:
     beta = loss.curvature
     if beta is None:
-      z = jnp.linspace(-40.0, 40.0, 4001, dtype=X.dtype)
+      z = jnp.linspace(-40.0, 40.0, 4001, dtype=dtype)
       phi2 = jax.vmap(jax.vmap(jax.grad(jax.grad(loss.phi)), (0, None)), (None, 0))
       beta = jnp.max(jax.lax.map(lambda yi: phi2(z, yi[None]), jnp.unique(y)))
-    return beta * jnp.mean(X**2, axis=0)
+    if is_sparse(problem):
+      return beta * problem.XT.mean_squares()
+    return beta * jnp.mean(problem.XT**2, axis=1)
+  X = problem.X
   p = X.shape[1]
   w0 = jnp.zeros(p, X.dtype)
 
@@ -270,23 +297,35 @@ def coordinate_smoothness(problem: Problem) -> Array:
   return problem.smoothness + problem.l2
 
 
+def is_sparse(problem: Problem) -> bool:
+  """Whether the features are stored sparse (:class:`dpgcd_jax.sparse.SparseColumns`)."""
+  return isinstance(problem.XT, sparse.SparseColumns)
+
+
 def init_margins(problem: Problem, w: Array) -> Optional[Array]:
   """The cache of the GLM fast path: margins ``Xw`` (None for other losses)."""
-  return w @ problem.XT if problem.loss.is_glm else None
+  if not problem.loss.is_glm:
+    return None
+  return problem.XT.margins(w) if is_sparse(problem) else w @ problem.XT
 
 
 def update_margins(problem: Problem, margins: Optional[Array], j: Array, change: Array) -> Optional[Array]:
-  """Margins after ``w_j += change``: O(n)."""
+  """Margins after ``w_j += change``: O(n) dense, O(nnz of column j) sparse."""
   if margins is None:
     return None
+  if is_sparse(problem):
+    return problem.XT.update_margins(margins, j, change)
   return margins + change * problem.XT[j]
+
+
+def _dphi(problem: Problem, margins: Array) -> Array:
+  return jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
 
 
 def per_example_gradients_t(problem: Problem, w: Array, margins: Optional[Array]) -> Array:
   """(p, n) gradients of the per-example losses (data term only), one column per example."""
   if problem.loss.is_glm:
-    dphi = jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
-    return problem.XT * dphi[None, :]
+    return problem.XT * _dphi(problem, margins)[None, :]
   return jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0), out_axes=1)(w, problem.X, problem.y)
 
 
@@ -294,8 +333,11 @@ def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thres
   """Gradient of ``f`` with coordinate-wise per-example clipping of the data term.
 
   ``(1/n) sum_i clip(grad l(w; d_i), -C, C) + l2 w``; the ``l2 w`` part is data-independent,
-  so the replace-one sensitivity of coordinate j is ``2 C_j / n``.
+  so the replace-one sensitivity of coordinate j is ``2 C_j / n``. Sparse features: the same
+  value from the stored entries only, O(nnz).
   """
+  if is_sparse(problem):
+    return problem.XT.clipped_mean(_dphi(problem, margins), thresholds) + problem.l2 * w
   grads_t = per_example_gradients_t(problem, w, margins)
   clipped = clipping.clip_coordinates(grads_t, thresholds[:, None])
   return jnp.mean(clipped, axis=1) + problem.l2 * w
@@ -303,10 +345,11 @@ def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thres
 
 def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array,
                                 j: Array) -> Array:
-  """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses."""
+  """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
+  if is_sparse(problem):
+    return problem.XT.clipped_coordinate_mean(_dphi(problem, margins), thresholds, j) + problem.l2 * w[j]
   if problem.loss.is_glm:
-    dphi = jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
-    clipped = clipping.clip_coordinates(dphi * problem.XT[j], thresholds[j])
+    clipped = clipping.clip_coordinates(_dphi(problem, margins) * problem.XT[j], thresholds[j])
     return jnp.mean(clipped) + problem.l2 * w[j]
   return clipped_gradient(problem, w, margins, thresholds)[j]
 
@@ -314,7 +357,7 @@ def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Optional[Ar
 def smooth_objective(problem: Problem, w: Array, margins: Optional[Array] = None) -> Array:
   """``f(w)``: data term plus the l2 term."""
   if problem.loss.is_glm:
-    margins = w @ problem.XT if margins is None else margins
+    margins = init_margins(problem, w) if margins is None else margins
     data = jnp.mean(jax.vmap(problem.loss.phi)(margins, problem.y))
   else:
     data = jnp.mean(jax.vmap(problem.loss.fn, in_axes=(None, 0, 0))(w, problem.X, problem.y))
@@ -329,3 +372,16 @@ def objective(problem: Problem, w: Array, margins: Optional[Array] = None) -> Ar
 def gradient(problem: Problem, w: Array) -> Array:
   """Unclipped gradient of ``f`` (for non-private reference solvers)."""
   return jax.grad(smooth_objective, argnums=1)(problem, w)
+
+
+def clip_features(problem: Problem, bound: Array) -> Problem:
+  """The problem with every feature entry clipped to ``[-B_j, B_j]`` (a per-record map)."""
+  if is_sparse(problem):
+    return dataclasses.replace(problem, XT=problem.XT.clip_entries(bound))
+  bound = jnp.broadcast_to(bound, (problem.num_features,))
+  return dataclasses.replace(problem, XT=jnp.clip(problem.XT, -bound[:, None], bound[:, None]))
+
+
+def record_max_abs(problem: Problem) -> Array:
+  """``max_j |x_ij|`` per example, (n,): the statistic of :mod:`dpgcd_jax.privacy.bounds`."""
+  return problem.XT.record_max_abs() if is_sparse(problem) else jnp.max(jnp.abs(problem.XT), axis=0)

@@ -32,27 +32,29 @@ GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
 DEFAULT_QUANTILE = 0.9
 
 
-def private_feature_bound(key: Array, XT: Array, epsilon: Any, quantile: float = DEFAULT_QUANTILE
-                          ) -> Array:
+def private_feature_bound(key: Array, record_max_abs: Array, epsilon: Any,
+                          quantile: float = DEFAULT_QUANTILE) -> Array:
   """``epsilon``-DP bound ``B`` on the features (see the module docstring); jittable, vmappable.
 
   Args:
     key: a JAX PRNG key.
-    XT: (p, n) features, one column per record.
+    record_max_abs: (n,) the statistic ``s_i = max_j |x_ij|`` of every record
+      (:func:`dpgcd_jax.problem.record_max_abs`).
     epsilon: the budget, > 0 (a non-positive or NaN value gives ``B = NaN``: fail closed).
     quantile: the target share ``q`` of records whose features are not clipped.
 
   Returns:
     A scalar ``B`` from the public grid :data:`GRID`.
   """
-  n = XT.shape[1]
-  s = jnp.sort(jnp.max(jnp.abs(XT), axis=0))
-  grid = jnp.asarray(GRID, XT.dtype)
-  counts = jnp.searchsorted(s, grid, side="right").astype(XT.dtype)
+  dtype = record_max_abs.dtype
+  n = record_max_abs.shape[0]
+  s = jnp.sort(record_max_abs)
+  grid = jnp.asarray(GRID, dtype)
+  counts = jnp.searchsorted(s, grid, side="right").astype(dtype)
   key_threshold, key_counts = jax.random.split(key)
-  epsilon = jnp.asarray(epsilon, XT.dtype)
-  threshold = math.ceil(quantile * n) + 2.0 / epsilon * jax.random.laplace(key_threshold, (), XT.dtype)
-  noisy = counts + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, XT.dtype)
+  epsilon = jnp.asarray(epsilon, dtype)
+  threshold = math.ceil(quantile * n) + 2.0 / epsilon * jax.random.laplace(key_threshold, (), dtype)
+  noisy = counts + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, dtype)
   above = noisy >= threshold
   index = jnp.where(jnp.any(above), jnp.argmax(above), grid.shape[0] - 1)
   return jnp.where(epsilon > 0, grid[index], jnp.nan)

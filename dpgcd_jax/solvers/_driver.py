@@ -82,10 +82,15 @@ def run_steps(
   return state, outputs, records
 
 
-def check_run_inputs(problem: Any, key: Array, steps: int, *, name: str = "steps") -> int:
+def check_run_inputs(problem: Any, key: Array, steps: int, *, name: str = "steps",
+                     dense_only: bool = False) -> int:
   """Validates what every solver's ``run`` takes besides its hyperparameters."""
   if not hasattr(problem, "XT") or not hasattr(problem, "loss"):
     raise ValueError(f"Expected problem to come from dpgcd_jax.make_problem, got problem={problem!r}.")
+  if dense_only and problem_lib.is_sparse(problem):
+    raise ValueError("Expected a problem with dense features for this solver (it gathers whole "
+                     "rows), got sparse features: pass X.toarray() to make_problem, or use DP-GCD / "
+                     "DP-CD, which read sparse features in O(nnz).")
   _validate.check_key("key", key)
   return _validate.check_int(name, steps, low=1)
 
@@ -158,9 +163,9 @@ def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) 
 
   Jittable; see :mod:`dpgcd_jax.privacy.bounds` for the mechanism and its guarantee.
   """
-  bound = bounds.private_feature_bound(key, problem.XT, epsilon)
+  bound = bounds.private_feature_bound(key, problem_lib.record_max_abs(problem), epsilon)
   smoothness = jnp.full_like(problem.smoothness, problem.curvature) * bound**2
-  return dataclasses.replace(problem, XT=jnp.clip(problem.XT, -bound, bound), smoothness=smoothness,
+  return dataclasses.replace(problem_lib.clip_features(problem, bound), smoothness=smoothness,
                              smoothness_source="feature_bound")
 
 
