@@ -120,15 +120,12 @@ def test_with_lambda_fraction_takes_a_penalty_factory(diabetes):
   assert isinstance(ridge.with_lambda_fraction(0.1, penalties.L1).penalty, penalties.L1)
 
 
-def test_sparse_dataset_to_problem_is_supported_or_refused_clearly():
+def test_sparse_dataset_to_problem_keeps_sparse_features():
   ds = data.dorothea_synth(0, n=60, p=500, density=0.05)
   assert ds.is_sparse
-  try:
-    problem = ds.to_problem(np.float32)
-  except NotImplementedError as e:  # make_problem does not take sparse X yet (issue 10).
-    assert "sparse" in str(e) and "make_problem" in str(e)
-  else:
-    np.testing.assert_allclose(problem.smoothness, ds.smoothness(), rtol=1e-6)
+  problem = ds.to_problem(np.float32)
+  assert problem_lib.is_sparse(problem)
+  np.testing.assert_allclose(problem.smoothness, ds.smoothness(), rtol=1e-6)
   dense = data.Dataset(ds.name, ds.X.toarray(), ds.y, ds.loss, ds.penalty)
   np.testing.assert_allclose(dense.to_problem(np.float32).smoothness, ds.smoothness(), rtol=1e-6)
   np.testing.assert_allclose(ds.smoothness(), 0.25 * np.asarray(ds.X.power(2).mean(axis=0)).ravel(), rtol=1e-13)

@@ -350,8 +350,6 @@ class Dataset:
 
     Raises:
       ValueError: ``dtype`` is not floating or not available in the current JAX mode.
-      NotImplementedError: ``X`` is sparse and :func:`dpgcd_jax.make_problem` does not
-        accept sparse input yet.
     """
     try:
       dt = np.dtype(dtype)
@@ -367,14 +365,4 @@ class Dataset:
     options = {"l2": self.l2, "penalty": self.penalty, **kwargs}
     if "smoothness" not in kwargs:
       options["smoothness"] = self.smoothness()
-    y = self.y.astype(dt)
-    if not self.is_sparse:
-      return problem_lib.make_problem(self.X.astype(dt), y, self.loss, **options)
-    try:
-      return problem_lib.make_problem(self.X.astype(dt), y, self.loss, **options)
-    except (ValueError, TypeError) as e:
-      raise NotImplementedError(
-          f"Dataset {self.name!r} has a sparse X ({self.n} x {self.p}, {self.X.nnz} non-zeros) and "
-          f"dpgcd_jax.make_problem rejected it ({e}); sparse problems are not supported yet (issue 10). "
-          "Densify a small one with dataclasses.replace(ds, X=ds.X.toarray())."
-      ) from e
+    return problem_lib.make_problem(self.X.astype(dt), self.y.astype(dt), self.loss, **options)
