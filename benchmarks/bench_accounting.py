@@ -1,23 +1,42 @@
-"""Accounting benchmark: calibrated noise multipliers and calibration throughput.
+"""Accounting benchmark: calibrated noise multipliers, the tighter routes, calibration times.
 
-Prints two markdown tables:
+Prints markdown tables:
 1. DP-GCD noise multipliers (units of sensitivity, selection and update equal) at
-   epsilon = 1, delta = 1e-6 for T = 10, 100, 1000, for each variant, with the route that won,
-   our advanced-composition closed form, and the ratio to the paper's closed form
-   ``4 sqrt(T log(1/delta)) / epsilon`` (the numbers in DESIGN.md's table), plus the floor
-   (2T Gaussian updates, exact composition).
-2. Calibrations per second for each route.
+   epsilon = 1, delta = 1e-6 for T = 10, 100, 1000 and each variant, with the route that won,
+   the RDP-only multiplier (the previous default for Gumbel), the advanced-composition closed
+   form, the paper's ``4 sqrt(T log(1/delta)) / epsilon`` and the floor (2T Gaussians).
+2. Gumbel + Gaussian against the lower bound no valid route can beat (the non-adaptive
+   optimum, max over a common t), and Laplace + Laplace at epsilon 1 and 5 with the Laplace
+   update as randomized response (before) and by its exact PLD (after).
+3. Calibration wall time, cold (every cache cleared) and cached, for calibrate_sgd
+   (T = 10, 100, 1000, q = 0.01) and calibrate_gcd.
 
-Run: ``.venv/bin/python benchmarks/bench_accounting.py``
+Run: ``.venv/bin/python benchmarks/bench_accounting.py`` (``--old`` also times dp_accounting's
+PLD route for DP-SGD, the previous default: seconds per call).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
-from typing import Callable
+
+import numpy as np
+from scipy import optimize
+from scipy import special
+from scipy import stats
 
 from dpgcd_jax import privacy
+from dpgcd_jax.privacy import _adapters
+from dpgcd_jax.privacy import _br
+from dpgcd_jax.privacy import _calibrate
+from dpgcd_jax.privacy import _fft_pld
+from dpgcd_jax.privacy import _laplace
+from dpgcd_jax.privacy import _pld
+from dpgcd_jax.privacy import _rdp
+from dpgcd_jax.privacy import _routes
+from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import baseline_accounting
 
 EPSILON, DELTA = 1.0, 1e-6
 STEPS = (10, 100, 1000)
@@ -25,75 +44,112 @@ VARIANTS = (("laplace", "laplace"), ("laplace", "gaussian"), ("gumbel", "laplace
             ("gumbel", "gaussian"))
 
 
+def clear_caches() -> None:
+  """Every cache of the accounting (for cold timings)."""
+  for fn in (accounting._calibrate_gcd, baseline_accounting._calibrate_cd,  # pylint: disable=protected-access
+             baseline_accounting._calibrate_sgd, _routes.evaluate, _br.value_table,  # pylint: disable=protected-access
+             _fft_pld.single, _fft_pld.composed, _laplace.laplace_pmf, _pld.rr_tables,
+             _rdp._psg_envelope, _adapters._single, _adapters.composed):  # pylint: disable=protected-access
+    fn.cache_clear()
+  _calibrate._CACHE.clear()  # pylint: disable=protected-access
+
+
 def paper_closed_form(steps: int) -> float:
   return 4.0 * math.sqrt(steps * math.log(1.0 / DELTA)) / EPSILON
 
 
 def noise_table() -> str:
-  rows = ["| T | selection + update | noise (best) | method | closed form (DRV) "
-          "| paper 4√(T log 1/δ)/ε | best / paper | floor (2T Gaussians) |",
+  rows = ["| T | selection + update | noise (best) | route | RDP only | closed form (DRV) "
+          "| paper 4√(T log 1/δ)/ε | floor (2T Gaussians) |",
           "|---|---|---|---|---|---|---|---|"]
   for steps in STEPS:
     floor = privacy.calibrate_cd(EPSILON, DELTA, steps=2 * steps).update_noise
-    paper = paper_closed_form(steps)
     for selection, update in VARIANTS:
-      cal = privacy.calibrate_gcd(EPSILON, DELTA, steps=steps, selection=selection,
-                                  update=update)
-      if update == "laplace":
-        closed = privacy.calibrate_gcd(EPSILON, DELTA, steps=steps, selection=selection,
-                                       update=update, method="closed_form").update_noise
-        closed_str = f"{closed:.1f}"
-      else:
-        closed_str = "n/a"
-      rows.append(f"| {steps} | {selection} + {update} | {cal.update_noise:.1f} | {cal.method} "
-                  f"| {closed_str} | {paper:.1f} | {cal.update_noise / paper:.3f} "
-                  f"| {floor:.1f} |")
+      kw = dict(steps=steps, selection=selection, update=update)
+      cal = privacy.calibrate_gcd(EPSILON, DELTA, **kw)
+      rdp = privacy.calibrate_gcd(EPSILON, DELTA, method="rdp", **kw).update_noise
+      closed = (f"{privacy.calibrate_gcd(EPSILON, DELTA, method='closed_form', **kw).update_noise:.1f}"
+                if update == "laplace" else "n/a")
+      rows.append(f"| {steps} | {selection} + {update} | {cal.update_noise:.2f} | {cal.method} "
+                  f"| {rdp:.2f} | {closed} | {paper_closed_form(steps):.1f} | {floor:.1f} |")
   return "\n".join(rows)
 
 
-def rate(fn: Callable[[], object], min_time: float = 0.5, max_calls: int = 200) -> float:
-  """Calls per second of fn (at least one call, about min_time seconds)."""
-  fn()  # Warm-up (imports, caches).
-  calls, start = 0, time.perf_counter()
-  while calls < max_calls:
-    fn()
-    calls += 1
-    if time.perf_counter() - start > min_time:
-      break
-  return calls / (time.perf_counter() - start)
+def _non_adaptive_delta(eps_target, br_eps, steps, mu, ts):
+  best, k = 0.0, np.arange(steps + 1)
+  for t in ts:
+    p = _br.p_br(t, br_eps)
+    loss = k * (1.0 - t) * br_eps - (steps - k) * t * br_eps
+    terms = stats.binom.logpmf(k, steps, p) + _pld.log_gaussian_delta(eps_target - loss, mu)
+    best = max(best, float(np.exp(special.logsumexp(terms))))
+  return best
 
 
-def throughput_table() -> str:
+def tighter_table() -> str:
+  rows = ["| case | before | after | lower bound / note |", "|---|---|---|---|"]
+  for steps in STEPS:
+    kw = dict(steps=steps, selection="gumbel", update="gaussian")
+    before = privacy.calibrate_gcd(EPSILON, DELTA, method="rdp", **kw).update_noise
+    after = privacy.calibrate_gcd(EPSILON, DELTA, method="bounded_range", **kw).update_noise
+    ts = np.linspace(0.3, 0.7, 41)
+    lower = optimize.brentq(lambda s: _non_adaptive_delta(
+        EPSILON, 2.0 / s, steps, math.sqrt(steps) / s, ts) - DELTA, 0.5 * before, before,
+                            xtol=1e-3)
+    rows.append(f"| gumbel + gaussian, T={steps}, eps=1 | {before:.2f} (rdp) | {after:.2f} "
+                f"(bounded_range) | non-adaptive optimum {lower:.2f} |")
+  for eps in (1.0, 5.0):
+    rr = lambda s: _pld.pld_epsilon([(2.0 / s, 1000), (1.0 / s, 1000)], 0.0, DELTA) - eps
+    before = optimize.brentq(rr, 10.0, 1000.0, xtol=1e-4)
+    cal = privacy.calibrate_gcd(eps, DELTA, steps=1000)
+    gain = 1.0 - _pld.pld_epsilon([(2.0 / before, 1000)], 0.0, DELTA, (1.0 / before, 1000)) / eps
+    rows.append(f"| laplace + laplace, T=1000, eps={eps:g} | {before:.3f} (RR update) "
+                f"| {cal.update_noise:.3f} (exact Laplace) | epsilon at the old noise: "
+                f"-{100 * gain:.3f}% |")
+  return "\n".join(rows)
+
+
+def _timed(fn, cold: bool) -> float:
+  if cold:
+    clear_caches()
+  start = time.perf_counter()
+  fn()
+  return time.perf_counter() - start
+
+
+def timing_table(old: bool) -> str:
+  rows = ["| call | cold (s) | cached (s) |", "|---|---|---|"]
   cases = []
-  for steps in (100, 1000):
-    for selection, update, method in [
-        ("gumbel", "gaussian", "rdp"), ("laplace", "laplace", "rdp"),
-        ("laplace", "laplace", "pure_pld"), ("laplace", "gaussian", "pld"),
-        ("laplace", "laplace", "closed_form"), ("laplace", "laplace", "best"),
-        ("gumbel", "gaussian", "best")]:
-      cases.append((f"calibrate_gcd {selection}+{update} method={method}", steps,
-                    lambda s=steps, a=selection, b=update, m=method: privacy.calibrate_gcd(
-                        EPSILON, DELTA, steps=s, selection=a, update=b, method=m)))
-    for method in ("pld", "rdp"):
-      cases.append((f"calibrate_cd method={method}", steps,
-                    lambda s=steps, m=method: privacy.calibrate_cd(EPSILON, DELTA, steps=s,
-                                                                   method=m)))
-  for method in ("dp_accounting_rdp", "dp_accounting_pld", "best"):
-    cases.append((f"calibrate_sgd q=0.01 method={method}", 1000,
-                  lambda m=method: privacy.calibrate_sgd(EPSILON, DELTA, steps=1000,
-                                                         sampling_rate=0.01, method=m)))
-  rows = ["| call | T | calibrations / s | ms / call |", "|---|---|---|---|"]
-  for name, steps, fn in cases:
-    r = rate(fn, min_time=0.5 if "sgd" not in name else 0.0, max_calls=200)
-    rows.append(f"| {name} | {steps} | {r:.1f} | {1e3 / r:.1f} |")
+  for steps in STEPS:
+    cases.append((f"calibrate_sgd T={steps} q=0.01",
+                  lambda s=steps: privacy.calibrate_sgd(EPSILON, DELTA, steps=s,
+                                                        sampling_rate=0.01)))
+    if old:
+      cases.append((f"calibrate_sgd T={steps} q=0.01 method=dp_accounting_pld (before)",
+                    lambda s=steps: privacy.calibrate_sgd(EPSILON, DELTA, steps=s,
+                                                          sampling_rate=0.01,
+                                                          method="dp_accounting_pld")))
+  for steps in STEPS:
+    for selection, update in VARIANTS:
+      cases.append((f"calibrate_gcd {selection}+{update} T={steps}",
+                    lambda s=steps, a=selection, b=update: privacy.calibrate_gcd(
+                        EPSILON, DELTA, steps=s, selection=a, update=b)))
+  cases.append(("calibrate_cd T=10000", lambda: privacy.calibrate_cd(EPSILON, DELTA,
+                                                                      steps=10_000)))
+  for name, fn in cases:
+    cold = min(_timed(fn, True) for _ in range(3 if "dp_accounting" not in name else 1))
+    cached = _timed(fn, False)
+    rows.append(f"| {name} | {cold:.3f} | {cached:.5f} |")
   return "\n".join(rows)
 
 
 def main() -> None:
+  old = "--old" in sys.argv
   print(f"## DP-GCD noise multipliers at epsilon={EPSILON}, delta={DELTA}\n")
   print(noise_table())
-  print("\n## Calibration throughput\n")
-  print(throughput_table())
+  print("\n## Tighter routes (multipliers, delta = 1e-6)\n")
+  print(tighter_table())
+  print("\n## Calibration time (best of 3 cold runs; then one cached call)\n")
+  print(timing_table(old))
 
 
 if __name__ == "__main__":

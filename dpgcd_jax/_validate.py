@@ -83,9 +83,10 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
   if is_concrete(x):
     v = np.asarray(x)
     if not np.issubdtype(v.dtype, np.number):
-      raise ValueError(f"Expected {name} to be numeric, got dtype {v.dtype}.")
-    if not np.all(np.isfinite(v)):
-      n_bad = int(np.sum(~np.isfinite(v)))
+      raise ValueError(f"Expected {name} to be numeric, got dtype {v.dtype} ({type(x).__name__}).")
+    rows = max(1, (1 << 22) // max(1, v[:1].size))  # chunks: no whole-array temporary
+    n_bad = sum(int(np.sum(~np.isfinite(v[i:i + rows]))) for i in range(0, max(len(v), 1), rows))
+    if n_bad:
       raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
 
 

@@ -195,10 +195,13 @@ def test_sgd_rdp_route_upper_bounds_replace_pair_rdp(q, s):
 
 def test_sgd_rdp_route_is_looser_than_pld_route():
   kw = dict(steps=1000, sampling_rate=0.01, delta=DELTA)
-  pld = privacy.sgd_epsilon(2.0, method="dp_accounting_pld", **kw)
+  pld = privacy.sgd_epsilon(2.0, method="pld", **kw)
   rdp = privacy.sgd_epsilon(2.0, method="dp_accounting_rdp", **kw)
   assert pld < rdp
   assert privacy.sgd_epsilon(2.0, **kw) == pytest.approx(pld)
+  # Our vectorized PLD reproduces dp_accounting's (same pair, same discretization).
+  assert pld == pytest.approx(privacy.sgd_epsilon(2.0, method="dp_accounting_pld", **kw),
+                              rel=1e-4)
 
 
 # ------------------------------------------------------------------------------------------
@@ -297,7 +300,7 @@ def test_calibrate_cd_round_trip(method):
 def test_calibrate_sgd_round_trip():
   target, kw = 1.0, dict(steps=1000, sampling_rate=0.01)
   cal = privacy.calibrate_sgd(target, 1e-5, **kw)
-  assert cal.method == "dp_accounting_pld" and cal.selection_noise is None
+  assert cal.method == "pld" and cal.selection_noise is None
   assert privacy.sgd_epsilon(cal.update_noise, delta=1e-5, **kw) <= target
   assert privacy.sgd_epsilon(0.99 * cal.update_noise, delta=1e-5, **kw) > target
   rdp = privacy.calibrate_sgd(target, 1e-5, method="dp_accounting_rdp", **kw)
@@ -308,7 +311,7 @@ def test_calibrate_sgd_round_trip():
 
 @pytest.mark.parametrize("selection,update", VARIANTS)
 def test_monotone_in_noise_and_steps(selection, update):
-  for method in accounting._gcd_methods(update):
+  for method in accounting._gcd_methods(update, selection):
     eps_noise = [privacy.gcd_epsilon(b, b, steps=100, delta=DELTA, selection=selection,
                                      update=update, method=method)
                  for b in [5.0, 10.0, 20.0, 40.0, 80.0, 160.0]]
@@ -352,7 +355,8 @@ def test_selection_share_semantics():
 
 def test_best_is_min_over_valid_routes():
   for selection, update in VARIANTS:
-    routes = [m for m in accounting._gcd_methods(update) if m not in ("best", "closed_form")]
+    routes = [m for m in accounting._gcd_methods(update, selection)
+              if m not in ("best", "closed_form")]
     values = [privacy.gcd_epsilon(40.0, 30.0, steps=200, delta=DELTA, selection=selection,
                                   update=update, method=m) for m in routes]
     best = privacy.gcd_epsilon(40.0, 30.0, steps=200, delta=DELTA, selection=selection,

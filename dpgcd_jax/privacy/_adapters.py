@@ -25,6 +25,8 @@ from __future__ import annotations
 import functools
 import math
 
+from scipy import special
+
 from dpgcd_jax.privacy import events as ev
 
 # Default discretization of the losses.
@@ -35,7 +37,7 @@ SUPPORTED = (ev.PureDp, ev.BoundedRange, ev.Laplace, ev.Gaussian, ev.PoissonSamp
 
 def _rr_noise(eps: float) -> float:
   """dp_accounting's RR noise parameter p with P(keep) = 1 - p / 2 = e^eps / (1 + e^eps)."""
-  return 2.0 / (1.0 + math.exp(eps))
+  return 2.0 * float(special.expit(-eps))
 
 
 @functools.lru_cache(maxsize=128)
@@ -81,10 +83,10 @@ def composed(entries: tuple[tuple[ev.PrivacyEvent, int], ...], discretization: f
 
 
 def non_private(entries) -> bool:
-  """True when an entry has no privacy at all (epsilon inf, noise 0)."""
+  """True when an entry has no privacy at all (noise 0, or epsilon too large for
+  dp_accounting's parametrization: reported as epsilon = inf, a valid bound)."""
   for event, _ in entries:
-    if isinstance(event, (ev.PureDp, ev.BoundedRange, ev.Laplace)) and math.isinf(
-        event.epsilon):
+    if isinstance(event, (ev.PureDp, ev.BoundedRange, ev.Laplace)) and event.epsilon > 500.0:
       return True
     if isinstance(event, (ev.Gaussian, ev.PoissonSampledGaussian)) and event.noise == 0.0:
       return True

@@ -79,9 +79,22 @@ def _merge(groups) -> list[tuple[float, int]]:
   return sorted(merged.items(), key=lambda g: (g[1], g[0]))
 
 
-def _outer(groups: list[tuple[float, int]]) -> tuple[np.ndarray, np.ndarray, float]:
-  """Joint losses and log-probabilities (under P) of the outer groups, and the dropped mass."""
+def _outer(groups: list[tuple[float, int]], laplace: tuple[float, int] | None = None
+           ) -> tuple[np.ndarray, np.ndarray, float]:
+  """Joint losses and log-probabilities (under P) of the outer parts, and the dropped mass.
+
+  The outer parts are the randomized-response ``groups`` and, if given, ``T`` Laplace steps
+  of parameter eps (``laplace = (eps, T)``, exact lattice PLD of :mod:`._laplace`).
+  """
   losses, log_p, dropped = np.zeros(1), np.zeros(1), 0.0
+  if laplace is not None and laplace[0] > 0.0 and laplace[1] > 0:
+    from dpgcd_jax.privacy import _laplace  # pylint: disable=g-import-not-at-top
+    losses, probs, dropped = _laplace.laplace_pmf(float(laplace[0]), int(laplace[1]))
+    with np.errstate(divide="ignore"):
+      log_p = np.log(probs)
+    keep = log_p > _LOG_TINY
+    dropped += float(np.sum(probs[~keep]))
+    losses, log_p = losses[keep], log_p[keep]
   for e, t in groups:
     if losses.size * (t + 1) > MAX_OUTER:
       raise NotImplementedError("too many joint outcomes for the exact route")
@@ -116,13 +129,16 @@ def _log_inner(x: np.ndarray, group: tuple[float, int] | None, mu: float
   return special.logsumexp(terms, axis=1), dropped
 
 
-def pld_delta(eps: float, groups, mu: float) -> float:
+def pld_delta(eps: float, groups, mu: float, laplace: tuple[float, int] | None = None
+              ) -> float:
   """Exact delta(eps) of randomized-response groups ``[(eps_i, T_i)]`` composed with mu-GDP.
 
   Args:
     eps: the epsilon at which to evaluate the privacy profile (any real).
     groups: randomized-response steps, ``T_i`` steps of parameter ``eps_i >= 0``.
     mu: the GDP parameter of the Gaussian part (0 for none).
+    laplace: ``(eps_L, T_L)``: ``T_L`` Laplace steps by their exact lattice PLD (an upper
+      bound, the middle losses rounded up), or None.
 
   Returns:
     ``delta(eps) = E_P[(1 - exp(eps - L))_+]`` (1 if a part is not private).
@@ -131,13 +147,16 @@ def pld_delta(eps: float, groups, mu: float) -> float:
     NotImplementedError: when the outer groups have more than ``MAX_OUTER`` joint outcomes.
   """
   groups = _merge(groups)
-  if math.isinf(mu) or any(math.isinf(e) for e, _ in groups):
+  if laplace is not None and (laplace[0] == 0.0 or laplace[1] == 0):
+    laplace = None
+  if math.isinf(mu) or any(math.isinf(e) for e, _ in groups) or (
+      laplace is not None and math.isinf(laplace[0])):
     return 1.0
-  if not groups:
+  if not groups and laplace is None:
     return float(np.exp(log_gaussian_delta(np.array(eps), mu)))
-  inner = groups[-1]
-  losses, log_p, dropped = _outer(groups[:-1])
-  if mu > 0.0 and losses.size * (inner[1] + 1) > 10 * MAX_OUTER:
+  inner = groups[-1] if groups else None
+  losses, log_p, dropped = _outer(groups[:-1], laplace)
+  if mu > 0.0 and inner is not None and losses.size * (inner[1] + 1) > 10 * MAX_OUTER:
     raise NotImplementedError("too many joint outcomes for the exact route")
   log_f, dropped_inner = _log_inner(eps - losses, inner, mu)
   terms = log_p + log_f
@@ -145,15 +164,18 @@ def pld_delta(eps: float, groups, mu: float) -> float:
   return min(total + dropped + dropped_inner, 1.0)
 
 
-def pld_epsilon(groups, mu: float, delta: float) -> float:
+def pld_epsilon(groups, mu: float, delta: float, laplace: tuple[float, int] | None = None
+                ) -> float:
   """Smallest eps with ``pld_delta(eps) <= delta`` (root-finding, result feasible)."""
   groups = _merge(groups)
-  if any(math.isinf(e) for e, _ in groups) or math.isinf(mu):
+  if any(math.isinf(e) for e, _ in groups) or math.isinf(mu) or (
+      laplace is not None and math.isinf(laplace[0])):
     return math.inf
-  f = lambda e: pld_delta(e, groups, mu) - delta
+  f = lambda e: pld_delta(e, groups, mu, laplace) - delta
   if f(0.0) <= 0.0:
     return 0.0
-  hi = sum(e * t for e, t in groups) + mu * mu / 2.0 + mu * math.sqrt(
+  extra = laplace[0] * laplace[1] if laplace is not None else 0.0
+  hi = extra + sum(e * t for e, t in groups) + mu * mu / 2.0 + mu * math.sqrt(
       2.0 * math.log(1.0 / delta)) + 1e-3
   for _ in range(200):
     if f(hi) <= 0.0:

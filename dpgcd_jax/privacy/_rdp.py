@@ -22,6 +22,7 @@ import math
 from typing import Callable
 
 import numpy as np
+from scipy import special
 
 # Dense grid of alpha - 1 for the conversion.
 ALPHA_GRID = 1.0 + np.logspace(-4, 6, 1500)
@@ -95,20 +96,39 @@ def replace_from_add_remove(orders: np.ndarray, rdp: np.ndarray
   return alpha.ravel(), np.where(np.isnan(bound), np.inf, bound).ravel()
 
 
+def sampled_gaussian_rdp(noise: float, q: float, orders: np.ndarray) -> np.ndarray:
+  """Add/remove RDP of one Poisson-sampled Gaussian step at INTEGER orders.
+
+  Mironov, Talwar & Zhang (2019, Sec. 3.3): for integer ``a >= 2``
+  ``R(a) = log(sum_k C(a, k) (1 - q)^{a - k} q^k exp((k^2 - k) / (2 s^2))) / (a - 1)``,
+  which bounds both directions of the add/remove pair (the same values as dp_accounting's
+  RDP accountant, computed here in one vectorized log-sum-exp).
+  """
+  a = np.asarray(orders, dtype=float)
+  if q >= 1.0:
+    return a / (2.0 * noise * noise)
+  k = np.arange(int(a.max()) + 1, dtype=float)
+  with np.errstate(divide="ignore"):
+    log_terms = (special.gammaln(a[:, None] + 1.0) - special.gammaln(k[None, :] + 1.0)
+                 - special.gammaln(np.maximum(a[:, None] - k[None, :], 0.0) + 1.0)
+                 + (a[:, None] - k[None, :]) * math.log1p(-q) + k[None, :] * math.log(q)
+                 + (k * k - k)[None, :] / (2.0 * noise * noise))
+  log_terms = np.where(k[None, :] <= a[:, None], log_terms, -np.inf)
+  return special.logsumexp(log_terms, axis=1) / (a - 1.0)
+
+
 @functools.lru_cache(maxsize=256)
 def _psg_envelope(noise: float, q: float) -> tuple[np.ndarray, np.ndarray]:
   """Sorted orders and the monotone envelope of the replace-one bounds of one PSG step.
 
-  dp_accounting's add/remove curve ``R`` of one Poisson-sampled Gaussian step (Mironov,
-  Talwar & Zhang 2019), turned into replace-one bounds at orders ``alpha_k`` by
+  The add/remove curve ``R`` of one Poisson-sampled Gaussian step
+  (:func:`sampled_gaussian_rdp`), turned into replace-one bounds at orders ``alpha_k`` by
   :func:`replace_from_add_remove`. Renyi divergence is non-decreasing in the order, so a
   bound at ``alpha_k`` holds at every ``a <= alpha_k``: the envelope
   ``B(a) = min_{alpha_k >= a} bound_k`` is valid at every order up to ``max alpha_k``.
   """
-  import dp_accounting  # pylint: disable=g-import-not-at-top
-  acc = dp_accounting.rdp.RdpAccountant(list(SGD_RDP_ORDERS))
-  acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(noise)))
-  alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS, np.asarray(acc.rdp, dtype=float))
+  alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS,
+                                         sampled_gaussian_rdp(noise, q, SGD_RDP_ORDERS))
   order = np.argsort(alpha)
   alpha, bound = alpha[order], bound[order]
   envelope = np.minimum.accumulate(bound[::-1])[::-1]

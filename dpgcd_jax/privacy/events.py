@@ -47,9 +47,15 @@ class PrivacyEvent:
     """Upper bound on ``D_a(M(D) || M(D'))`` (both directions) at each order ``a > 1``."""
     raise NotImplementedError
 
+  @property
+  def slack(self) -> float:
+    """Delta added to the total per release, outside every route (0 for most events)."""
+    return 0.0
+
   def describe(self) -> str:
-    """Short description for the report tables."""
-    fields = ", ".join(f"{f.name}={getattr(self, f.name):.6g}"
+    """Short description for the report tables (floats to 6 significant digits)."""
+    show = lambda v: f"{v:.6g}" if isinstance(v, (float, int)) else repr(v)
+    fields = ", ".join(f"{f.name}={show(getattr(self, f.name))}"
                        for f in dataclasses.fields(self))  # type: ignore[arg-type]
     return f"{type(self).__name__}({fields})"
 
@@ -216,6 +222,10 @@ class DeltaSlack(PrivacyEvent):
   @property
   def pure_epsilon(self) -> float:
     return 0.0
+
+  @property
+  def slack(self) -> float:
+    return self.delta
 
   def rdp(self, orders):
     return np.zeros(np.shape(orders))

@@ -24,16 +24,15 @@ Examples:
   >>> round(ledger.epsilon(1e-6), 3)
   0.713
   >>> scale, report = calibrate(lambda k: Ledger.of(("update", Gaussian(k), 100)), 1.0, 1e-6)
-  >>> round(scale, 1), report.route
-  (42.2, 'pld')
+  >>> round(scale), report.route, report.epsilon <= 1.0
+  (42, 'pld', True)
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
-from typing import Callable, Hashable, NamedTuple
+from typing import NamedTuple
 
 from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _routes
@@ -104,9 +103,8 @@ class Ledger:
 
   @property
   def slack(self) -> float:
-    """Sum of the ``DeltaSlack`` deltas."""
-    return sum(e.event.delta * e.count for e in self.entries
-               if isinstance(e.event, ev.DeltaSlack))
+    """Sum of the events' slacks (``DeltaSlack`` deltas, inner slacks of selections)."""
+    return sum(e.event.slack * e.count for e in self.entries)
 
   def aggregated(self) -> _routes.Entries:
     """Identical events merged (counts summed), slack and empty entries dropped."""
@@ -128,7 +126,7 @@ class Ledger:
       for i, n in enumerate(names):  # An exact route makes the others pointless.
         if _routes.ROUTES[n].exact(agg):
           return [n]
-      return sorted(names, key=lambda n: _routes.ROUTES[n].cost)
+      return sorted(names, key=lambda n: (_routes.ROUTES[n].priority, _routes.ROUTES[n].cost))
     if route not in _routes.ROUTES or not _routes.ROUTES[route].supports(agg):
       raise ValueError(f"Expected route to be 'best' or one of {self.routes()}, "
                        f"got route={route!r}.")
@@ -221,134 +219,7 @@ class PrivacyReport:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------------------
-# Calibration.
-# ----------------------------------------------------------------------------------------
-
-REL_TOL = 2e-4
-_CACHE: collections.OrderedDict = collections.OrderedDict()
-_CACHE_SIZE = 512
-
-
-def _feasible(ledger: Ledger, route: str, epsilon: float, delta: float) -> bool:
-  """Whether one route certifies (epsilon, delta) for the ledger."""
-  slack, agg = ledger.slack, ledger.aggregated()
-  if slack >= delta:
-    return False
-  if not agg:
-    return True
-  if _routes.ROUTES[route].cost == 0:
-    return _routes.evaluate(agg, route, "epsilon", delta - slack) <= epsilon
-  return _routes.evaluate(agg, route, "delta", epsilon) + slack <= delta
-
-
-def bisect_scale(feasible: Callable[[float], bool], guess: float, rel_tol: float = REL_TOL,
-                 step: float = 2.0) -> float:
-  """Smallest ``k > 0`` with ``feasible(k)`` (monotone), up to ``rel_tol``; returns a feasible k.
-
-  The bracket is found by moving from ``guess`` by factors of ``step``, then bisected in log
-  space until ``hi / lo <= 1 + rel_tol``.
-
-  Raises:
-    ValueError: when no finite ``k`` is feasible.
-  """
-  lo, hi = guess, guess
-  if feasible(guess):
-    lo = guess / step
-    while feasible(lo):
-      hi, lo = lo, lo / step
-      if lo < 1e-300:
-        return hi
-  else:
-    hi = guess * step
-    while not feasible(hi):
-      lo, hi = hi, hi * step
-      if hi > 1e300:
-        raise ValueError("Could not meet the privacy target with finite noise.")
-  while hi / lo > 1.0 + rel_tol:
-    mid = math.sqrt(lo * hi)
-    if feasible(mid):
-      hi = mid
-    else:
-      lo = mid
-  return hi
-
-
-def calibrate(
-    factory: Callable[[float], Ledger],
-    epsilon: float,
-    delta: float,
-    *,
-    guess: float | None = None,
-    route: str = "best",
-    key: Hashable | None = None,
-    rel_tol: float = REL_TOL,
-) -> tuple[float, PrivacyReport]:
-  """Smallest scale whose ledger is (epsilon, delta)-DP, with its report.
-
-  ``factory(scale)`` must return a :class:`Ledger` that gets more private as ``scale`` grows
-  (more noise; every route is then monotone in ``scale`` by post-processing). Each route of
-  the ledger is bisected in log space to within ``rel_tol`` (the cheapest first; a costlier
-  route is bisected only if it is feasible just below the best scale so far), the smallest
-  feasible scale wins, and its report is computed with the best route at that scale.
-
-  Args:
-    factory: ``scale -> Ledger``, monotone.
-    epsilon: target epsilon > 0 (finite).
-    delta: target delta in (0, 1), slack included.
-    guess: a starting scale (default 1); a good one saves a few evaluations.
-    route: "best" or one route name (see ``Ledger.routes``).
-    key: a hashable description of ``factory`` for the cache (default: ``factory`` itself,
-      so a new lambda is a new entry); results are cached per (key, epsilon, delta, route).
-    rel_tol: relative precision of the returned scale.
-
-  Returns:
-    ``(scale, report)`` with ``report.epsilon <= epsilon``; ``scale / (1 + rel_tol)`` is
-    infeasible for every route considered.
-
-  Raises:
-    ValueError: for a bad argument (the message names it), or when no finite scale works.
-  """
-  _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
-  delta = _check_budget_delta(delta)
-  epsilon = float(epsilon)
-  if guess is not None:
-    _validate.check_positive("guess", guess)
-  cache_key = (key if key is not None else factory, epsilon, delta, route, rel_tol)
-  if cache_key in _CACHE:
-    _CACHE.move_to_end(cache_key)
-    return _CACHE[cache_key]
-  guess = 1.0 if guess is None else float(guess)
-  probe = factory(guess)
-  if not isinstance(probe, Ledger):
-    raise ValueError(f"Expected factory to return a Ledger, got factory({guess})={probe!r}.")
-  if probe.slack >= delta:
-    raise ValueError(f"Expected delta above the ledger's slack {probe.slack}, got "
-                     f"delta={delta}.")
-  names = probe._candidates(route)  # pylint: disable=protected-access
-  best_k, best_route = None, names[0]
-  for name in names:
-    feasible = lambda k, name=name: _feasible(factory(k), name, epsilon, delta)
-    if best_k is None:
-      k = bisect_scale(feasible, guess, rel_tol)
-    else:
-      trial = best_k / (1.0 + rel_tol)
-      if not feasible(trial):
-        continue
-      k = bisect_scale(feasible, trial, rel_tol, step=1.05)
-    if best_k is None or k < best_k:
-      best_k, best_route = k, name
-  k = best_k
-  for _ in range(200):  # Safety net: the reported epsilon must meet the target.
-    report = factory(k).report(delta, route=route)
-    if report.epsilon <= epsilon:
-      break
-    k *= 1.0 + rel_tol / 10.0
-  else:  # pragma: no cover
-    raise RuntimeError("calibration failed to meet its target")
-  del best_route
-  result = (k, report)
-  _CACHE[cache_key] = result
-  if len(_CACHE) > _CACHE_SIZE:
-    _CACHE.popitem(last=False)
-  return result
+# Calibration lives in _calibrate.py (re-exported here).
+from dpgcd_jax.privacy._calibrate import REL_TOL  # pylint: disable=g-import-not-at-top,wrong-import-position
+from dpgcd_jax.privacy._calibrate import bisect_scale  # pylint: disable=g-import-not-at-top,wrong-import-position
+from dpgcd_jax.privacy._calibrate import calibrate  # pylint: disable=g-import-not-at-top,wrong-import-position

@@ -1,0 +1,124 @@
+"""Scale (issue 10): DP-GCD per-iteration time against the cost of reading the data once.
+
+For each data shape, in one run and in float32:
+
+- ``ours``: one DP-GCD iteration (clipped gradient pass, private selection, update), from a
+  jitted run of ``--steps`` iterations;
+- ``floor``: a NumPy row sum of the same ``XT`` (dense) or a sum over the stored entries
+  (sparse): the irreducible cost of reading the features once;
+- their ratio, and for the dorothea-shaped set the dense path on the same data.
+
+Also the peak resident memory of ``make_problem`` (a fresh subprocess per size) relative to
+the size of ``X``.
+
+Run: python benchmarks/bench_scale.py [--steps 50] [--memory-size 8000]
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import scipy.sparse
+
+import dpgcd_jax as dg
+
+
+def best_of(fn, repeats=3):
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(fn())
+    times.append(time.perf_counter() - start)
+  return min(times)
+
+
+def per_iteration(problem, steps):
+  params = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=5.0, update_noise=5.0)
+  run = lambda k: dg.dp_gcd.run(problem, params, k, steps=steps).w
+  jax.block_until_ready(run(jax.random.key(0)))  # compile
+  return best_of(lambda: run(jax.random.key(1))) / steps
+
+
+def dense_row(name, n, p, steps, rng):
+  X = rng.normal(size=(n, p)).astype(np.float32)
+  y = (X[:, :10].sum(axis=1) + rng.normal(size=n)).astype(np.float32)
+  problem = dg.make_problem(X, y, "squared", feature_bound=4.0)
+  XT = np.ascontiguousarray(X.T)
+  floor = best_of(lambda: XT.sum(axis=1), repeats=5)
+  ours = per_iteration(problem, steps)
+  return dict(data=name, shape=f"{n} x {p}", ours_ms=1e3 * ours, floor_ms=1e3 * floor,
+              ratio=ours / floor)
+
+
+def sparse_rows(n, p, density, steps, rng, with_dense):
+  X = scipy.sparse.random(n, p, density=density, random_state=0, format="csr",
+                          data_rvs=lambda k: np.ones(k), dtype=np.float32)
+  y = (np.asarray(X[:, :10].sum(axis=1)).ravel() + rng.normal(size=n)).astype(np.float32)
+  problem = dg.make_problem(X, y, "squared", feature_bound=1.0)
+  csc = X.tocsc()
+  floor = best_of(lambda: np.add.reduceat(csc.data, csc.indptr[:-1]), repeats=5)
+  ours = per_iteration(problem, steps)
+  rows = [dict(data="dorothea-shaped (sparse path)", shape=f"{n} x {p}, nnz {X.nnz}",
+               ours_ms=1e3 * ours, floor_ms=1e3 * floor, ratio=ours / floor)]
+  if with_dense:
+    dense = dg.make_problem(X.toarray(), y, "squared", feature_bound=1.0)
+    ours_dense = per_iteration(dense, max(steps // 10, 2))
+    rows.append(dict(data="same data, dense path", shape=f"{n} x {p}", ours_ms=1e3 * ours_dense,
+                     floor_ms=1e3 * floor, ratio=ours_dense / floor))
+  return rows
+
+
+MEMORY_PROBE = """
+import json, resource, sys, numpy as np
+import jax.numpy as jnp
+import dpgcd_jax as dg
+n = int(sys.argv[1])
+small = np.ones((64, 64), np.float32)
+dg.make_problem(small, small[:, 0], "squared", feature_bound=4.0)  # load and compile the code paths
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+X = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+y = X[:, 0].copy()
+problem = dg.make_problem(X, y, "squared", feature_bound=4.0)
+problem.XT.block_until_ready()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps(dict(x_bytes=X.nbytes, base=base, peak=peak)))
+"""
+
+
+def memory_row(n):
+  out = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(n)], capture_output=True, text=True,
+                       check=True)
+  m = json.loads(out.stdout.strip().splitlines()[-1])
+  return dict(size=f"{n} x {n}", x_gib=m["x_bytes"] / 2**30,
+              peak_over_x=(m["peak"] - m["base"]) / m["x_bytes"])
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--steps", type=int, default=50)
+  parser.add_argument("--memory-size", type=int, default=8000)
+  parser.add_argument("--no-dense-dorothea", action="store_true")
+  args = parser.parse_args()
+  rng = np.random.default_rng(0)
+  rows = [dense_row("dense", 1000, 1000, args.steps, rng),
+          dense_row("dense", 16000, 1000, args.steps, rng),
+          dense_row("dense", 64000, 1000, args.steps, rng),
+          dense_row("dense", 1000, 64000, args.steps, rng)]
+  rows += sparse_rows(800, 100_000, 0.009, args.steps, rng, not args.no_dense_dorothea)
+  print(f"backend: {jax.default_backend()}, {jax.devices()[0].device_kind}")
+  print("| data | shape | ours / iteration | read floor | ratio |")
+  print("|---|---|---|---|---|")
+  for r in rows:
+    print(f"| {r['data']} | {r['shape']} | {r['ours_ms']:.3f} ms | {r['floor_ms']:.3f} ms | "
+          f"{r['ratio']:.1f}x |")
+  m = memory_row(args.memory_size)
+  print(f"\nmake_problem peak memory at {m['size']} float32 ({m['x_gib']:.2f} GiB): "
+        f"{m['peak_over_x']:.2f}x X (X itself included)")
+
+
+if __name__ == "__main__":
+  main()

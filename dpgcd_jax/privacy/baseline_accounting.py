@@ -1,0 +1,183 @@
+"""Accounting of the baselines: DP-CD (Gaussian coordinate updates) and DP-SGD.
+
+DP-CD: each update is ``Gaussian(s)`` on ``g_j`` (sensitivity ``Delta_j``); ``T`` of them
+compose exactly to ``sqrt(T) / s``-GDP (the ledger's "pld" route).
+
+DP-SGD: the noise on the SUM of the sampled clipped per-example gradients is ``N(0, (s C)^2 I)``,
+``C`` the l2 clipping norm of one example's gradient: one step is the event
+``PoissonSampledGaussian(s, q)`` (dp_accounting's convention; replace-one is handled by the
+routes, do NOT double ``s``). Routes: ``"pld"`` (the ledger's ``fft_pld``: dp_accounting's
+``REPLACE_ONE`` pair and pessimistic connect-the-dots discretization, vectorized),
+``"dp_accounting_pld"`` (dp_accounting itself, slower; the same bound to ~1e-4),
+``"dp_accounting_rdp"`` (the ledger's RDP route: the add/remove curve of Mironov, Talwar & Zhang
+2019 through the weak triangle inequality).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from dpgcd_jax import _validate
+from dpgcd_jax.privacy import events as ev
+from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.privacy.accounting import Calibration
+from dpgcd_jax.privacy.accounting import _REL_TOL
+from dpgcd_jax.privacy.accounting import _check_budget
+from dpgcd_jax.privacy.accounting import _check_delta
+from dpgcd_jax.privacy.accounting import _check_noise
+from dpgcd_jax.privacy.accounting import _check_rate
+
+# DP-CD.
+
+
+def cd_ledger(noise: float, *, steps: int) -> ledger_lib.Ledger:
+  """The ledger of ``steps`` DP-CD Gaussian coordinate updates."""
+  return ledger_lib.Ledger.of(("update", ev.Gaussian(noise), steps))
+
+
+def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") -> float:
+  """Epsilon of ``steps`` DP-CD coordinate updates with Gaussian noise multiplier ``s``.
+
+  Each update is ``Gaussian(s)`` on ``g_j`` (sensitivity ``Delta_j``). ``T`` of them compose
+  exactly to ``mu``-GDP with ``mu = sqrt(T) / s`` (route "pld", exact: ``delta(eps) =
+  Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``); route "rdp" converts ``T a / (2 s^2)``.
+
+  Args:
+    noise: multiplier ``s >= 0`` (units of ``Delta_j``).
+    steps: number of coordinate updates ``T >= 1``.
+    delta: target delta in (0, 1).
+    method: "best" (= "pld", the exact value), "pld" or "rdp".
+
+  Returns:
+    The epsilon of the (epsilon, delta)-DP guarantee.
+
+  Raises:
+    ValueError: for a bad argument (the message names it).
+  """
+  noise = _check_noise("noise", noise)
+  steps = _validate.check_int("steps", steps)
+  _check_delta(delta)
+  _validate.check_choice("method", method, ("best", "pld", "rdp"))
+  route = "pld" if method == "best" else method
+  return cd_ledger(noise, steps=steps).epsilon(float(delta), route=route)
+
+
+def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "best"
+                 ) -> Calibration:
+  """Smallest DP-CD Gaussian multiplier ``s`` meeting (epsilon, delta)-DP over ``steps``.
+
+  Args:
+    epsilon: target epsilon > 0 (finite).
+    delta: target delta in (0, 1).
+    steps: number of coordinate updates ``T >= 1``.
+    method: "best" (= "pld", exact), "pld" or "rdp".
+
+  Returns:
+    A :class:`Calibration` with ``selection_noise=None``.
+
+  Raises:
+    ValueError: for a bad argument (the message names it).
+  """
+  _check_budget(epsilon, delta)
+  steps = _validate.check_int("steps", steps)
+  _validate.check_choice("method", method, ("best", "pld", "rdp"))
+  return _calibrate_cd(float(epsilon), float(delta), steps, method)
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
+  route = "pld" if method == "best" else method
+  guess = math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
+  s, report = ledger_lib.calibrate(lambda s: cd_ledger(s, steps=steps), epsilon, delta,
+                                   guess=guess, route=route, key=("cd", steps))
+  return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
+                     steps=steps, method=report.route, report=report)
+
+
+
+# DP-SGD.
+
+_SGD_METHODS = ("best", "pld", "dp_accounting_pld", "dp_accounting_rdp")
+
+
+def sgd_ledger(noise: float, *, steps: int, sampling_rate: float) -> ledger_lib.Ledger:
+  """The ledger of ``steps`` DP-SGD steps (Poisson sampling + Gaussian noise on the sum)."""
+  return ledger_lib.Ledger.of(("step", ev.PoissonSampledGaussian(noise, sampling_rate), steps))
+
+
+def _sgd_route(method: str) -> str:
+  return {"best": "best", "pld": "fft_pld", "dp_accounting_pld": "dp_accounting_pld",
+          "dp_accounting_rdp": "rdp"}[method]
+
+
+def _sgd_method(route: str) -> str:
+  return {"rdp": "dp_accounting_rdp", "fft_pld": "pld"}.get(route, route)
+
+
+def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
+                method: str = "best") -> float:
+  """Epsilon of ``steps`` DP-SGD steps: Poisson sampling at rate ``q`` + Gaussian noise.
+
+  The noise on the sum of clipped per-example gradients is ``N(0, (s C)^2 I)`` with ``C`` the
+  per-example l2 clipping norm. Replace-one neighbours: dp_accounting's ``REPLACE_ONE`` pair
+  and pessimistic discretization, vectorized here (route "pld", :mod:`._fft_pld`) or through
+  dp_accounting itself (route "dp_accounting_pld", slower), or the add/remove RDP curve turned
+  into a replace-one bound by the weak triangle inequality (route "dp_accounting_rdp").
+
+  Args:
+    noise: multiplier ``s >= 0`` (units of ``C``).
+    steps: number of steps ``T >= 1``.
+    sampling_rate: Poisson sampling probability ``q`` in (0, 1].
+    delta: target delta in (0, 1).
+    method: "best" (min of "pld" and "dp_accounting_rdp"), "pld", "dp_accounting_pld" or
+      "dp_accounting_rdp".
+
+  Returns:
+    The epsilon of the (epsilon, delta)-DP guarantee.
+
+  Raises:
+    ValueError: for a bad argument (the message names it).
+  """
+  noise = _check_noise("noise", noise)
+  steps = _validate.check_int("steps", steps)
+  q = _check_rate(sampling_rate)
+  _check_delta(delta)
+  _validate.check_choice("method", method, _SGD_METHODS)
+  return sgd_ledger(noise, steps=steps, sampling_rate=q).epsilon(float(delta),
+                                                                 route=_sgd_route(method))
+
+
+def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: float,
+                  method: str = "best") -> Calibration:
+  """Smallest DP-SGD multiplier ``s`` (units of ``C``) meeting (epsilon, delta)-DP.
+
+  Args:
+    epsilon: target epsilon > 0 (finite).
+    delta: target delta in (0, 1).
+    steps: number of steps ``T >= 1``.
+    sampling_rate: Poisson sampling probability ``q`` in (0, 1].
+    method: "best", "pld", "dp_accounting_pld" or "dp_accounting_rdp".
+
+  Returns:
+    A :class:`Calibration` with ``selection_noise=None``.
+
+  Raises:
+    ValueError: for a bad argument (the message names it).
+  """
+  _check_budget(epsilon, delta)
+  steps = _validate.check_int("steps", steps)
+  q = _check_rate(sampling_rate)
+  _validate.check_choice("method", method, _SGD_METHODS)
+  return _calibrate_sgd(float(epsilon), float(delta), steps, q, method)
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrate_sgd(epsilon, delta, steps, q, method) -> Calibration:
+  guess = q * math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
+  s, report = ledger_lib.calibrate(
+      lambda s: sgd_ledger(s, steps=steps, sampling_rate=q), epsilon, delta,
+      guess=max(guess, 0.5), route=_sgd_route(method), key=("sgd", steps, q),
+      rel_tol=_REL_TOL)
+  return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
+                     steps=steps, method=_sgd_method(report.route), report=report)
