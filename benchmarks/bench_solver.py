@@ -7,6 +7,8 @@ Everything is measured side by side in this one run; ratios are printed.
 """
 
 import argparse
+import pathlib
+import sys
 import time
 
 import jax
@@ -16,7 +18,9 @@ import numpy as np
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
-from dpgcd_jax import testing
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+import numpy_reference  # noqa: E402  (the NumPy reference lives with the tests)
 
 
 def best_of(fn, repeats=5):
@@ -67,7 +71,7 @@ def bench(name, X, y, loss, steps, configs):
   rng = np.random.default_rng(0)
   np_steps = max(steps // 4, 10)
   start = time.perf_counter()
-  testing.dp_gcd(X.astype(np.float32), y.astype(np.float32), loss, steps=np_steps, l2=1e-3, clip=1.0, selection_noise=5.0,
+  numpy_reference.dp_gcd(X.astype(np.float32), y.astype(np.float32), loss, steps=np_steps, l2=1e-3, clip=1.0, selection_noise=5.0,
                  update_noise=5.0, rng=rng)
   numpy_time = (time.perf_counter() - start) / np_steps
 

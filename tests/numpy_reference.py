@@ -1,4 +1,4 @@
-"""Straightforward NumPy references, for the tests and the benchmarks (not used by the solvers).
+"""Straightforward NumPy references for the tests and benchmarks (not shipped in the package).
 
 They follow the definitions line by line, with no JAX, so that the solvers can be compared
 with an independent implementation step for step.

@@ -7,7 +7,7 @@ import pytest
 from sklearn import linear_model
 
 import dpgcd_jax as dg
-from dpgcd_jax import testing
+import numpy_reference
 
 
 def _regression(n=100, p=12, seed=0):
@@ -31,7 +31,7 @@ def test_noise_free_trajectory_equals_numpy_greedy_cd_step_for_step(loss, data):
   steps = 60
   result = dg.dp_gcd.run(dg.make_problem(X, y, loss, l2=0.05), NOISE_FREE, jax.random.key(0),
                          steps=steps)
-  w_np, coords_np = testing.dp_gcd(X, y, loss, steps=steps, l2=0.05)
+  w_np, coords_np = numpy_reference.dp_gcd(X, y, loss, steps=steps, l2=0.05)
   np.testing.assert_array_equal(result.trace.coordinates, coords_np)
   np.testing.assert_allclose(result.w, w_np, rtol=1e-10, atol=1e-12)
 
