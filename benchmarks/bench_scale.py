@@ -36,11 +36,26 @@ def best_of(fn, repeats=3):
   return min(times)
 
 
+PARAMS = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=5.0, update_noise=5.0)
+
+
 def per_iteration(problem, steps):
-  params = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=5.0, update_noise=5.0)
-  run = lambda k: dg.dp_gcd.run(problem, params, k, steps=steps).w
+  run = lambda k: dg.dp_gcd.run(problem, PARAMS, k, steps=steps).w
   jax.block_until_ready(run(jax.random.key(0)))  # compile
   return best_of(lambda: run(jax.random.key(1))) / steps
+
+
+def gpu_column(problem, steps):
+  """(ms per iteration on the first GPU, same selected coordinates as on CPU) or None."""
+  try:
+    gpu = jax.devices("gpu")[0]
+  except RuntimeError:
+    return None
+  cpu_coords = dg.dp_gcd.run(problem, PARAMS, jax.random.key(1), steps=steps).trace.coordinates
+  on_gpu = jax.device_put(problem, gpu)
+  seconds = per_iteration(on_gpu, steps)
+  gpu_coords = dg.dp_gcd.run(on_gpu, PARAMS, jax.random.key(1), steps=steps).trace.coordinates
+  return 1e3 * seconds, bool(np.array_equal(cpu_coords, gpu_coords))
 
 
 def dense_row(name, n, p, steps, rng):
@@ -51,7 +66,7 @@ def dense_row(name, n, p, steps, rng):
   floor = best_of(lambda: XT.sum(axis=1), repeats=5)
   ours = per_iteration(problem, steps)
   return dict(data=name, shape=f"{n} x {p}", ours_ms=1e3 * ours, floor_ms=1e3 * floor,
-              ratio=ours / floor)
+              ratio=ours / floor, gpu=gpu_column(problem, steps))
 
 
 def sparse_rows(n, p, density, steps, rng, with_dense):
@@ -63,12 +78,13 @@ def sparse_rows(n, p, density, steps, rng, with_dense):
   floor = best_of(lambda: np.add.reduceat(csc.data, csc.indptr[:-1]), repeats=5)
   ours = per_iteration(problem, steps)
   rows = [dict(data="dorothea-shaped (sparse path)", shape=f"{n} x {p}, nnz {X.nnz}",
-               ours_ms=1e3 * ours, floor_ms=1e3 * floor, ratio=ours / floor)]
+               ours_ms=1e3 * ours, floor_ms=1e3 * floor, ratio=ours / floor,
+               gpu=gpu_column(problem, steps))]
   if with_dense:
     dense = dg.make_problem(X.toarray(), y, "squared", feature_bound=1.0)
     ours_dense = per_iteration(dense, max(steps // 10, 2))
     rows.append(dict(data="same data, dense path", shape=f"{n} x {p}", ours_ms=1e3 * ours_dense,
-                     floor_ms=1e3 * floor, ratio=ours_dense / floor))
+                     floor_ms=1e3 * floor, ratio=ours_dense / floor, gpu=None))
   return rows
 
 
@@ -110,11 +126,16 @@ def main():
           dense_row("dense", 1000, 64000, args.steps, rng)]
   rows += sparse_rows(800, 100_000, 0.009, args.steps, rng, not args.no_dense_dorothea)
   print(f"backend: {jax.default_backend()}, {jax.devices()[0].device_kind}")
-  print("| data | shape | ours / iteration | read floor | ratio |")
-  print("|---|---|---|---|---|")
+  has_gpu = any(r["gpu"] is not None for r in rows)
+  gpu_head = " GPU / iteration (same coordinates) |" if has_gpu else ""
+  print("| data | shape | ours / iteration | read floor | ratio |" + gpu_head)
+  print("|---|---|---|---|---|" + ("---|" if has_gpu else ""))
   for r in rows:
+    gpu = ""
+    if has_gpu:
+      gpu = " - |" if r["gpu"] is None else f" {r['gpu'][0]:.3f} ms ({r['gpu'][1]}) |"
     print(f"| {r['data']} | {r['shape']} | {r['ours_ms']:.3f} ms | {r['floor_ms']:.3f} ms | "
-          f"{r['ratio']:.1f}x |")
+          f"{r['ratio']:.1f}x |" + gpu)
   m = memory_row(args.memory_size)
   print(f"\nmake_problem peak memory at {m['size']} float32 ({m['x_gib']:.2f} GiB): "
         f"{m['peak_over_x']:.2f}x X (X itself included)")
