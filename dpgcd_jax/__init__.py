@@ -2,6 +2,7 @@
 
 from dpgcd_jax import clipping
 from dpgcd_jax import losses
+from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import privacy
 from dpgcd_jax._validate import PrivacyLeakWarning
@@ -17,6 +18,6 @@ from dpgcd_jax.transforms import dp_greedy_coordinate
 __all__ = [
     "Loss", "PrivacyLeakWarning", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_cd", "dp_gcd", "dp_sgd",
     "dp_greedy_coordinate", "glm_loss",
-    "losses", "make_problem", "objective", "penalties", "privacy", "reference",
+    "losses", "make_problem", "mechanisms", "objective", "penalties", "privacy", "reference",
 ]
 __version__ = "0.1.0"

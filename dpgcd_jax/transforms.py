@@ -40,6 +40,7 @@ from jax.flatten_util import ravel_pytree
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import greedy
@@ -100,8 +101,8 @@ def dp_greedy_coordinate(
     An ``optax.GradientTransformation``; chain it with ``optax.scale(-step_size)``.
   """
   _validate.check_key("key", key)
-  _validate.check_choice("selection", selection, greedy.SELECTIONS)
-  _validate.check_choice("update", update, greedy.UPDATES)
+  mechanisms.selection(selection)
+  mechanisms.update(update)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
   _validate.check_positive("step_size", step_size)
   penalty = penalties.Zero() if penalty is None else penalty

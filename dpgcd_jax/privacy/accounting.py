@@ -80,15 +80,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import Any
 
 from dpgcd_jax import _validate
+from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import _pld
 from dpgcd_jax.privacy import _rdp
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
 
-SELECTIONS = ("laplace", "gumbel")
-UPDATES = ("laplace", "gaussian")
+SELECTIONS = tuple(mechanisms.SELECTIONS)
+UPDATES = tuple(mechanisms.UPDATES)
 _REL_TOL = ledger_lib.REL_TOL
 
 # Historical private names (used by tests and notebooks).
@@ -161,17 +163,14 @@ def _check_rate(q: float) -> float:
   return float(q)
 
 
-def selection_event(selection: str, noise: float) -> ev.PrivacyEvent:
-  """The event of one DP-GCD selection with multiplier ``b``: eps = 2 / b."""
-  eps = math.inf if noise == 0.0 else 2.0 / noise
-  return ev.PureDp(eps) if selection == "laplace" else ev.BoundedRange(eps)
+def selection_event(selection: Any, noise: float) -> ev.PrivacyEvent:
+  """The event of one DP-GCD selection with multiplier ``b`` (the mechanism's own ``event``)."""
+  return mechanisms.selection(selection).event(noise)
 
 
-def update_event(update: str, noise: float) -> ev.PrivacyEvent:
+def update_event(update: Any, noise: float) -> ev.PrivacyEvent:
   """The event of one DP-GCD / DP-CD coordinate update with multiplier ``b'`` or ``s``."""
-  if update == "laplace":
-    return ev.Laplace(math.inf if noise == 0.0 else 1.0 / noise)
-  return ev.Gaussian(noise)
+  return mechanisms.update(update).event(noise)
 
 
 def gcd_ledger(selection_noise: float, update_noise: float, *, steps: int,
@@ -202,7 +201,7 @@ def _to_route(method: str) -> str:
 
 
 def _from_route(route: str, update: str) -> str:
-  return "pure_pld" if route == "pld" and update == "laplace" else route
+  return "pure_pld" if route == "pld" and mechanisms.update(update).name == "laplace" else route
 
 
 def _closed_form(b_sel: float, b_upd: float, steps: int, delta: float) -> float:
@@ -262,9 +261,9 @@ def gcd_epsilon(
   b_upd = _check_noise("update_noise", update_noise)
   steps = _validate.check_int("steps", steps)
   _check_delta(delta)
-  _validate.check_choice("selection", selection, SELECTIONS)
-  _validate.check_choice("update", update, UPDATES)
-  _validate.check_choice("method", method, _gcd_valid_methods(update, selection))
+  mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
+  mechanisms.update(update)
+  _validate.check_choice("method", method, _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
   if method == "closed_form":
     return _closed_form(b_sel, b_upd, steps, float(delta))
   ledger = gcd_ledger(b_sel, b_upd, steps=steps, selection=selection, update=update)
@@ -281,9 +280,9 @@ def _share_ratios(selection: str, update: str, share: float | None) -> tuple[flo
   """
   if share is None:
     return 1.0, 1.0
-  if update == "laplace":  # eps_sel = share / k, eps_upd = (1 - share) / k.
+  if mechanisms.update(update).name == "laplace":  # eps_sel = share / k, eps_upd = (1 - share) / k.
     return 2.0 / share, 1.0 / (1.0 - share)
-  c_sel = 0.5 if selection == "gumbel" else 2.0  # rho_sel = c_sel / b_sel^2.
+  c_sel = mechanisms.selection(selection).zcdp_per_unit  # rho_sel = c_sel / b_sel^2.
   return math.sqrt(c_sel / share), math.sqrt(0.5 / (1.0 - share))  # rho = 1 / k^2.
 
 
@@ -338,10 +337,10 @@ def calibrate_gcd(
   """
   _check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
-  _validate.check_choice("selection", selection, SELECTIONS)
-  _validate.check_choice("update", update, UPDATES)
+  mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
+  mechanisms.update(update)
   share = _check_share(selection_share)
-  _validate.check_choice("method", method, _gcd_valid_methods(update, selection))
+  _validate.check_choice("method", method, _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
   return _calibrate_gcd(float(epsilon), float(delta), steps, selection, update, share, method)
 
 

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
@@ -133,8 +134,8 @@ def run(
 
 
 def _check_names(selection: str, update: str, rule: str) -> None:
-  _validate.check_choice("selection", selection, greedy.SELECTIONS)
-  _validate.check_choice("update", update, greedy.UPDATES)
+  mechanisms.selection(selection)
+  mechanisms.update(update)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
 
 

@@ -39,17 +39,18 @@ Update noise (multiplier ``s`` in units of ``Delta_j``) on the selected coordina
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 
 from dpgcd_jax import clipping
+from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 
 Array = jax.Array
-SELECTIONS = ("laplace", "gumbel")
-UPDATES = ("laplace", "gaussian")
+SELECTIONS = tuple(mechanisms.SELECTIONS)
+UPDATES = tuple(mechanisms.UPDATES)
 
 
 def gs_s(g: Array, w: Array, M: Array, penalty: penalties.Penalty) -> Array:
@@ -95,26 +96,21 @@ def select(
     multiplier: Array,
     sensitivity: Array,
     *,
-    selection: str,
+    selection: Any,
     rule: str,
 ) -> Array:
-  """Index of the coordinate chosen by the private greedy rule (see the module docstring)."""
-  score = RULES[rule]
+  """Index of the coordinate chosen by the private greedy rule (see the module docstring).
+
+  ``selection``: a name or a mechanism object of :mod:`dpgcd_jax.mechanisms`.
+  """
   scale = clipping.noise_scale(multiplier, sensitivity)
-  if selection == "laplace":
-    z = scale * jax.random.laplace(key, g.shape, g.dtype)
-    if noise_inside_score(rule, penalty):
-      return jnp.argmax(score(g + jnp.sqrt(M) * z, w, M, penalty))
-    return jnp.argmax(score(g, w, M, penalty) + z)
-  return jnp.argmax(score(g, w, M, penalty) + scale * jax.random.gumbel(key, g.shape, g.dtype))
+  return mechanisms.selection(selection).select(key, RULES[rule], g, w, M, penalty, scale, rule)
 
 
-def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: str) -> Array:
-  """``g_j`` plus Laplace or Gaussian noise of scale ``multiplier * sensitivity``."""
+def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:
+  """``g_j`` plus the update mechanism's noise of scale ``multiplier * sensitivity``."""
   scale = clipping.noise_scale(multiplier, sensitivity)
-  if update == "laplace":
-    return g_j + scale * jax.random.laplace(key, (), g_j.dtype)
-  return g_j + scale * jax.random.normal(key, (), g_j.dtype)
+  return mechanisms.update(update).perturb(key, g_j, scale)
 
 
 def private_coordinate_step(
@@ -129,8 +125,8 @@ def private_coordinate_step(
     selection_noise: Array,
     update_noise: Array,
     *,
-    selection: str,
-    update: str,
+    selection: Any,
+    update: Any,
     rule: str,
 ) -> tuple[Array, Array]:
   """The private kernel of one DP-GCD iteration, shared by the solver and the optax transform.
