@@ -2,9 +2,9 @@
 
 from dpgcd_jax import clipping
 from dpgcd_jax import losses
-from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import privacy
+from dpgcd_jax import mechanisms  # after privacy: its events module
 from dpgcd_jax._validate import PrivacyLeakWarning
 from dpgcd_jax.losses import Loss, custom_loss, glm_loss
 from dpgcd_jax.problem import Problem, make_problem, objective
