@@ -1,0 +1,259 @@
+"""The documentation runs as written: README.md and docs/**/*.md, and the MkDocs site builds.
+
+Conventions (also in docs/contributing.md, "Documentation"):
+
+* Every fenced ```python block is executed standalone: on its own, in a fresh namespace
+  (a new dict per block), in ONE fresh interpreter that runs every block in turn (so the
+  blocks share JAX's compilation cache, but not a variable; and not this test session's
+  ``tests/conftest.py`` settings: they run with the defaults a user gets, float32).
+* A block that must not run is preceded by a visible marker line
+  ``<!-- skip-test: the reason -->``; it is reported as a skipped test with that reason.
+* Stated outputs are checked, with doctest's rules (``...`` matches anything, whitespace is
+  normalized):
+  - a statement whose last line ends with ``# -> expected``: what it prints, followed by
+    its value when it is an expression whose value is not None, must match ``expected``;
+  - a ```text block right after a ```python block (only blank lines between): the block's
+    whole standard output must match it.
+* A block must not emit a :class:`dpgcd_jax.PrivacyLeakWarning` unless its text says
+  ``PrivacyLeakWarning`` (an example that silently leaks is a bug), nor a DeprecationWarning
+  raised at its own lines (examples use the current API).
+* The README starts with the two commands of the project, verbatim; the README quick start
+  learns (non-zeros > 0, objective decrease >= 20%); relative links resolve.
+* ``mkdocs build --strict`` passes (into a temporary folder).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOC_FILES = [README] + sorted((ROOT / "docs").rglob("*.md"))
+SKIP_MARKER = re.compile(r"^<!--\s*skip-test(?::\s*(?P<reason>.*?))?\s*-->\s*$")
+FIRST_BLOCK = (
+    "make reproduce   # the paper's experiment on offline data -> results/figure.png, results/table.md\n"
+    "make test        # the whole test suite\n"
+)
+RUN_TIMEOUT_S = 480
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+  path: str  # relative to the repository root
+  line: int  # line of the opening fence (1-based)
+  source: str
+  expected: str | None  # the ```text block right after, if any
+  skip: str | None  # the skip marker's reason, if any
+
+  @property
+  def id(self) -> str:
+    return f"{self.path}:{self.line}"
+
+
+def fenced_blocks(text: str) -> list[tuple[int, str, str]]:
+  """``(line of the opening fence, language, body)`` of every fenced block (``` fences)."""
+  blocks, lines, i = [], text.splitlines(), 0
+  while i < len(lines):
+    m = re.match(r"^(\s*)```\s*([\w+-]*)", lines[i])
+    if not m:
+      i += 1
+      continue
+    indent, lang, start = len(m.group(1)), m.group(2), i
+    body = []
+    i += 1
+    while i < len(lines) and not lines[i].strip().startswith("```"):
+      body.append(lines[i][indent:] if not lines[i][:indent].strip() else lines[i].lstrip())
+      i += 1
+    blocks.append((start + 1, lang, "\n".join(body) + "\n"))
+    i += 1
+  return blocks
+
+
+def python_blocks(path: pathlib.Path, text: str | None = None) -> list[Block]:
+  text = path.read_text() if text is None else text
+  lines = text.splitlines()
+  fenced = fenced_blocks(text)
+  out = []
+  for k, (line, lang, body) in enumerate(fenced):
+    if lang != "python":
+      continue
+    previous = next((lines[j] for j in range(line - 2, -1, -1) if lines[j].strip()), "")
+    marker = SKIP_MARKER.match(previous.strip())
+    expected = None
+    if k + 1 < len(fenced) and fenced[k + 1][1] == "text":
+      next_line = fenced[k + 1][0]
+      closing = line + body.count("\n")  # 0-based index of this block's closing fence
+      if all(not lines[j].strip() for j in range(closing + 1, next_line - 1)):
+        expected = fenced[k + 1][2]
+    name = str(path.relative_to(ROOT)) if path.is_absolute() else str(path)
+    out.append(Block(name, line, body, expected,
+                     (marker.group("reason") or "no reason given") if marker else None))
+  return out
+
+
+BLOCKS = [b for path in DOC_FILES for b in python_blocks(path)]
+RUNNABLE = [b for b in BLOCKS if b.skip is None]
+
+# Executed in a fresh interpreter: reads the blocks as JSON, runs each in a fresh dict, one
+# statement at a time (to attribute output to `# ->` checks), writes the results as JSON.
+RUNNER = textwrap.dedent(r'''
+    import ast, contextlib, io, json, sys, time, tokenize, traceback, warnings
+
+    def comments(source):
+      found = {}
+      for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT and tok.string.startswith("# ->"):
+          found[tok.start[0]] = tok.string[len("# ->"):].strip()
+      return found
+
+    def run(block):
+      source, name = block["source"], block["id"]
+      namespace = {"__name__": "__main__"}
+      out, checks, t0, c0 = io.StringIO(), [], time.perf_counter(), time.process_time()
+      error = None
+      with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+          tree = ast.parse(source, filename=name)
+          expected = comments(source)
+          spans = [(stmt.lineno, stmt.end_lineno) for stmt in tree.body]
+          for ln in expected:
+            if not any(a <= ln <= b for a, b in spans):
+              raise ValueError(f"line {ln}: '# ->' is not on a statement, so nothing checks it")
+          for stmt in tree.body:
+            mine = [ln for ln in expected if stmt.lineno <= ln <= stmt.end_lineno]
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+              if isinstance(stmt, ast.Expr):
+                value = eval(compile(ast.Expression(stmt.value), name, "eval"), namespace)
+                if mine and value is not None:
+                  print(value)
+              else:
+                exec(compile(ast.Module([stmt], []), name, "exec"), namespace)
+            out.write(buf.getvalue())
+            for ln in mine:
+              checks.append({"line": ln, "expected": expected[ln], "got": buf.getvalue()})
+        except BaseException:
+          error = traceback.format_exc()
+      leaks = [f"{w.category.__name__}: {w.message}" for w in caught
+               if w.category.__name__ == "PrivacyLeakWarning"]
+      deprecated = [f"{w.category.__name__} at line {w.lineno}: {w.message}" for w in caught
+                    if issubclass(w.category, DeprecationWarning) and w.filename == name]
+      return {"id": name, "stdout": out.getvalue(), "checks": checks, "error": error,
+              "leaks": leaks, "deprecated": deprecated, "seconds": time.perf_counter() - t0,
+              "cpu_seconds": time.process_time() - c0}
+
+    blocks = json.load(open(sys.argv[1]))
+    results = [run(b) for b in blocks]
+    json.dump(results, open(sys.argv[2], "w"))
+''')
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+  """Runs every runnable block in one fresh interpreter; results by block id."""
+  folder = tmp_path_factory.mktemp("doc_blocks")
+  blocks_json, results_json = folder / "blocks.json", folder / "results.json"
+  blocks_json.write_text(json.dumps([{"id": b.id, "source": b.source} for b in RUNNABLE]))
+  env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+  proc = subprocess.run([sys.executable, "-c", RUNNER, str(blocks_json), str(results_json)],
+                        cwd=folder, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  results = {r["id"]: r for r in json.loads(results_json.read_text())}
+  print("doc blocks, seconds each (wall, cpu):",
+        {k: (round(r["seconds"], 1), round(r["cpu_seconds"], 1)) for k, r in results.items()})
+  return results
+
+
+def _matches(expected: str, got: str) -> bool:
+  import doctest  # pylint: disable=g-import-not-at-top
+  checker = doctest.OutputChecker()
+  flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+  return checker.check_output(expected.strip() + "\n", got.strip() + "\n", flags)
+
+
+def test_block_extraction_follows_the_conventions():
+  text = "\n".join([
+      "# Page", "", "```python", "print(1)  # -> 1", "```", "", "```text", "1", "```", "",
+      "<!-- skip-test: needs a GPU -->", "```python", "import missing_module", "```", "",
+      "```python", "    x = 2", "```", "", "Prose.", "", "```text", "not output", "```", "",
+      "```bash", "make test", "```", ""])
+  first, skipped, third = python_blocks(pathlib.Path("page.md"), text)
+  assert (first.line, first.source, first.expected, first.skip) == (3, "print(1)  # -> 1\n", "1\n", None)
+  assert skipped.skip == "needs a GPU" and skipped.expected is None
+  assert third.expected is None  # prose between: not its output
+  assert [lang for _, lang, _ in fenced_blocks(text)] == ["python", "text", "python", "python", "text", "bash"]
+  assert _matches("x = ... (route: ...)", "x = 0.99   (route: pld)\n")
+  assert not _matches("True", "False\n")
+
+
+def test_blocks_found():
+  assert len(BLOCKS) >= 10, [b.id for b in BLOCKS]
+  skipped = [b for b in BLOCKS if b.skip is not None]
+  assert len(skipped) <= max(2, len(BLOCKS) // 5), [b.id for b in skipped]  # keep them rare
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_block_runs_as_written(block, executed):
+  if block.skip is not None:
+    pytest.skip(f"marked skip-test in the docs: {block.skip}")
+  result = executed[block.id]
+  assert result["error"] is None, f"{block.id} fails:\n{result['error']}"
+  for check in result["checks"]:
+    assert _matches(check["expected"], check["got"]), (
+        f"{block.id}, block line {check['line']}: stated '# -> {check['expected']}', "
+        f"got {check['got']!r}")
+  if block.expected is not None:
+    assert _matches(block.expected, result["stdout"]), (
+        f"{block.id}: the stated output (the ```text block after it) differs:\n--- stated\n"
+        f"{block.expected}--- got\n{result['stdout']}")
+  if "PrivacyLeakWarning" not in block.source:
+    assert not result["leaks"], f"{block.id} leaks without saying so: {result['leaks']}"
+  assert not result["deprecated"], f"{block.id} uses a deprecated API: {result['deprecated']}"
+
+
+def test_readme_starts_with_the_two_commands():
+  fenced = fenced_blocks(README.read_text())
+  assert fenced, "README.md has no code block"
+  line, lang, body = fenced[0]
+  assert lang == "bash" and body == FIRST_BLOCK, body
+
+
+def test_readme_quick_start_learns(executed):
+  """The quick start is the README's first Python block: it selects features and the
+  (non-private, diagnostic) objective decreases: a model equal to w = 0 is a bug."""
+  first = next(b for b in BLOCKS if b.path == "README.md")
+  stdout = executed[first.id]["stdout"]
+  nnz = re.search(r"non-zeros:\s*(\d+)", stdout)
+  decrease = re.search(r"objective decrease[^:]*:\s*(-?[\d.]+)%", stdout)
+  assert nnz and decrease, stdout
+  assert int(nnz.group(1)) > 0, stdout
+  assert float(decrease.group(1)) >= 20.0, stdout
+
+
+def test_relative_links_resolve():
+  for path in DOC_FILES:
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text()):
+      if re.match(r"^[a-z]+:", target):
+        continue
+      assert (path.parent / target).exists(), f"{path.relative_to(ROOT)} links to a missing {target}"
+
+
+def test_mkdocs_build_strict(tmp_path):
+  env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+  proc = subprocess.run(
+      [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"),
+       "-d", str(tmp_path / "site")],
+      cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+  assert (tmp_path / "site" / "index.html").exists()
+  assert (tmp_path / "site" / "api" / "privacy" / "index.html").exists()
