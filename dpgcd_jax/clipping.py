@@ -18,8 +18,9 @@ Fail closed: a non-finite per-example gradient (a loss that overflows on an extr
 is replaced by 0 BEFORE clipping, so such a record is indistinguishable from one with a zero
 gradient and the sensitivity bound holds for every input.
 
-Per-example l2 clipping (DP-SGD): ``c_i = g_i min(1, C / ||g_i||_2)`` (non-finite rows zeroed
-first); replacing one record changes the sum of clipped gradients by at most ``2 C``.
+Per-example l2 clipping (DP-SGD): ``c_i = g_i min(1, C / ||g_i||_2)``, and 0 for a row whose
+norm is not finite (a NaN or infinite entry, or an overflowing norm); replacing one record
+changes the sum of clipped gradients by at most ``2 C``.
 """
 
 from __future__ import annotations
@@ -54,11 +55,10 @@ def clip_coordinates(per_example_grads: Array, thresholds: Array) -> Array:
 
 def clip_l2(per_example_grads: Array, clip: Array) -> Array:
   """Rescales each row of an (n, p) matrix to l2 norm at most ``clip`` (non-finite rows -> 0)."""
-  finite_rows = jnp.all(jnp.isfinite(per_example_grads), axis=-1, keepdims=True)
-  grads = jnp.where(finite_rows, per_example_grads, jnp.zeros_like(per_example_grads))
-  norms = jnp.linalg.norm(grads, axis=-1, keepdims=True)
+  norms = jnp.linalg.norm(per_example_grads, axis=-1, keepdims=True)
   factor = jnp.minimum(1.0, clip / jnp.maximum(norms, jnp.finfo(norms.dtype).tiny))
-  return grads * factor
+  # A row with a NaN or infinite entry (or whose norm overflows) has a non-finite norm: 0.
+  return jnp.where(jnp.isfinite(norms), per_example_grads * factor, 0.0)
 
 
 def mean_sensitivity(thresholds: Array, num_examples: int | Array) -> Array:

@@ -87,12 +87,18 @@ def check_run_inputs(problem: Any, key: Array, steps: int, *, name: str = "steps
   """Validates what every solver's ``run`` takes besides its hyperparameters."""
   if not hasattr(problem, "XT") or not hasattr(problem, "loss"):
     raise ValueError(f"Expected problem to come from dpgcd_jax.make_problem, got problem={problem!r}.")
-  if dense_only and problem_lib.is_sparse(problem):
+  if dense_only:
+    check_dense(problem)
+  _validate.check_key("key", key)
+  return _validate.check_int(name, steps, low=1)
+
+
+def check_dense(problem: Any) -> None:
+  """Rejects sparse features for solvers that gather whole rows (DP-SGD)."""
+  if problem_lib.is_sparse(problem):
     raise ValueError("Expected a problem with dense features for this solver (it gathers whole "
                      "rows), got sparse features: pass X.toarray() to make_problem, or use DP-GCD / "
                      "DP-CD, which read sparse features in O(nnz).")
-  _validate.check_key("key", key)
-  return _validate.check_int(name, steps, low=1)
 
 
 def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negative: tuple[str, ...],
@@ -130,8 +136,8 @@ def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
 # ----------------------------------------------------------------------------------------
 
 
-def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float
-                     ) -> tuple[bool, int | None]:
+def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,
+                     *, uses_smoothness: bool = True) -> tuple[bool, int | None]:
   """Validates a ``fit`` call; returns (needs a private feature bound, key batch size or None).
 
   Keys: one key, or a batch (a leading axis) of keys; a batch returns a batch of results
@@ -144,6 +150,8 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
   _validate.check_number("bound_share", bound_share, low=0.0, high=1.0, low_open=True, high_open=True)
   batch = _validate.check_key_or_batch("key", key)
   source = problem.smoothness_source
+  if not uses_smoothness:
+    return False, batch
   if source == "data_nonprivate":
     warnings.warn(
         "fit uses a smoothness computed from the raw data (smoothness='from_data_nonprivate'): "
@@ -209,6 +217,7 @@ def private_fit(
     solver_ledger: Callable[[float], Any],
     make_run: Callable[[float], Callable[[problem_lib.Problem, Array], Result]],
     cache_key: tuple[Any, ...],
+    uses_smoothness: bool = True,
 ) -> Result:
   """The ``fit`` of every solver: public smoothness, one ledger, one calibration, the run.
 
@@ -218,12 +227,15 @@ def private_fit(
       (monotone: more scale, more privacy).
     make_run: ``scale -> run(problem, key) -> Result`` (jittable) at that noise scale.
     cache_key: a hashable description of ``solver_ledger`` (calibrations are cached on it).
+    uses_smoothness: False for solvers that read no smoothness constant (DP-SGD): no feature
+      bound is released for them.
 
   Returns:
     The result with ``privacy`` = the :class:`dpgcd_jax.privacy.PrivacyReport` of everything
     spent (the feature bound, when one is released, composed with the solver in one ledger).
   """
-  needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share)
+  needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
+                                        uses_smoothness=uses_smoothness)
   bound_epsilon = float(epsilon) * float(bound_share) if needs_bound else 0.0
   bound_entry = ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
 
@@ -235,7 +247,8 @@ def private_fit(
                                        key=cache_key + (bound_epsilon,))
   result = fit_run(make_run(scale), problem, key, needs_bound=needs_bound,
                    bound_epsilon=bound_epsilon, batch=batch)
-  return result._replace(privacy=report.with_notes(_smoothness_note(problem, needs_bound)))
+  note = _smoothness_note(problem, needs_bound) if uses_smoothness else "smoothness: not used"
+  return result._replace(privacy=report.with_notes(note))
 
 
 def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:

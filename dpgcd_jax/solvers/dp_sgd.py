@@ -19,11 +19,12 @@ convention with ``batch_size = 1``: ``n`` single-example steps).
 Privacy: the sum of clipped gradients has l2 sensitivity ``C`` (add / remove one record) and
 the noise is ``N(0, (s C)^2)``: a Poisson-subsampled Gaussian mechanism per step, accounted
 for replace-one neighbours by :func:`dpgcd_jax.privacy.calibrate_sgd` (dp_accounting).
-Implementation detail that matters for privacy: to keep shapes static, at most
-``max_batch`` sampled examples are used, with ``max_batch`` the smallest b such that
-``P(Binomial(n, q) > b) <= 1e-15``. The truncation changes each step's output distribution by
-at most 1e-15 in total variation; :func:`fit` accounts for it by calibrating for
-``delta - (1 + e^epsilon) T 1e-15``. The objective values in the trace are NOT private.
+Sampling is exactly Poisson (:mod:`dpgcd_jax.sampling`: gaps by inversion of 128-bit uniforms
+against exact geometric thresholds, a small static batch with an exact O(n) overflow branch,
+no truncation); its total-variation distance to ideal Poisson sampling is at most
+``eta = 2^-64`` per step (for n < 2^30), and :func:`fit` adds ``(1 + e^epsilon) T eta`` to the
+ledger as a delta slack. DP-SGD uses no smoothness constant (absolute step size, l2 clipping),
+so ``fit`` releases no feature bound. The objective values in the trace are NOT private.
 """
 
 from __future__ import annotations
@@ -34,16 +35,21 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import sampling
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
+from dpgcd_jax.privacy import baseline_accounting
+from dpgcd_jax.privacy import events
 
 Array = jax.Array
-TRUNCATION_PROBABILITY = 1e-15
+# Per-step total-variation distance of the sampler to exact Poisson(q) (no batch is truncated any
+# more; the name is kept for its callers). fit adds (1 + e^epsilon) T TRUNCATION_PROBABILITY to
+# the delta it calibrates for; see dpgcd_jax.sampling for the bound (eta <= 2^-64 for n < 2^30).
+TRUNCATION_PROBABILITY = sampling.MAX_STEP_TOTAL_VARIATION
 
 
 class Params(NamedTuple):
@@ -64,36 +70,36 @@ class Params(NamedTuple):
 
 
 def max_batch_size(num_examples: int, sampling_rate: float) -> int:
-  """Smallest b with ``P(Binomial(n, q) > b) <= 1e-15`` (host side)."""
-  if sampling_rate >= 1.0:
-    return num_examples
-  b = int(stats.binom.isf(TRUNCATION_PROBABILITY, num_examples, sampling_rate)) + 1
-  return min(max(b, 1), num_examples)
+  """The fast-path batch of :mod:`dpgcd_jax.sampling` (host side): ``P(Binomial(n, q) > b) <= 1/n``.
+
+  Larger samples are not truncated: they take the exact O(n) completion branch.
+  """
+  return sampling.default_capacity(num_examples, sampling_rate)
 
 
 def sample_batch(key: Array, num_examples: int, sampling_rate: float, max_batch: int) -> tuple[Array, Array]:
-  """Poisson sampling in O(max_batch): indices (padded to ``max_batch``) and a validity mask.
+  """The Poisson(q) batch that :func:`step` uses for ``key``, as ``(arange(n), mask)`` (O(n)).
 
-  The positions of the successes in n independent Bernoulli(q) trials have i.i.d.
-  Geometric(q) gaps, so the first ``max_batch`` sampled indices are cumulative sums of
-  geometric draws; those past ``n - 1`` are padding.
+  Each example is in the batch independently with probability ``q`` (exactly, up to the
+  2^-64 total-variation bound of :mod:`dpgcd_jax.sampling`); ``max_batch`` is the fast-path
+  capacity, which changes the cost and which sample a key gives, never the law. For tests
+  and audits; :func:`step` gathers only ``max_batch`` rows unless the sample is larger.
   """
-  if sampling_rate >= 1.0:
-    return jnp.arange(num_examples), jnp.ones(num_examples, bool)
-  gaps = jax.random.geometric(key, sampling_rate, (max_batch,))
-  indices = jnp.cumsum(gaps) - 1
-  valid = indices < num_examples
-  return jnp.where(valid, indices, 0), valid
+  p = sampling.plan(num_examples, sampling_rate, max_batch)
+  return jnp.arange(num_examples), sampling.sample_mask(key, p)
 
 
 def step(problem: problem_lib.Problem, params: Params, key: Array, state: _coordinate.State, *,
          sampling_rate: float, max_batch: int, X: Array) -> tuple[_coordinate.State, None]:
   """One DP-SGD step (``X``: the row-major features, gathered by rows)."""
   key_sample, key_noise = jax.random.split(key)
-  indices, valid = sample_batch(key_sample, problem.num_examples, sampling_rate, max_batch)
-  rows = X[indices]
-  grads = jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0))(state.w, rows, problem.y[indices])
-  clipped_sum = jnp.sum(clipping.clip_l2(grads, params.clip) * valid[:, None], axis=0)
+  plan = sampling.plan(problem.num_examples, sampling_rate, max_batch)
+
+  def clipped_gradients(indices):
+    grads = jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0))(state.w, X[indices], problem.y[indices])
+    return clipping.clip_l2(grads, params.clip)
+
+  clipped_sum = sampling.subsample_sum(key_sample, plan, clipped_gradients)
   noise = clipping.noise_scale(params.noise, params.clip) * jax.random.normal(key_noise, state.w.shape,
                                                                              state.w.dtype)
   g = (clipped_sum + noise) / (sampling_rate * problem.num_examples) + problem.l2 * state.w
@@ -109,7 +115,7 @@ def _check_batch_size(batch_size: int, n: int) -> int:
 
 
 def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int, batch_size: int = 1,
-        store_objective: bool = True) -> _driver.Result:
+        store_objective: bool = False) -> _driver.Result:
   """Runs ``passes * (n // batch_size)`` DP-SGD steps under jit (objective once per pass).
 
   Args:
@@ -120,7 +126,7 @@ def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int
     batch_size: expected batch size, 1 <= batch_size <= n (static); ``q = batch_size / n``.
     store_objective: record the (NOT private) objective after every pass.
   """
-  passes = _driver.check_run_inputs(problem, key, passes, name="passes")
+  passes = _driver.check_run_inputs(problem, key, passes, name="passes", dense_only=True)
   n = problem.num_examples
   batch_size = _check_batch_size(batch_size, n)
   params = _driver.as_params(Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
@@ -139,23 +145,37 @@ def _run(problem, params, key, *, passes, batch_size, store_objective):
   state, _, objectives = _driver.run_steps(
       one_step, _coordinate.State(_coordinate.init(problem).w, None), key,
       steps=passes * steps_per_pass, record_every=steps_per_pass, record=record)
-  return _driver.Result(state.w, _driver.Trace(None, objectives))
+  return _driver.Result(_driver.fail_closed(params, state.w), _driver.Trace(None, objectives))
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         batch_size: int = 1, step_size: float = 0.1, clip: float = 1.0,
-        store_objective: bool = True) -> _driver.Result:
-  """(epsilon, delta)-DP DP-SGD: calibrates ``s`` (with the truncation slack), then runs."""
-  from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
-
-  passes = _driver.check_run_inputs(problem, key, passes, name="passes")
-  _check_batch_size(batch_size, problem.num_examples)
+        store_objective: bool = False) -> _driver.Result:
+  """(epsilon, delta)-DP DP-SGD: one ledger (Poisson-subsampled Gaussian steps + the sampler's
+  total-variation slack), calibrated, then run. ``key`` may be a batch of keys."""
+  _driver.check_fit_inputs(problem, key, epsilon, delta, _driver.DEFAULT_BOUND_SHARE,
+                           uses_smoothness=False)
+  passes = _validate.check_int("passes", passes, low=1)
+  _driver.check_dense(problem)
+  batch_size = _check_batch_size(batch_size, problem.num_examples)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
-  _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-  steps = passes * (problem.num_examples // batch_size)
-  slack = (1.0 + np.exp(epsilon)) * steps * TRUNCATION_PROBABILITY
-  calibration = accounting.calibrate_sgd(epsilon, delta - slack, steps=steps,
-                                         sampling_rate=batch_size / problem.num_examples)
-  result = run(problem, Params(step_size, clip, calibration.update_noise), key, passes=passes,
-               batch_size=batch_size, store_objective=store_objective)
-  return result._replace(privacy=calibration)
+  n = problem.num_examples
+  steps = passes * (n // batch_size)
+  q = batch_size / n
+  slack = (1.0 + np.exp(min(float(epsilon), 700.0))) * steps * TRUNCATION_PROBABILITY
+
+  def solver_ledger(scale):
+    return baseline_accounting.sgd_ledger(scale, steps=steps, sampling_rate=q).add(
+        "sampling (total variation)", events.DeltaSlack(slack), 1)
+
+  def make_run(scale):
+    params = _driver.as_params(Params(step_size, clip, scale), problem.XT.dtype,
+                               positive=("step_size", "clip"), non_negative=("noise",),
+                               num_features=problem.num_features, clip_may_be_vector=False)
+    return lambda pb, k: _run(pb, params, k, passes=passes, batch_size=batch_size,
+                              store_objective=store_objective)
+
+  return _driver.private_fit(problem, key, epsilon=epsilon, delta=delta,
+                             bound_share=_driver.DEFAULT_BOUND_SHARE, solver_ledger=solver_ledger,
+                             make_run=make_run, cache_key=("dp_sgd", steps, q, slack),
+                             uses_smoothness=False)
