@@ -1,8 +1,13 @@
-"""The vmapped (step size x clip x seeds) grid vs the same grid as a Python loop (issue 5).
+"""One compiled sweep per (algorithm, data set) vs a Python loop of solver calls (issues 5 and 12).
 
 Run: python benchmarks/bench_experiments.py
 For the presets' wall times: `time python -m dpgcd_jax.experiments reproduce --quick` (and
 without --quick for the full preset).
+
+The runner compiles ONE program per (algorithm, data set): the number of steps is a traced
+argument, so every budget of passes, grid chunk and grid extension reuses it. A loop of
+``algorithm.run`` calls compiles once per budget (``steps`` is static there) and then runs the
+grid point by point.
 """
 
 import time
@@ -11,55 +16,55 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from dpgcd_jax import datasets  # pylint: disable=g-import-not-at-top
-from dpgcd_jax.experiments import runner  # pylint: disable=g-import-not-at-top
+from dpgcd_jax import data  # pylint: disable=g-import-not-at-top
+from dpgcd_jax.experiments import runner, sweeps  # pylint: disable=g-import-not-at-top
+
+SEEDS = 5
+CHUNK = runner.QUICK.chunk
 
 
-def compare(name, algorithm_name, passes):
-  prepared = runner.build(datasets.get(name))
+def compare(name, algorithm_name, budgets):
+  prepared = runner.build(data.get(name))
   algorithm, problem = runner.ALGORITHMS[algorithm_name], prepared.private
-  noise = algorithm.calibrate(problem, 1.0 / problem.num_examples**2, passes)
-  params, points = runner.grid_params(algorithm, problem, runner.QUICK, noise)
-  keys = runner.seed_keys(runner.QUICK.seeds)
+  delta = 1.0 / problem.num_examples**2
+  points = runner.grids.points([algorithm.step_sizes, algorithm.clips])[:CHUNK]
+  keys = runner.seed_keys(SEEDS)
+  noises = {t: algorithm.calibrate(problem, delta, t) for t in budgets}
 
-  sweep = lambda: runner.sweep(algorithm, problem, params, keys, passes)
   start = time.perf_counter()
-  jax.block_until_ready(sweep())
-  vmapped_first = time.perf_counter() - start  # one compilation + the whole grid
+  for t in budgets:
+    runner.sweep(algorithm, problem, points, noises[t], keys, t, CHUNK)
+  swept = time.perf_counter() - start  # one compilation for every budget + the runs
 
   def loop():
-    for i in range(len(points)):
-      for key in keys:
-        jax.block_until_ready(algorithm.run(problem, jax.tree.map(lambda x, i=i: x[i], params), key, passes).w)
+    for t in budgets:
+      params = sweeps.grid_params(algorithm, problem, points, noises[t])
+      for i in range(len(points)):
+        one = jax.tree.map(lambda x, i=i: x[i], params)
+        for key in keys:
+          jax.block_until_ready(algorithm.run(problem, one, key, t).w)
 
   start = time.perf_counter()
   loop()
-  looped_first = time.perf_counter() - start  # one compilation (cached afterwards) + run by run
+  looped = time.perf_counter() - start  # one compilation per budget + run by run
   start = time.perf_counter()
-  loop()
-  looped_again = time.perf_counter() - start
-  compiled = jax.jit(jax.vmap(jax.vmap(lambda prm, k: algorithm.run(problem, prm, k, passes).w,
-                                       in_axes=(None, 0)), in_axes=(0, None)))
-  jax.block_until_ready(compiled(params, keys))
-  start = time.perf_counter()
-  jax.block_until_ready(compiled(params, keys))
-  vmapped_run = time.perf_counter() - start  # the vmapped grid alone, compiled
-  runs = len(points) * len(keys)
-  print(f"| {name} | {algorithm.label} | {passes} | {runs} | {vmapped_first:.2f} s | {looped_first:.2f} s "
-        f"| {looped_first / vmapped_first:.1f}x | {vmapped_run * 1e3:.0f} ms | {looped_again * 1e3:.0f} ms "
-        f"| {looped_again / vmapped_run:.1f}x |")
+  for t in budgets:
+    runner.sweep(algorithm, problem, points, noises[t], keys, t, CHUNK)
+  swept_again = time.perf_counter() - start
+  runs = len(points) * SEEDS * len(budgets)
+  print(f"| {name} | {algorithm.label} | {', '.join(map(str, budgets))} | {runs} | {swept:.1f} s | "
+        f"{looped:.1f} s | {looped / swept:.1f}x | {swept_again:.2f} s |")
 
 
 def main():
-  print(f"jax {jax.__version__} on {jax.default_backend()}, quick-preset grid x 5 seeds; the first "
-        "timings include compilation, the last ones do not\n")
-  print("| data set | algorithm | passes | runs | vmapped, with compile | loop, with compile | ratio "
-        "| vmapped, compiled | loop, compiled | ratio |")
-  print("|---|---|---|---|---|---|---|---|---|---|")
-  compare("log1", "dp_gcd", 10)
-  compare("square", "dp_gcd_gumbel", 50)
-  compare("log1", "dp_cd", 10)
-  compare("square", "dp_sgd", 3)
+  print(f"jax {jax.__version__} on {jax.default_backend()}: {CHUNK} grid points x {SEEDS} seeds per budget; "
+        "the first two timings include compilation\n")
+  print("| data set | algorithm | passes | runs | compiled sweep, with compile | loop of run calls, with "
+        "compile | ratio | compiled sweep, again |")
+  print("|---|---|---|---|---|---|---|---|")
+  compare("log1", "dp_gcd", (1, 3, 10))
+  compare("log1", "dp_cd", (1, 3, 10))
+  compare("square", "dp_sgd", (1, 3))
 
 
 if __name__ == "__main__":

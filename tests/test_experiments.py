@@ -1,77 +1,276 @@
-"""The experiment runner: grids equal direct solver calls, relative errors, outputs, CLI."""
+"""The experiment runner: grids that contain their optimum, statistics, the private column, outputs, CLI."""
 
 import dataclasses
 import json
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats as sp_stats
 
-from dpgcd_jax import datasets
+from dpgcd_jax import data
 from dpgcd_jax.experiments import __main__ as cli
+from dpgcd_jax.experiments import grids
+from dpgcd_jax.experiments import prepared as prepared_lib
+from dpgcd_jax.experiments import private
+from dpgcd_jax.experiments import report
 from dpgcd_jax.experiments import runner
+from dpgcd_jax.experiments import stats
+from dpgcd_jax.experiments import sweeps
+from dpgcd_jax.privacy import selection
 
-TINY = runner.Preset(passes=(2,), clips=(0.3, 1.0), seeds=2, datasets=("diabetes",))
+TINY = runner.Preset(passes=(2,), seeds=2, datasets=("diabetes",), algorithms=("dp_gcd", "dp_cd"),
+                     private_algorithms=(), max_extensions=1, confirm_seeds=4, chunk=4, skip=())
 
 
 @pytest.fixture(scope="module")
 def prepared():
-  return runner.build(datasets.get("diabetes"))
+  with jax.enable_x64(True):
+    return runner.build(data.get("diabetes"))
+
+
+# ----------------------------------------------------------------------------- grids
+
+
+def test_log_axis_and_extensions_keep_the_lattice():
+  axis = grids.log_axis("step_size", 10**-0.5, 100.0)
+  assert axis.values == (0.3162, 1.0, 3.162, 10.0, 31.62, 100.0)
+  assert math.isclose(axis.ratio, 10**0.5)
+  assert axis.extended("high").values[-2:] == (316.2, 1000.0)
+  assert axis.extended("low", 3).values[:3] == (0.01, 0.03162, 0.1)
+  assert grids.Axis("c", (1.0, 2.0, 4.0)).extended("low").values == (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+@pytest.mark.parametrize("values", [(1.0,), (1.0, 2.0, 3.0), (2.0, 1.0), (0.0, 1.0), (1.0, math.inf)])
+def test_axis_rejects_values_that_are_not_log_spaced(values):
+  with pytest.raises(ValueError, match="values"):
+    grids.Axis("clip", values)
+
+
+def test_axis_rejects_a_bad_side():
+  with pytest.raises(ValueError, match="side"):
+    grids.log_axis("clip", 0.1, 1.0).extended("up")
+
+
+def test_edge_sides_finds_the_first_and_last_values():
+  axes = [grids.Axis("step_size", (1.0, 10.0, 100.0)), grids.Axis("clip", (0.1, 1.0))]
+  assert grids.edge_sides(axes, (10.0, 0.1)) == [("clip", "low")]
+  assert grids.edge_sides(axes, (100.0, 1.0)) == [("step_size", "high"), ("clip", "high")]
+  assert grids.edge_sides([axes[0], grids.Axis("clip", (0.1, 1.0, 10.0))], (10.0, 1.0)) == []
+  with pytest.raises(ValueError, match="best"):
+    grids.edge_sides(axes, (1.0,))
+
+
+def _search(error, axes, max_rounds):
+  """Runs a grids.Search against a deterministic error function of (step, clip)."""
+  search = grids.Search(list(axes))
+  evaluated = []
+  while True:
+    for p in search.missing():
+      search.errors[p] = np.array([error(*p)] * 3)
+      search.nnz[p] = np.array([1, 1, 1])
+      evaluated.append(p)
+    if not search.step(max_rounds):
+      return search, evaluated
+
+
+def test_search_extends_the_grid_until_the_optimum_is_interior():
+  # Optimum at step 1000, clip 0.001: outside the initial grid, two decades up / down.
+  error = lambda g, c: 0.1 + 0.02 * ((math.log10(g) - 3.0) ** 2 + (math.log10(c) + 3.0) ** 2)
+  axes = [grids.log_axis("step_size", 0.1, 10.0), grids.log_axis("clip", 0.1, 10.0)]
+  search, evaluated = _search(error, axes, max_rounds=5)
+  assert search.best() == (1000.0, 0.001)
+  assert search.edges() == []
+  assert search.rounds == 3 and ("step_size", "high") in search.extended and ("clip", "low") in search.extended
+  assert len(evaluated) == len(set(evaluated)) == len(search.errors)  # every point evaluated once
+
+
+def test_search_is_bounded_and_the_remaining_edge_is_reported():
+  error = lambda g, c: 0.5 / (1.0 + g) + 0.1 * c  # best: largest step, smallest clip, forever
+  axes = [grids.log_axis("step_size", 0.1, 10.0), grids.log_axis("clip", 0.1, 10.0)]
+  search, _ = _search(error, axes, max_rounds=2)
+  assert search.rounds == 2
+  assert search.edges() == [("step_size", "high"), ("clip", "low")]
+  assert len(search.axes[0].values) == 5 + 4
+
+
+def test_search_does_not_extend_when_no_point_beats_the_origin():
+  axes = [grids.log_axis("step_size", 0.1, 10.0), grids.log_axis("clip", 0.1, 10.0)]
+  search, _ = _search(lambda g, c: 1.0, axes, max_rounds=3)
+  assert search.no_progress() and search.rounds == 0
+
+
+def test_search_ignores_diverged_points():
+  search = grids.Search([grids.Axis("step_size", (1.0, 10.0, 100.0)), grids.Axis("clip", (1.0, 10.0))])
+  for p in grids.points(search.axes):
+    search.errors[p] = np.array([np.nan if p[0] == 1.0 else 1.0 / p[0] + p[1]])
+  assert search.best() == (100.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def test_top_share_against_a_hand_computation():
+  w = np.zeros(20)
+  w[:12] = [5.0, -4.0, 3.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -0.5, 0.5]
+  total = 25 + 16 + 9 + 4 + 6 * 1 + 0.25 + 0.25  # 60.5
+  assert stats.top_share(w, 10) == pytest.approx((60.5 - 0.5) / total)
+  assert stats.top_share(w, 1) == pytest.approx(25 / total)
+  assert stats.top_share(np.ones(100), 10) == pytest.approx(0.1)
+  assert math.isnan(stats.top_share(np.zeros(3)))
+  with pytest.raises(ValueError, match="k"):
+    stats.top_share(w, 0)
+
+
+def test_welch_matches_the_textbook_statistic_and_decides_on_synthetic_numbers():
+  rng = np.random.default_rng(0)
+  a, b = rng.normal(0.50, 0.05, 12), rng.normal(0.60, 0.02, 15)
+  c = stats.welch(a, b)
+  va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+  t = (a.mean() - b.mean()) / math.sqrt(va + vb)
+  dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+  assert c.statistic == pytest.approx(t)
+  assert c.pvalue == pytest.approx(2 * sp_stats.t.sf(abs(t), dof))
+  assert c.significant and c.difference < 0 and (c.n_a, c.n_b) == (12, 15)
+  # Under the null (same mean, unequal variances and sizes) it rejects about 5% of the time.
+  rejections = [stats.welch(rng.normal(0.5, 0.05, 10), rng.normal(0.5, 0.02, 14)).significant for _ in range(800)]
+  assert 0.03 <= np.mean(rejections) <= 0.075
+  assert stats.welch([1.0, 1.0], [2.0, 2.0]).pvalue == 0.0
+  assert stats.welch([1.0, 1.0], [1.0, 1.0]).pvalue == 1.0
+  with pytest.raises(ValueError, match="a"):
+    stats.welch([1.0], [1.0, 2.0])
+
+
+def test_within_spread():
+  assert stats.within_spread(0.5, 0.1, 0.65, 0.06)
+  assert not stats.within_spread(0.5, 0.1, 0.7, 0.06)
+
+
+# ----------------------------------------------------------------------------- runner
 
 
 def test_relative_error_is_zero_at_the_optimum_and_one_at_the_origin(prepared):
-  solution = runner.reference.solve(prepared.exact, tol=1e-12)
-  np.testing.assert_allclose(runner.relative_error(prepared, solution.w), 0.0, atol=1e-9)
-  np.testing.assert_allclose(runner.relative_error(prepared, jnp.zeros(prepared.exact.num_features)), 1.0,
-                             rtol=1e-12)
+  with jax.enable_x64(True):
+    np.testing.assert_allclose(runner.relative_error(prepared, prepared.solution), 0.0, atol=1e-9)
+    np.testing.assert_allclose(runner.relative_error(prepared, jnp.zeros(prepared.exact.num_features)), 1.0,
+                               rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", list(runner.ALGORITHMS))
-def test_best_grid_point_equals_a_direct_solver_call_with_the_same_key(prepared, name):
+@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+def test_sweeps_equal_direct_solver_calls_with_the_same_key(prepared, name):
   algorithm, problem = runner.ALGORITHMS[name], prepared.private
   noise = algorithm.calibrate(problem, 1.0 / problem.num_examples**2, 2)
-  params, points = runner.grid_params(algorithm, problem, TINY, noise)
-  keys = runner.seed_keys(TINY.seeds)
-  w = runner.sweep(algorithm, problem, params, keys, 2)
-  errors = runner.relative_error(prepared, w)
-  best = int(np.argmin(errors.mean(axis=1)))
-  for seed in range(TINY.seeds):
-    single = algorithm.run(problem, jax.tree.map(lambda x: x[best], params), keys[seed], 2).w
-    np.testing.assert_allclose(w[best, seed], single, rtol=1e-5, atol=1e-6)
-  assert len(points) == errors.shape[0] == len(algorithm.step_sizes) * len(TINY.clips)
+  pts = [(algorithm.step_sizes.values[2], 0.3), (algorithm.step_sizes.values[3], 1.0)]
+  keys = runner.seed_keys(2)
+  w = runner.sweep(algorithm, problem, pts, noise, keys, 2, chunk=3)
+  assert w.shape == (2, 2, problem.num_features)
+  fresh = runner.seed_keys(3, stream=1)
+  w_ind = runner.independent(algorithm, problem, pts + pts[:1], noise, fresh, 2, chunk=3, seeds=2)
+  assert w_ind.shape == (3, problem.num_features)
+  params = sweeps.grid_params(algorithm, problem, pts, noise)
+  for i in range(2):
+    one = jax.tree.map(lambda x, i=i: x[i], params)
+    for s in range(2):
+      np.testing.assert_allclose(w[i, s], algorithm.run(problem, one, keys[s], 2).w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w_ind[i], algorithm.run(problem, one, fresh[i], 2).w, rtol=1e-5, atol=1e-6)
+  assert not np.allclose(w_ind[0], w_ind[2])  # same point, different keys
 
 
-def test_run_experiment_records_every_run_and_the_best_points():
+def test_greedy_nonprivate_is_plain_greedy_coordinate_descent(prepared):
+  errors = runner.greedy_nonprivate(prepared, (1, 5), TINY)
+  assert 0.0 < errors[5] < errors[1] < 1.0
+
+
+def test_run_experiment_records_every_run_the_best_points_and_the_tests():
   preset = dataclasses.replace(TINY, passes=(1, 2))
-  results = runner.run_experiment(preset, algorithms=("dp_gcd", "dp_cd"), progress=False)
-  grid = {"dp_gcd": len(runner.ALGORITHMS["dp_gcd"].step_sizes), "dp_cd": len(runner.ALGORITHMS["dp_cd"].step_sizes)}
-  assert len(results["runs"]) == sum(2 * g * len(TINY.clips) * TINY.seeds for g in grid.values())
+  with jax.enable_x64(True):
+    results = runner.run_experiment(preset, progress=False)
   assert len(results["best"]) == 4
   for best in results["best"]:
     runs = [r["relative_error"] for r in results["runs"]
             if (r["algorithm"], r["passes"], r["step_size"], r["clip"]) ==
             (best["algorithm"], best["passes"], best["step_size"], best["clip"])]
-    assert np.isclose(np.mean(runs), best["mean"])
+    assert np.isclose(np.mean(runs), best["mean"]) and len(runs) == TINY.seeds
     others = {}
     for r in results["runs"]:
       if (r["algorithm"], r["passes"]) == (best["algorithm"], best["passes"]):
         others.setdefault((r["step_size"], r["clip"]), []).append(r["relative_error"])
+    assert len(others) == best["grid_points"]
     assert best["mean"] <= min(np.mean(v) for v in others.values()) + 1e-12
-  assert results["datasets"]["diabetes"]["solution_nnz"] > 0
+    assert best["extensions"] <= 1
+    assert (best["versus_winner"] is None) == best["winner"]
+    if best["confirm"] is not None:
+      assert best["confirm"]["seeds"] == TINY.confirm_seeds
+  assert sum(b["winner"] for b in results["best"]) == 2
+  info = results["datasets"]["diabetes"]
+  assert info["solution_nnz"] > 0 and 0.0 < info["top10_share"] <= 1.0
+  assert {g["passes"] for g in results["greedy"]} == {1, 2}
   assert results["versions"]["jax"] == jax.__version__
+  table = report.markdown_table(results)
+  assert "Best points on a grid edge after extension" in table and "greedy CD" in table
 
 
-def test_unknown_dataset_is_rejected():
-  with pytest.raises(ValueError, match="datasets"):
-    runner.run_experiment(TINY, datasets=("mnist",), progress=False)
+def test_skipped_combinations_are_recorded_with_their_reason():
+  preset = dataclasses.replace(TINY, algorithms=("dp_gcd",), skip=(("diabetes", "dp_gcd", "too slow"),))
+  with jax.enable_x64(True):
+    results = runner.run_experiment(preset, progress=False)
+  assert results["best"] == [] and results["skipped"] == [
+      dict(dataset="diabetes", algorithm="dp_gcd", reason="too slow")]
+  assert runner.skip_reason(TINY, "dorothea_synth", "dp_sgd", True) == runner.SPARSE_SKIP
+
+
+@pytest.mark.parametrize("change", [dict(datasets=("mnist",)), dict(algorithms=("sgd",)), dict(passes=(0,)),
+                                    dict(seeds=1), dict(max_extensions=-1), dict(chunk=1)])
+def test_bad_presets_are_rejected(change):
+  with pytest.raises(ValueError):
+    runner.check_preset(dataclasses.replace(TINY, **change))
+
+
+# ----------------------------------------------------------------------------- private column
+
+
+def test_private_column_spends_at_most_the_budget(prepared):
+  spec = private.PublicSpec(3.0, 4.5, False, "test: B = 3 on standardized columns")
+  with jax.enable_x64(True):
+    public = private.prepare(prepared.dataset, spec)
+    row = private.private_row(runner.ALGORITHMS["dp_gcd"], public, spec, 2, TINY)
+  assert row["epsilon"] <= 1.0 + 1e-9 and row["delta"] <= 1.0 / prepared.dataset.n**2 * (1 + 1e-9)
+  assert "RepeatAndSelect" in row["report"] and row["scale"] > 1.0
+  assert len(row["errors"]) == TINY.seeds and all(np.isfinite(row["errors"]))
+  assert row["candidates"] == len(private.candidates(runner.ALGORITHMS["dp_gcd"], 3.0)) == row["mean_repetitions"]
+  for step_size, clip in row["selected"]:
+    assert (step_size, clip) in private.candidates(runner.ALGORITHMS["dp_gcd"], 3.0)
+  # The same total, recomputed from the ledger with the calibrated scale.
+  algorithm, problem = runner.ALGORITHMS["dp_gcd"], public.private
+  delta = 1.0 / problem.num_examples**2
+  inner = algorithm.ledger(problem, tuple(row["noise"]), 2) + private.ledger_lib.Ledger.of(
+      ("private score", private.events.Laplace(row["score_epsilon"]), 1))
+  total = selection.repeat_and_select_ledger(inner, mean=row["mean_repetitions"], shape=private.SHAPE)
+  assert total.epsilon(delta) <= 1.0 + 1e-6
+  # Features are clipped to the public bound and M_j = beta B^2.
+  np.testing.assert_allclose(problem.smoothness, problem.curvature * 9.0)
+  assert float(jnp.max(jnp.abs(problem.XT))) <= 3.0
+
+
+def test_capped_objective_is_the_objective_when_nothing_is_capped(prepared):
+  with jax.enable_x64(True):
+    w = jnp.asarray(prepared.solution)
+    full = float(prepared_lib._objectives(prepared.exact, w[None])[0])  # pylint: disable=protected-access
+    assert private.capped_objective(prepared.exact, w, 1e6)[0] == pytest.approx(full)
+    assert private.capped_objective(prepared.exact, w, 1e-3)[0] < full
+
+
+# ----------------------------------------------------------------------------- outputs
 
 
 def test_command_line_writes_the_figure_table_and_records(tmp_path):
-  assert cli.main(["reproduce", "--quick", "--datasets", "diabetes", "--algorithms", "dp_gcd",
-                   "dp_sgd", "--passes", "1", "2", "--seeds", "2", "--out", str(tmp_path)]) == 0
+  assert cli.main(["reproduce", "--quick", "--datasets", "diabetes", "--algorithms", "dp_gcd", "dp_sgd",
+                   "--private-algorithms", "--passes", "1", "2", "--seeds", "2", "--max-extensions", "0",
+                   "--out", str(tmp_path)]) == 0
   table = (tmp_path / "table.md").read_text()
-  assert "diabetes" in table and "DP-SGD" in table
+  assert "diabetes" in table and "DP-SGD" in table and "Wall time" in table
   assert (tmp_path / "figure.png").stat().st_size > 10_000
   summary = json.loads((tmp_path / "summary.json").read_text())
   assert summary["preset"]["passes"] == [1, 2] and summary["seconds"] > 0

@@ -19,22 +19,30 @@ def main(argv: list[str] | None = None) -> int:
   rep = commands.add_parser("reproduce", help="run a preset and write the figure, table and records")
   rep.add_argument("--quick", action="store_true", help="the quick preset (offline data, minutes)")
   rep.add_argument("--datasets", nargs="+", help="data set names (default: the preset's)")
-  rep.add_argument("--algorithms", nargs="+", help="subset of dp_gcd dp_gcd_gumbel dp_cd dp_sgd")
+  rep.add_argument("--algorithms", nargs="+", help=f"subset of {' '.join(runner.ALGORITHMS)}")
+  rep.add_argument("--private-algorithms", nargs="*",
+                   help="algorithms of the end-to-end private column (none: no private column)")
   rep.add_argument("--passes", nargs="+", type=int, help="override the preset's budgets of passes")
   rep.add_argument("--seeds", type=int, help="override the preset's number of seeds")
+  rep.add_argument("--max-extensions", type=int, help="override the preset's bound on grid extensions")
   rep.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
   args = parser.parse_args(argv)
 
   preset = runner.QUICK if args.quick else runner.FULL
+  changes = {}
   if args.passes:
-    preset = dataclasses.replace(preset, passes=tuple(args.passes))
+    changes["passes"] = tuple(args.passes)
   if args.seeds:
-    preset = dataclasses.replace(preset, seeds=args.seeds)
+    changes["seeds"] = args.seeds
+  if args.max_extensions is not None:
+    changes["max_extensions"] = args.max_extensions
+  if args.private_algorithms is not None:
+    changes["private_algorithms"] = tuple(args.private_algorithms)
+  preset = dataclasses.replace(preset, **changes)
   # Explicit dtypes: runner.build makes a float64 problem for F* and the objectives and a
   # float32 one for the private runs; 64-bit mode is on for this call only, not globally.
   with jax.enable_x64(True):
-    results = runner.run_experiment(preset, datasets=args.datasets,
-                                    algorithms=tuple(args.algorithms or runner.ALGORITHMS))
+    results = runner.run_experiment(preset, datasets=args.datasets, algorithms=args.algorithms)
   paths = report.write_results(results, args.out)
   print(paths["table"].read_text())
   print("\n".join(f"{k}: {v}" for k, v in paths.items()))

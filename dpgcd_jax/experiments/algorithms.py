@@ -1,0 +1,162 @@
+"""The algorithms of the experiments: how to calibrate, step, account and grid each solver.
+
+Passes are counted as in the paper: one DP-GCD iteration = ``p`` DP-CD steps = one DP-SGD
+epoch (``n / batch_size`` steps). Step sizes of the coordinate methods are in units of
+``1 / M_j`` (above 1 is legitimate: ``M_j`` bounds the curvature, it is not the curvature);
+clips are per coordinate (:func:`clip_scale`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.experiments import grids
+from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.solvers import dp_cd
+from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import dp_sgd
+
+EPSILON = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+  """How to run one algorithm on a grid.
+
+  Attributes:
+    name: registry name.
+    label: legend / table label.
+    make_params: ``(step sizes, clips, noise) -> Params`` with array leaves (one per run).
+    make_step: ``problem -> (params, key, state) -> state``, one step of the solver.
+    init: ``problem -> state``, the solver's initial state.
+    steps_per_pass: ``problem -> int``.
+    calibrate: ``(problem, delta, passes) -> noise`` (the solver's multipliers at epsilon = 1).
+    ledger: ``(problem, noise, passes) -> Ledger`` of one run with multipliers ``noise``.
+    step_sizes: the initial step-size axis (units of ``1 / M_j`` for coordinate methods).
+    clips: the initial clip axis, per coordinate (see :func:`clip_scale`).
+    run: ``(problem, params, key, passes) -> Result``, the solver's own entry point.
+    shared_keys: the grid points of one seed share the key (DP-SGD; see the module docstring).
+    dense_only: the solver rejects sparse features.
+  """
+
+  name: str
+  label: str
+  make_params: Callable[[Any, Any, Any], Any]
+  make_step: Callable[[problem_lib.Problem], Callable[[Any, jax.Array, Any], Any]]
+  init: Callable[[problem_lib.Problem], Any]
+  steps_per_pass: Callable[[problem_lib.Problem], int]
+  calibrate: Callable[[problem_lib.Problem, float, int], Any]
+  ledger: Callable[[problem_lib.Problem, Any, int], ledger_lib.Ledger]
+  step_sizes: grids.Axis
+  clips: grids.Axis
+  run: Callable[..., Any]
+  shared_keys: bool = False
+  dense_only: bool = False
+
+
+def sgd_batch_size(problem: problem_lib.Problem) -> int:
+  """Expected batch size of DP-SGD: about 100 steps per pass (at least 1 example)."""
+  return max(1, problem.num_examples // 100)
+
+
+def clip_scale(algorithm: Algorithm, problem: problem_lib.Problem) -> float:
+  """Solver clip per unit of grid clip: 1 for coordinate methods, ``sqrt(p)`` for DP-SGD.
+
+  Grid clips are per coordinate. A scalar clip of DP-GCD / DP-CD is ``C_j = c sqrt(M_j /
+  beta)`` (``= c`` for standardized columns); DP-SGD clips the l2 norm of the whole gradient,
+  ``c sqrt(p)`` for ``p`` coordinates of size ``c``.
+  """
+  return float(np.sqrt(problem.num_features)) if algorithm.name == "dp_sgd" else 1.0
+
+
+def _gcd(selection: str, update: str) -> dict[str, Callable]:
+  def calibrate(problem, delta, passes):
+    del problem
+    cal = accounting.calibrate_gcd(EPSILON, delta, steps=passes, selection=selection, update=update)
+    return (cal.selection_noise, cal.update_noise)
+
+  def make_step(problem):
+    return lambda params, key, state: dp_gcd.step(problem, params, key, state, selection=selection,
+                                                  update=update)[0]
+
+  def ledger(problem, noise, passes):
+    del problem
+    return accounting.gcd_ledger(noise[0], noise[1], steps=passes, selection=selection, update=update)
+
+  def run(problem, params, key, passes):
+    return dp_gcd.run(problem, params, key, steps=passes, selection=selection, update=update)
+
+  return dict(calibrate=calibrate, make_step=make_step, ledger=ledger, run=run)
+
+
+def _sgd_steps(problem: problem_lib.Problem, passes: int) -> int:
+  return passes * (problem.num_examples // sgd_batch_size(problem))
+
+
+def _sgd_calibrate(problem, delta, passes):
+  steps = _sgd_steps(problem, passes)
+  slack = (1.0 + np.exp(EPSILON)) * steps * dp_sgd.TRUNCATION_PROBABILITY
+  return accounting.calibrate_sgd(EPSILON, delta - slack, steps=steps,
+                                  sampling_rate=sgd_batch_size(problem) / problem.num_examples).update_noise
+
+
+def _sgd_make_step(problem):
+  n = problem.num_examples
+  q = sgd_batch_size(problem) / n
+  one = functools.partial(dp_sgd.step, problem, sampling_rate=q, max_batch=dp_sgd.max_batch_size(n, q),
+                          X=problem.XT.T)
+  return lambda params, key, state: one(params, key, state)[0]
+
+
+def _sgd_ledger(problem, noise, passes):
+  steps = _sgd_steps(problem, passes)
+  q = sgd_batch_size(problem) / problem.num_examples
+  slack = (1.0 + np.exp(EPSILON)) * steps * dp_sgd.TRUNCATION_PROBABILITY
+  return accounting.sgd_ledger(noise, steps=steps, sampling_rate=q) + ledger_lib.Ledger.of(
+      ("sampler total variation", events.DeltaSlack(slack), 1))
+
+
+GCD_STEPS = grids.log_axis("step_size", 10**-0.5, 100.0)
+COORDINATE_CLIPS = grids.log_axis("clip", 0.01, 10**0.5)
+CD_STEPS = grids.log_axis("step_size", 0.01, 10**0.5)
+SGD_STEPS = grids.log_axis("step_size", 1e-4, 10**-1.5)
+
+ALGORITHMS = {
+    "dp_gcd": Algorithm(
+        "dp_gcd", "DP-GCD (paper: Laplace + Laplace)",
+        lambda g, c, noise: dp_gcd.Params(g, c, noise[0], noise[1]), init=dp_gcd.init,
+        steps_per_pass=lambda pb: 1, step_sizes=GCD_STEPS, clips=COORDINATE_CLIPS,
+        **_gcd("laplace", "laplace")),
+    "dp_gcd_gumbel": Algorithm(
+        "dp_gcd_gumbel", "DP-GCD (ours: Gumbel + Gaussian)",
+        lambda g, c, noise: dp_gcd.Params(g, c, noise[0], noise[1]), init=dp_gcd.init,
+        steps_per_pass=lambda pb: 1, step_sizes=GCD_STEPS, clips=COORDINATE_CLIPS,
+        **_gcd("gumbel", "gaussian")),
+    "dp_cd": Algorithm(
+        "dp_cd", "DP-CD",
+        lambda g, c, noise: dp_cd.Params(g, c, noise),
+        make_step=lambda pb: (lambda params, key, state: dp_cd.step(pb, params, key, state)[0]),
+        init=dp_gcd.init, steps_per_pass=lambda pb: pb.num_features,
+        calibrate=lambda pb, delta, passes: accounting.calibrate_cd(
+            EPSILON, delta, steps=passes * pb.num_features).update_noise,
+        ledger=lambda pb, noise, passes: accounting.cd_ledger(noise, steps=passes * pb.num_features),
+        step_sizes=CD_STEPS, clips=COORDINATE_CLIPS,
+        run=lambda pb, prm, k, passes: dp_cd.run(pb, prm, k, passes=passes)),
+    "dp_sgd": Algorithm(
+        "dp_sgd", "DP-SGD",
+        lambda g, c, noise: dp_sgd.Params(g, c, noise),
+        make_step=_sgd_make_step,
+        init=lambda pb: dp_gcd.State(dp_gcd.init(pb).w, None),
+        steps_per_pass=lambda pb: pb.num_examples // sgd_batch_size(pb),
+        calibrate=_sgd_calibrate, ledger=_sgd_ledger, step_sizes=SGD_STEPS, clips=COORDINATE_CLIPS,
+        run=lambda pb, prm, k, passes: dp_sgd.run(pb, prm, k, passes=passes, batch_size=sgd_batch_size(pb)),
+        shared_keys=True, dense_only=True),
+}
