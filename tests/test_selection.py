@@ -8,10 +8,11 @@ import pytest
 from dp_accounting import dp_event
 from sklearn.base import clone
 
-from dpgcd_jax import selection
+from dpgcd_jax.estimators._cv import check_param_grid
 from dpgcd_jax.estimators import DPGCDClassifierCV, DPGCDRegressorCV
 from dpgcd_jax.privacy import Gaussian, Laplace, Ledger
 from dpgcd_jax.privacy import _rdp
+from dpgcd_jax.privacy import selection
 
 ORDERS = np.array([1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0,
                    24.0, 32.0, 48.0, 64.0, 128.0, 256.0])
@@ -51,7 +52,7 @@ def test_parts_take_the_worst_curve():
   both = selection.RepeatAndSelect((weak, strong), 5.0, 1.0)
   alone = selection.RepeatAndSelect((strong,), 5.0, 1.0)
   np.testing.assert_allclose(both.rdp(ORDERS), alone.rdp(ORDERS))
-  assert "RepeatAndSelect(mean=5, shape=1, parts=2)" == both.describe()
+  assert both.describe().startswith("RepeatAndSelect(mean=5, geometric, parts=2; per run:")
 
 
 @pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 3.0])
@@ -69,12 +70,12 @@ def test_repetitions_have_the_requested_mean(shape):
     [{"clip": [0.1]}, {"bogus": [1]}]])
 def test_bad_grids_are_rejected_by_name(grid):
   with pytest.raises(ValueError, match="param_grid"):
-    selection.check_param_grid(grid, ("clip", "step_size"))
+    check_param_grid(grid, ("clip", "step_size"))
 
 
 def test_grid_lists_every_candidate():
   grid = [{"clip": [0.1, 0.3], "step_size": [1.0]}, {"clip": [1.0]}]
-  assert selection.check_param_grid(grid, ("clip", "step_size")) == [
+  assert check_param_grid(grid, ("clip", "step_size")) == [
       {"clip": 0.1, "step_size": 1.0}, {"clip": 0.3, "step_size": 1.0}, {"clip": 1.0}]
 
 

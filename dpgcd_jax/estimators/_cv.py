@@ -1,6 +1,6 @@
 """DPGCDClassifierCV and DPGCDRegressorCV: hyperparameters chosen privately from a grid.
 
-Protocol (Papernot & Steinke 2022, see :mod:`dpgcd_jax.selection`), from the raw data:
+Protocol (Papernot & Steinke 2022, see :mod:`dpgcd_jax.privacy.selection`), from the raw data:
 
 1. when ``feature_bound`` is None, a feature bound ``B`` is released privately on all the
    data (a share 0.1 of epsilon, as in :class:`~dpgcd_jax.estimators.DPGCDClassifier`);
@@ -26,17 +26,48 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import jax
 import numpy as np
 
 from dpgcd_jax import _validate
-from dpgcd_jax import selection
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.privacy import events, ledger as ledger_lib
+from dpgcd_jax.privacy import selection
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
+
+
+def check_param_grid(param_grid: Any, allowed: Sequence[str]) -> list[dict[str, Any]]:
+  """Validates a candidate grid and lists its candidates (scikit-learn's ``ParameterGrid`` order).
+
+  Args:
+    param_grid: a dict ``name -> non-empty list of values`` or a non-empty list of such dicts.
+    allowed: the hyperparameter names that may be searched.
+
+  Raises:
+    ValueError: naming ``param_grid`` for an empty grid, an unknown name, a value that is not a
+      non-empty list.
+  """
+  grids = [param_grid] if isinstance(param_grid, Mapping) else param_grid
+  if isinstance(grids, (str, bytes)) or not isinstance(grids, Sequence) or not grids:
+    raise ValueError(f"Expected param_grid to be a non-empty dict of lists or a non-empty list of "
+                     f"such dicts, got param_grid={param_grid!r}.")
+  candidates = []
+  for grid in grids:
+    if not isinstance(grid, Mapping) or not grid:
+      raise ValueError(f"Expected every grid in param_grid to be a non-empty dict, got {grid!r}.")
+    for name, values in grid.items():
+      if name not in allowed:
+        raise ValueError(f"Expected param_grid keys in {tuple(allowed)}, got {name!r}.")
+      if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)) or \
+          len(values) == 0:
+        raise ValueError(f"Expected param_grid[{name!r}] to be a non-empty list, got {values!r}.")
+    names = sorted(grid)
+    for values in itertools.product(*(list(grid[k]) for k in names)):
+      candidates.append(dict(zip(names, values)))
+  return candidates
 
 
 def default_grid(n: int, p: int, epsilon: float) -> dict[str, list[Any]]:
@@ -62,7 +93,7 @@ class _SearchMixin:
 
   def _check_search(self) -> None:
     if self.param_grid is not None:
-      selection.check_param_grid(self.param_grid, SEARCHABLE)
+      check_param_grid(self.param_grid, SEARCHABLE)
     if self.mean_repetitions is not None:
       _validate.check_number("mean_repetitions", self.mean_repetitions, low=1.0)
     _validate.check_number("repetition_shape", self.repetition_shape, low=0.0)
@@ -94,7 +125,7 @@ class _SearchMixin:
     grid = self.param_grid
     if grid is None:
       grid = default_grid(n - n_val, p + bool(self.fit_intercept), epsilon)
-    candidates = selection.check_param_grid(grid, SEARCHABLE)
+    candidates = check_param_grid(grid, SEARCHABLE)
     mean = float(len(candidates) if self.mean_repetitions is None else self.mean_repetitions)
     shape = float(self.repetition_shape)
     hypers = [self._hyper(n - n_val, p, epsilon, **c) for c in candidates]
