@@ -19,6 +19,11 @@ PENALTIES = {
 }
 
 
+@jax.jit
+def _clipped_gradient(problem, w, thresholds):
+  return problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds)
+
+
 def _neighbours(loss, seed=0, n=30, p=8):
   rng = np.random.default_rng(seed)
   X = rng.normal(size=(n, p))
@@ -49,8 +54,7 @@ def test_score_sensitivity_is_at_most_delta_bar(loss, penalty, rule):
       w = np.asarray(problems[0].penalty.prox(jnp.asarray(w), 1.0))  # a feasible iterate
       scores = []
       for pb in problems:
-        g = problem_lib.clipped_gradient(pb, jnp.asarray(w), problem_lib.init_margins(pb, jnp.asarray(w)),
-                                         thresholds)
+        g = _clipped_gradient(pb, jnp.asarray(w), thresholds)
         scores.append(np.asarray(greedy.RULES[rule](g, jnp.asarray(w), M, pb.penalty)))
       largest_ratio = max(largest_ratio, np.max(np.abs(scores[0] - scores[1])) / float(delta_bar))
   assert largest_ratio <= 1.0 + 1e-9
