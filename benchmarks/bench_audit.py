@@ -46,7 +46,7 @@ def row(name, selection, update, steps, claim, runs, *, update_factor=1.0, n=10,
   params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise * update_factor)
 
   def mechanism(key, problem):
-    return dg.dp_gcd.run(problem, params, key, steps=steps, selection=selection, update=update,
+    return dg.dp_gcd.run(problem, key, params, passes=steps, selection=selection, update=update,
                          store_objective=False).w
 
   start = time.perf_counter()

@@ -37,13 +37,13 @@ def main():
   print(f"square: n={data.n}, p={data.p}, lambda={data.penalty_strength:.4g}; float32, {passes} passes\n")
   print("| solver | time per pass | vs DP-GCD |")
   print("|---|---|---|")
-  gcd = timed(lambda: dg.dp_gcd.run(problem, dg.dp_gcd.Params(0.5, 30.0, 50.0, 50.0), key, steps=passes,
+  gcd = timed(lambda: dg.dp_gcd.run(problem, key, dg.dp_gcd.Params(0.5, 30.0, 50.0, 50.0), passes=passes,
                                     store_objective=False).w) / passes
-  cd = timed(lambda: dg.dp_cd.run(problem, dg.dp_cd.Params(0.5, 30.0, 50.0), key, passes=passes,
+  cd = timed(lambda: dg.dp_cd.run(problem, key, dg.dp_cd.Params(0.5, 30.0, 50.0), passes=passes,
                                   store_objective=False).w) / passes
-  sgd1 = timed(lambda: dg.dp_sgd.run(problem, dg.dp_sgd.Params(0.01, 30.0, 5.0), key, passes=passes,
+  sgd1 = timed(lambda: dg.dp_sgd.run(problem, key, dg.dp_sgd.Params(0.01, 30.0, 5.0), passes=passes,
                                      batch_size=1, store_objective=False).w) / passes
-  sgd10 = timed(lambda: dg.dp_sgd.run(problem, dg.dp_sgd.Params(0.01, 30.0, 5.0), key, passes=passes,
+  sgd10 = timed(lambda: dg.dp_sgd.run(problem, key, dg.dp_sgd.Params(0.01, 30.0, 5.0), passes=passes,
                                       batch_size=10, store_objective=False).w) / passes
   for name, t in [("DP-GCD (1 iteration)", gcd), ("DP-CD (p = 1000 steps)", cd),
                   ("DP-SGD (n = 1000 steps of batch 1)", sgd1), ("DP-SGD (100 steps of batch 10)", sgd10)]:

@@ -42,7 +42,7 @@ def compare(name, algorithm_name, budgets):
       for i in range(len(points)):
         one = jax.tree.map(lambda x, i=i: x[i], params)
         for key in keys:
-          jax.block_until_ready(algorithm.run(problem, one, key, t).w)
+          jax.block_until_ready(algorithm.run(problem, key, one, t).w)
 
   start = time.perf_counter()
   loop()

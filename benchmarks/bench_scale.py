@@ -40,7 +40,7 @@ PARAMS = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=5.0, update_n
 
 
 def per_iteration(problem, steps):
-  run = lambda k: dg.dp_gcd.run(problem, PARAMS, k, steps=steps).w
+  run = lambda k: dg.dp_gcd.run(problem, k, PARAMS, passes=steps).w
   jax.block_until_ready(run(jax.random.key(0)))  # compile
   return best_of(lambda: run(jax.random.key(1))) / steps
 
@@ -51,10 +51,10 @@ def gpu_column(problem, steps):
     gpu = jax.devices("gpu")[0]
   except RuntimeError:
     return None
-  cpu_coords = dg.dp_gcd.run(problem, PARAMS, jax.random.key(1), steps=steps).trace.coordinates
+  cpu_coords = dg.dp_gcd.run(problem, jax.random.key(1), PARAMS, passes=steps).trace.coordinates
   on_gpu = jax.device_put(problem, gpu)
   seconds = per_iteration(on_gpu, steps)
-  gpu_coords = dg.dp_gcd.run(on_gpu, PARAMS, jax.random.key(1), steps=steps).trace.coordinates
+  gpu_coords = dg.dp_gcd.run(on_gpu, jax.random.key(1), PARAMS, passes=steps).trace.coordinates
   return 1e3 * seconds, bool(np.array_equal(cpu_coords, gpu_coords))
 
 

@@ -94,7 +94,7 @@ def poisson_runner(problem, batch, passes, step_size, clip, noise):
 
 def ours_runner(problem, batch, passes, step_size, clip, noise):
   params = dg.dp_sgd.Params(step_size, clip, noise)
-  return lambda key: dg.dp_sgd.run(problem, params, key, passes=passes, batch_size=batch,
+  return lambda key: dg.dp_sgd.run(problem, key, params, passes=passes, batch_size=batch,
                                    store_objective=False).w
 
 

@@ -55,7 +55,7 @@ def bench(name, X, y, loss, steps, configs):
   problem = dg.make_problem(X.astype(np.float32), y.astype(np.float32), loss, l2=1e-3)
   params = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=5.0, update_noise=5.0)
   key = jax.random.key(0)
-  run = lambda k: dg.dp_gcd.run(problem, params, k, steps=steps, store_objective=False).w
+  run = lambda k: dg.dp_gcd.run(problem, k, params, passes=steps, store_objective=False).w
 
   start = time.perf_counter()
   jax.block_until_ready(run(key))
@@ -80,14 +80,14 @@ def bench(name, X, y, loss, steps, configs):
                           clip=jnp.linspace(0.1, 2.0, configs, dtype=jnp.float32),
                           selection_noise=jnp.full(configs, 5.0, jnp.float32),
                           update_noise=jnp.full(configs, 5.0, jnp.float32))
-  batched = jax.jit(jax.vmap(lambda prm, k: dg.dp_gcd.run(problem, prm, k, steps=steps,
+  batched = jax.jit(jax.vmap(lambda prm, k: dg.dp_gcd.run(problem, k, prm, passes=steps,
                                                           store_objective=False).w))
   jax.block_until_ready(batched(grid, keys))
   vmapped = best_of(lambda: batched(grid, keys), repeats=2) / configs
   start = time.perf_counter()
   for i in range(configs):
-    jax.block_until_ready(dg.dp_gcd.run(problem, jax.tree.map(lambda x: x[i], grid), keys[i],
-                                        steps=steps, store_objective=False).w)
+    jax.block_until_ready(dg.dp_gcd.run(problem, keys[i], jax.tree.map(lambda x: x[i], grid),
+                                        passes=steps, store_objective=False).w)
   separate = (time.perf_counter() - start) / configs
 
   per_iter = ours / steps

@@ -12,7 +12,7 @@ from dpgcd_jax.solvers import dp_cd
 from dpgcd_jax.solvers import dp_gcd
 from dpgcd_jax.solvers import dp_sgd
 from dpgcd_jax.solvers import reference
-from dpgcd_jax.solvers._driver import Result, Trace
+from dpgcd_jax.solvers.base import Result, Trace
 from dpgcd_jax.transforms import dp_greedy_coordinate
 
 __all__ = [

@@ -519,7 +519,8 @@ def _masked_sum(values: Array, mask: Array) -> Array:
   return jnp.sum(jnp.where(mask, values, jnp.zeros((), values.dtype)), axis=0)
 
 
-def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Array]) -> Array:
+def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Array], *,
+                  with_size: bool = False) -> Array | tuple[Array, Array]:
   """``sum_{i in S} per_example(i)`` over a Poisson(``q``) sample ``S`` (fixed shapes).
 
   ``per_example`` maps an int32 index vector of shape (k,) to values of shape (k, ...).
@@ -537,26 +538,32 @@ def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Arr
     key: a JAX PRNG key (used once).
     p: a :class:`PoissonPlan` (static).
     per_example: the per-example function (traced once per branch).
+    with_size: also return ``|S|`` (an int32 scalar, counted in the branch taken).
 
   Returns:
-    The sum, of shape ``per_example(indices).shape[1:]``.
+    The sum, of shape ``per_example(indices).shape[1:]``; with ``with_size``, ``(sum, |S|)``.
   """
+  def summed(indices: Array, mask: Array) -> tuple[Array, Array]:
+    return _masked_sum(per_example(indices), mask), jnp.sum(mask, dtype=jnp.int32)
+
+  def result(total_and_size: tuple[Array, Array]) -> Array | tuple[Array, Array]:
+    return total_and_size if with_size else total_and_size[0]
+
   if p.full:
     batch = _full_batch(p.num_examples)
-    return _masked_sum(per_example(batch.indices), batch.valid)
+    return result(summed(batch.indices, batch.valid))
   u, extra = _draw(key, p.capacity)
   fast, tie, *_ = _fast_outcomes(u, p)
   batch = _batch(fast, p.num_examples)
 
-  def first(b: Batch, size: int) -> Array:
-    return _masked_sum(per_example(b.indices[:size]), b.valid[:size])
+  def first(b: Batch, size: int) -> tuple[Array, Array]:
+    return summed(b.indices[:size], b.valid[:size])
 
   def exact_path():
     exact = _batch(_exact_outcomes(u, extra, p), p.num_examples)
 
     def complete():
-      mask = _complete(extra, p, exact)
-      return _masked_sum(per_example(jnp.arange(p.num_examples, dtype=jnp.int32)), mask)
+      return summed(jnp.arange(p.num_examples, dtype=jnp.int32), _complete(extra, p, exact))
 
     return jax.lax.cond(exact.overflow, complete, lambda: first(exact, p.capacity))
 
@@ -564,4 +571,4 @@ def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Arr
   tier = sum(batch.valid[c].astype(jnp.int32) for c in p.tiers[:-1])
   branch = jnp.where(jnp.any(tie) | batch.overflow, len(p.tiers), tier)
   paths = [functools.partial(first, batch, c) for c in p.tiers]
-  return jax.lax.switch(branch, paths + [exact_path])
+  return result(jax.lax.switch(branch, paths + [exact_path]))

@@ -42,7 +42,7 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
-from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import greedy
 
 
@@ -115,7 +115,7 @@ def dp_greedy_coordinate(
   _validate.check_positive("smoothness + l2", flat_smoothness + l2)
   if jnp.shape(clip) not in ((), flat_smoothness.shape):
     raise ValueError(f"Expected clip of shape () or {flat_smoothness.shape}, got clip.shape={jnp.shape(clip)}.")
-  _driver.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
+  base.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
 
   initialized = []
 
@@ -151,7 +151,7 @@ def dp_greedy_coordinate(
     thresholds = clipping.coordinate_thresholds(clip, M, curvature)
     g = jnp.mean(clipping.clip_coordinates(G, thresholds), axis=0) + l2 * w
     j, new_wj = greedy.private_coordinate_step(
-        _driver.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
+        base.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
         selection_noise, update_noise, selection=selection, update=update, rule=rule)
     # The gradient mapping (w_j - prox(...)) / step: optax.scale(-step) turns it into the move.
     updates = jnp.where(jnp.arange(w.shape[0]) == j, (w[j] - new_wj) / step, 0.0)

@@ -29,7 +29,7 @@ def _pair(n=10, p=3, seed=0):
 
 def _mechanism(params, steps, selection, update):
   def mechanism(key, problem):
-    return dg.dp_gcd.run(problem, params, key, steps=steps, selection=selection, update=update,
+    return dg.dp_gcd.run(problem, key, params, passes=steps, selection=selection, update=update,
                          store_objective=False).w
   return mechanism
 
@@ -132,7 +132,7 @@ def test_audit_compiles_once_and_bad_input():
 
   def mechanism(key, problem):
     traces.append(1)
-    return dg.dp_gcd.run(problem, params, key, steps=1, store_objective=False).w
+    return dg.dp_gcd.run(problem, key, params, passes=1, store_objective=False).w
 
   res = auditing.audit(mechanism, D, D2, key=jax.random.key(0), runs=2_500, delta=DELTA, chunk=1_000)
   assert len(traces) == 1  # one trace for both data sets and all (padded) chunks

@@ -77,7 +77,7 @@ def test_reference_solver_reaches_the_sklearn_optimum_with_a_certificate(case):
 @pytest.mark.parametrize("rule", ["gs-s", "gs-r", "gs-q"])
 def test_noise_free_proximal_dp_gcd_reaches_the_sklearn_optimum(case, rule):
   _, problem, w_sklearn = case
-  result = dg.dp_gcd.run(problem, dg.dp_gcd.Params(), jax.random.key(0), steps=3000, rule=rule,
+  result = dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(), passes=3000, rule=rule,
                          store_objective=False)
   _check_optimum(problem, result.w, w_sklearn)
 
@@ -85,7 +85,7 @@ def test_noise_free_proximal_dp_gcd_reaches_the_sklearn_optimum(case, rule):
 def test_dp_cd_without_noise_and_clipping_is_plain_randomized_cd():
   problem, _ = _lasso()
   key, passes = jax.random.key(7), 3
-  result = dg.dp_cd.run(problem, dg.dp_cd.Params(step_size=0.8), key, passes=passes)
+  result = dg.dp_cd.run(problem, key, dg.dp_cd.Params(step_size=0.8), passes=passes)
   X, y = np.asarray(problem.X), np.asarray(problem.y)
   M, lam = np.mean(X**2, axis=0), float(problem.penalty.strength)
   w = np.zeros(X.shape[1])
@@ -100,13 +100,14 @@ def test_dp_cd_without_noise_and_clipping_is_plain_randomized_cd():
 def test_dp_sgd_without_noise_and_clipping_is_plain_sgd_on_the_same_batches():
   problem, _ = _l1_logistic()
   key, n, batch = jax.random.key(3), problem.num_examples, 10
-  result = dg.dp_sgd.run(problem, dg.dp_sgd.Params(step_size=0.3), key, passes=2, batch_size=batch)
+  result = dg.dp_sgd.run(problem, key, dg.dp_sgd.Params(step_size=0.3), passes=2, batch_size=batch)
   X, y = np.asarray(problem.X), np.asarray(problem.y)
   lam, q = float(problem.penalty.strength), batch / n
   w = np.zeros(X.shape[1])
+  sample = jax.jit(lambda t: dp_sgd.sample_batch(jax.random.split(jax.random.fold_in(key, t))[0], n, q,
+                                                 dp_sgd.max_batch_size(n, q)))
   for t in range(2 * (n // batch)):
-    sample_key = jax.random.split(jax.random.fold_in(key, t))[0]
-    idx, valid = dp_sgd.sample_batch(sample_key, n, q, dp_sgd.max_batch_size(n, q))
+    idx, valid = sample(t)
     idx = np.asarray(idx)[np.asarray(valid)]
     grad_sum = X[idx].T @ (-y[idx] / (1.0 + np.exp(y[idx] * (X[idx] @ w))))
     v = w - 0.3 * grad_sum / (q * n)
@@ -129,9 +130,9 @@ def test_poisson_sampling_includes_each_example_with_probability_q():
 def test_passes_are_counted_the_same_way():
   problem, _ = _lasso()
   p, n = problem.num_features, problem.num_examples
-  gcd = dg.dp_gcd.run(problem, dg.dp_gcd.Params(), jax.random.key(0), steps=4, store_objective=True)
-  cd = dg.dp_cd.run(problem, dg.dp_cd.Params(), jax.random.key(0), passes=4, store_objective=True)
-  sgd = dg.dp_sgd.run(problem, dg.dp_sgd.Params(step_size=0.01), jax.random.key(0), passes=4,
+  gcd = dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(), passes=4, store_objective=True)
+  cd = dg.dp_cd.run(problem, jax.random.key(0), dg.dp_cd.Params(), passes=4, store_objective=True)
+  sgd = dg.dp_sgd.run(problem, jax.random.key(0), dg.dp_sgd.Params(step_size=0.01), passes=4,
                       batch_size=8, store_objective=True)
   assert gcd.trace.nonprivate_objective.shape == cd.trace.nonprivate_objective.shape == (5,)
   assert sgd.trace.nonprivate_objective.shape == (5,)
@@ -140,13 +141,13 @@ def test_passes_are_counted_the_same_way():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda pb: dg.dp_cd.run(pb, dg.dp_cd.Params(noise=-1.0), jax.random.key(0), passes=1), "noise"),
-    (lambda pb: dg.dp_cd.run(pb, dg.dp_cd.Params(), jax.random.key(0), passes=0), "passes"),
-    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(), jax.random.key(0), passes=1, batch_size=10_000),
+    (lambda pb: dg.dp_cd.run(pb, jax.random.key(0), dg.dp_cd.Params(noise=-1.0), passes=1), "noise"),
+    (lambda pb: dg.dp_cd.run(pb, jax.random.key(0), dg.dp_cd.Params(), passes=0), "passes"),
+    (lambda pb: dg.dp_sgd.run(pb, jax.random.key(0), dg.dp_sgd.Params(), passes=1, batch_size=10_000),
      "batch_size"),
-    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(step_size=0.0), jax.random.key(0), passes=1),
+    (lambda pb: dg.dp_sgd.run(pb, jax.random.key(0), dg.dp_sgd.Params(step_size=0.0), passes=1),
      "step_size"),
-    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(), 42, passes=1), "key"),
+    (lambda pb: dg.dp_sgd.run(pb, 42, dg.dp_sgd.Params(), passes=1), "key"),
     (lambda pb: dg.reference.solve(pb, tol=-1.0), "tol"),
 ])
 def test_bad_input_raises_a_value_error_naming_it(call, match):

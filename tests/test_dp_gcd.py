@@ -29,8 +29,8 @@ NOISE_FREE = dg.dp_gcd.Params(step_size=1.0, clip=jnp.inf, selection_noise=0.0, 
 def test_noise_free_trajectory_equals_numpy_greedy_cd_step_for_step(loss, data):
   X, y = data()
   steps = 60
-  result = dg.dp_gcd.run(dg.make_problem(X, y, loss, l2=0.05), NOISE_FREE, jax.random.key(0),
-                         steps=steps)
+  result = dg.dp_gcd.run(dg.make_problem(X, y, loss, l2=0.05), jax.random.key(0), NOISE_FREE,
+                         passes=steps)
   w_np, coords_np = numpy_reference.dp_gcd(X, y, loss, steps=steps, l2=0.05)
   np.testing.assert_array_equal(result.trace.coordinates, coords_np)
   np.testing.assert_allclose(result.w, w_np, rtol=1e-10, atol=1e-12)
@@ -42,7 +42,7 @@ def test_noise_free_dp_gcd_reaches_the_sklearn_ridge_optimum():
   problem = dg.make_problem(X, y, "squared", l2=l2)
   w_sk = linear_model.Ridge(alpha=n * l2, fit_intercept=False, tol=1e-12).fit(X, y).coef_
   f_star = dg.objective(problem, jnp.asarray(w_sk))
-  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000, store_objective=True)
+  result = dg.dp_gcd.run(problem, jax.random.key(0), NOISE_FREE, passes=3000, store_objective=True)
   assert (result.trace.nonprivate_objective[-1] - f_star) / f_star < 1e-6
 
 
@@ -53,7 +53,7 @@ def test_noise_free_dp_gcd_reaches_the_sklearn_l2_logistic_optimum():
   clf = linear_model.LogisticRegression(C=1.0 / (n * l2), fit_intercept=False, tol=1e-12,
                                         max_iter=10_000).fit(X, y)
   f_star = dg.objective(problem, jnp.asarray(clf.coef_.ravel()))
-  result = dg.dp_gcd.run(problem, NOISE_FREE, jax.random.key(0), steps=3000, store_objective=True)
+  result = dg.dp_gcd.run(problem, jax.random.key(0), NOISE_FREE, passes=3000, store_objective=True)
   assert (result.trace.nonprivate_objective[-1] - f_star) / f_star < 1e-6
 
 
@@ -68,7 +68,7 @@ def problem():
 
 @pytest.mark.parametrize("selection, update", [("laplace", "laplace"), ("gumbel", "gaussian")])
 def test_same_key_same_output_and_different_keys_differ(problem, selection, update):
-  run = lambda k: dg.dp_gcd.run(problem, PRIVATE, k, steps=20, selection=selection, update=update)
+  run = lambda k: dg.dp_gcd.run(problem, k, PRIVATE, passes=20, selection=selection, update=update)
   a, b, c = run(jax.random.key(1)), run(jax.random.key(1)), run(jax.random.key(2))
   np.testing.assert_array_equal(a.w, b.w)
   np.testing.assert_array_equal(a.trace.coordinates, b.trace.coordinates)
@@ -76,14 +76,14 @@ def test_same_key_same_output_and_different_keys_differ(problem, selection, upda
 
 
 def test_raw_uint32_keys_are_accepted(problem):
-  a = dg.dp_gcd.run(problem, PRIVATE, jax.random.PRNGKey(1), steps=5)
+  a = dg.dp_gcd.run(problem, jax.random.PRNGKey(1), PRIVATE, passes=5)
   assert a.w.shape == (10,)
 
 
 def test_vmap_over_16_keys_equals_a_python_loop(problem):
   keys = jax.random.split(jax.random.key(0), 16)
-  batched = jax.vmap(lambda k: dg.dp_gcd.run(problem, PRIVATE, k, steps=15).w)(keys)
-  looped = np.stack([dg.dp_gcd.run(problem, PRIVATE, k, steps=15).w for k in keys])
+  batched = jax.vmap(lambda k: dg.dp_gcd.run(problem, k, PRIVATE, passes=15).w)(keys)
+  looped = np.stack([dg.dp_gcd.run(problem, k, PRIVATE, passes=15).w for k in keys])
   np.testing.assert_allclose(batched, looped, rtol=1e-12, atol=1e-14)
 
 
@@ -91,9 +91,9 @@ def test_vmap_over_every_hyperparameter_equals_a_python_loop(problem):
   grid = dg.dp_gcd.Params(step_size=jnp.array([0.3, 1.0]), clip=jnp.array([0.5, 2.0]),
                           selection_noise=jnp.array([1.0, 4.0]), update_noise=jnp.array([0.0, 2.0]))
   key = jax.random.key(5)
-  batched = jax.vmap(lambda prm: dg.dp_gcd.run(problem, prm, key, steps=10).w)(grid)
+  batched = jax.vmap(lambda prm: dg.dp_gcd.run(problem, key, prm, passes=10).w)(grid)
   for i in range(2):
-    single = dg.dp_gcd.run(problem, jax.tree.map(lambda x: x[i], grid), key, steps=10).w
+    single = dg.dp_gcd.run(problem, key, jax.tree.map(lambda x: x[i], grid), passes=10).w
     np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
 
 
@@ -107,17 +107,17 @@ def test_new_hyperparameter_values_do_not_retrace():
 
   problem = dg.make_problem(X, y, dg.glm_loss(counting_logistic, curvature=0.25))
   traces.clear()
-  dg.dp_gcd.run(problem, PRIVATE, jax.random.key(0), steps=4)
+  dg.dp_gcd.run(problem, jax.random.key(0), PRIVATE, passes=4)
   after_first = len(traces)
   assert after_first > 0
   for i, params in enumerate([dg.dp_gcd.Params(0.1, 0.3, 1.0, 7.0), dg.dp_gcd.Params(2.0, 9.0, 0.0, 0.5)]):
-    dg.dp_gcd.run(problem, params, jax.random.key(i + 1), steps=4)
-  vmapped = jax.jit(jax.vmap(lambda k: dg.dp_gcd.run(problem, PRIVATE, k, steps=4).w))
+    dg.dp_gcd.run(problem, jax.random.key(i + 1), params, passes=4)
+  vmapped = jax.jit(jax.vmap(lambda k: dg.dp_gcd.run(problem, k, PRIVATE, passes=4).w))
   vmapped(jax.random.split(jax.random.key(0), 3))
   after_vmap = len(traces)
   vmapped(jax.random.split(jax.random.key(1), 3))
   assert len(traces) == after_vmap
-  dg.dp_gcd.run(problem, PRIVATE, jax.random.key(0), steps=5)  # a new number of steps does retrace
+  dg.dp_gcd.run(problem, jax.random.key(0), PRIVATE, passes=5)  # a new number of passes does retrace
   assert len(traces) > after_vmap
 
 
@@ -126,8 +126,8 @@ def test_new_hyperparameter_values_do_not_retrace():
     (dict(params=dg.dp_gcd.Params(clip=0.0)), "clip"),
     (dict(params=dg.dp_gcd.Params(selection_noise=-0.1)), "selection_noise"),
     (dict(params=dg.dp_gcd.Params(update_noise=np.nan)), "update_noise"),
-    (dict(steps=0), "steps"),
-    (dict(steps=2.5), "steps"),
+    (dict(passes=0), "passes"),
+    (dict(passes=2.5), "passes"),
     (dict(key=0), "key"),
     (dict(key=np.zeros(3, np.uint32)), "key"),
     (dict(selection="max"), "selection"),
@@ -135,25 +135,25 @@ def test_new_hyperparameter_values_do_not_retrace():
     (dict(rule="gs-x"), "rule"),
 ])
 def test_bad_input_raises_a_value_error_naming_it(problem, kwargs, match):
-  args = dict(params=PRIVATE, key=jax.random.key(0), steps=3)
+  args = dict(params=PRIVATE, key=jax.random.key(0), passes=3)
   args.update(kwargs)
   with pytest.raises(ValueError, match=match):
-    dg.dp_gcd.run(problem, args.pop("params"), args.pop("key"), **args)
+    dg.dp_gcd.run(problem, args.pop("key"), args.pop("params"), **args)
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda pb: dg.dp_gcd.run(pb, dg.dp_gcd.Params(clip=np.inf, update_noise=1.0), jax.random.key(0),
-                              steps=2), "finite clip"),
-    (lambda pb: dg.dp_cd.run(pb, dg.dp_cd.Params(clip=np.inf, noise=1.0), jax.random.key(0), passes=1),
+    (lambda pb: dg.dp_gcd.run(pb, jax.random.key(0), dg.dp_gcd.Params(clip=np.inf, update_noise=1.0),
+                              passes=2), "finite clip"),
+    (lambda pb: dg.dp_cd.run(pb, jax.random.key(0), dg.dp_cd.Params(clip=np.inf, noise=1.0), passes=1),
      "finite clip"),
-    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(clip=np.inf, noise=1.0), jax.random.key(0), passes=1),
+    (lambda pb: dg.dp_sgd.run(pb, jax.random.key(0), dg.dp_sgd.Params(clip=np.inf, noise=1.0), passes=1),
      "finite clip"),
-    (lambda pb: dg.dp_gcd.run(pb, dg.dp_gcd.Params(clip=np.ones(3)), jax.random.key(0), steps=2), "clip.shape"),
-    (lambda pb: dg.dp_sgd.run(pb, dg.dp_sgd.Params(clip=np.ones(10)), jax.random.key(0), passes=1), "clip.shape"),
+    (lambda pb: dg.dp_gcd.run(pb, jax.random.key(0), dg.dp_gcd.Params(clip=np.ones(3)), passes=2), "clip.shape"),
+    (lambda pb: dg.dp_sgd.run(pb, jax.random.key(0), dg.dp_sgd.Params(clip=np.ones(10)), passes=1), "clip.shape"),
     (lambda pb: dg.dp_cd.fit(pb, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=0), "passes"),
     (lambda pb: dg.dp_sgd.fit(pb, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=1, batch_size=10**6),
      "batch_size"),
-    (lambda pb: dg.dp_gcd.fit(pb, jax.random.key(0), epsilon=-1.0, delta=1e-5, steps=3), "epsilon"),
+    (lambda pb: dg.dp_gcd.fit(pb, jax.random.key(0), epsilon=-1.0, delta=1e-5, passes=3), "epsilon"),
     (lambda pb: dg.dp_greedy_coordinate(jnp.zeros(10), key=jax.random.key(0), clip=1.0,
                                         selection_noise=1.0, update_noise=1.0), "smoothness"),
     (lambda pb: dg.dp_greedy_coordinate(jnp.ones(10), key=jax.random.key(0), clip=np.inf,

@@ -173,8 +173,8 @@ def test_sweeps_equal_direct_solver_calls_with_the_same_key(prepared, name):
   for i in range(2):
     one = jax.tree.map(lambda x, i=i: x[i], params)
     for s in range(2):
-      np.testing.assert_allclose(w[i, s], algorithm.run(problem, one, keys[s], 2).w, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(w_ind[i], algorithm.run(problem, one, fresh[i], 2).w, rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(w[i, s], algorithm.run(problem, keys[s], one, 2).w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w_ind[i], algorithm.run(problem, fresh[i], one, 2).w, rtol=1e-5, atol=1e-6)
   assert not np.allclose(w_ind[0], w_ind[2])  # same point, different keys
 
 

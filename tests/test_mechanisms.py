@@ -19,9 +19,9 @@ def _problem():
 @pytest.mark.parametrize("selection, update", [("laplace", "laplace"), ("gumbel", "gaussian")])
 def test_objects_and_names_give_the_same_run_and_ledger(selection, update):
   problem, key = _problem(), jax.random.key(3)
-  by_name = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, steps=4, selection=selection,
+  by_name = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=4, selection=selection,
                           update=update)
-  by_object = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, steps=4,
+  by_object = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=4,
                             selection=mechanisms.SELECTIONS[selection],
                             update=mechanisms.UPDATES[update])
   np.testing.assert_array_equal(by_name.w, by_object.w)
@@ -43,7 +43,7 @@ class _HalfGaussian(mechanisms.GaussianNoise):
 
 
 def test_a_new_mechanism_is_one_class():
-  result = dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, steps=3,
+  result = dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3,
                          update=_HalfGaussian())
   entries = {entry.label: entry.event for entry in result.privacy.entries}
   assert isinstance(entries["update"], events.Gaussian)
@@ -54,4 +54,4 @@ def test_a_new_mechanism_is_one_class():
                                            (dict(update="uniform"), "update")])
 def test_unknown_mechanisms_are_rejected_by_name(kwargs, match):
   with pytest.raises(ValueError, match=match):
-    dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, steps=3, **kwargs)
+    dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, **kwargs)

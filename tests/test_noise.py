@@ -38,9 +38,9 @@ def _assert_scale(samples, dist):
 
 def _update_noise_in_units(problem, run_step, clip, step_size):
   """One step from w = 0: eta = -w_j M_j / gamma - g_j, in units of Delta_j."""
-  states, js = jax.vmap(run_step)(KEYS)
+  states, info = jax.vmap(run_step)(KEYS)
   g, M, sens = _clipped_gradient_at_zero(problem, clip)
-  js = np.asarray(js)
+  js = np.asarray(info.coordinate)
   w_j = np.asarray(states.w)[np.arange(DRAWS), js]
   return (-w_j * M[js] / step_size - g[js]) / sens[js]
 
@@ -49,14 +49,14 @@ def _update_noise_in_units(problem, run_step, clip, step_size):
 def test_dp_gcd_update_noise_has_scale_s_times_delta_j(update, dist):
   problem, s = _problem(l2=0.1), 3.0
   params = dg.dp_gcd.Params(step_size=0.5, clip=2.0, selection_noise=0.0, update_noise=s)
-  run_step = lambda k: dg.dp_gcd.step(problem, params, k, dg.dp_gcd.init(problem), update=update)
+  run_step = lambda k: dg.dp_gcd.step(k, dg.dp_gcd.init(problem), problem, params, update=update)
   _assert_scale(_update_noise_in_units(problem, run_step, 2.0, 0.5) / s, dist)
 
 
 def test_dp_cd_update_noise_is_gaussian_with_scale_s_times_delta_j():
   problem, s = _problem(), 2.5
   params = dg.dp_cd.Params(step_size=0.7, clip=1.5, noise=s)
-  run_step = lambda k: dg.dp_cd.step(problem, params, k, dg.dp_gcd.init(problem))
+  run_step = lambda k: dg.dp_cd.step(k, dg.dp_cd.init(problem), problem, params)
   _assert_scale(_update_noise_in_units(problem, run_step, 1.5, 0.7) / s, stats.norm)
 
 
@@ -64,8 +64,8 @@ def test_dp_sgd_noise_is_gaussian_with_scale_s_times_clip():
   problem, s, C, gamma = _problem(), 1.7, 0.8, 0.1
   n = problem.num_examples
   params = dg.dp_sgd.Params(step_size=gamma, clip=C, noise=s)
-  state = dg.dp_gcd.init(problem)._replace(margins=None)
-  run_step = lambda k: dg.dp_sgd.step(problem, params, k, state, sampling_rate=1.0, max_batch=n,
+  state = dg.dp_sgd.init(problem)
+  run_step = lambda k: dg.dp_sgd.step(k, state, problem, params, sampling_rate=1.0, max_batch=n,
                                        X=problem.X)[0].w
   w1 = np.asarray(jax.vmap(run_step)(KEYS[:1000]))
   X, y = np.asarray(problem.X), np.asarray(problem.y)
@@ -80,7 +80,8 @@ def _chi_square_pvalue(counts, probabilities):
 
 
 def _selection_counts(problem, params, selection):
-  run_step = lambda k: dg.dp_gcd.step(problem, params, k, dg.dp_gcd.init(problem), selection=selection)[1]
+  run_step = lambda k: dg.dp_gcd.step(k, dg.dp_gcd.init(problem), problem, params,
+                                      selection=selection)[1].coordinate
   js = np.asarray(jax.vmap(run_step)(jax.random.split(jax.random.key(11), 20_000)))
   return np.bincount(js, minlength=problem.num_features)
 

@@ -39,7 +39,7 @@ def _audit_fit(fit, X, X2, y, **make_kwargs):
   return auditing.audit_statistics(_log_max_abs(w_d), _log_max_abs(w_n), delta=DELTA)
 
 
-GCD = lambda pb, keys: dg.dp_gcd.fit(pb, keys, epsilon=1.0, delta=DELTA, steps=1)
+GCD = lambda pb, keys: dg.dp_gcd.fit(pb, keys, epsilon=1.0, delta=DELTA, passes=1)
 CD = lambda pb, keys: dg.dp_cd.fit(pb, keys, epsilon=1.0, delta=DELTA, passes=1)
 
 
@@ -61,7 +61,7 @@ def test_nonprivate_smoothness_opt_in_warns_and_is_recorded():
   with pytest.warns(dg.PrivacyLeakWarning):
     problem = dg.make_problem(X, y, "squared", smoothness="from_data_nonprivate")
   with pytest.warns(dg.PrivacyLeakWarning):
-    result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=2)
+    result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=2)
   assert any("NOT private" in note for note in result.privacy.notes)
 
 
@@ -79,7 +79,7 @@ def test_a_record_whose_loss_overflows_is_like_a_zero_gradient_record():
   smoothness = np.mean(X**2, axis=0)  # public by declaration in this test
   keys = jax.random.split(jax.random.key(3), 300)
   fit = lambda yy: dg.dp_gcd.fit(dg.make_problem(X, yy, _log_cosh, smoothness=smoothness), keys,
-                                 epsilon=1.0, delta=DELTA, steps=5)
+                                 epsilon=1.0, delta=DELTA, passes=5)
   res_d, res_n = fit(y), fit(y2)
   assert np.all(np.isfinite(res_n.w))
   zeros_d = np.sum(np.all(np.asarray(res_d.trace.coordinates) == 0, axis=1))
@@ -96,7 +96,7 @@ def test_audit_of_the_overflow_pair_stays_below_its_claim():
   smoothness = np.ones(3)
   keys_d, keys_n = jax.random.split(jax.random.key(5))
   fit = lambda yy, k: dg.dp_gcd.fit(dg.make_problem(X, yy, _log_cosh, smoothness=smoothness),
-                                    jax.random.split(k, RUNS), epsilon=1.0, delta=DELTA, steps=1).w
+                                    jax.random.split(k, RUNS), epsilon=1.0, delta=DELTA, passes=1).w
   w_d, w_n = fit(y, keys_d), fit(y2, keys_n)
   assert np.all(np.isfinite(w_n))
   stat = lambda w: np.asarray(w) @ np.ones(3)
@@ -120,14 +120,14 @@ def test_invalid_traced_multipliers_fail_closed(bad):
   problem = dg.make_problem(X, X[:, 0], "squared", smoothness=np.ones(4))
   keys = jax.random.split(jax.random.key(0), 4)
   multipliers = jnp.full(4, bad)  # traced under vmap: host validation cannot see the values
-  run = jax.vmap(lambda s, k: dg.dp_gcd.run(problem, dg.dp_gcd.Params(1.0, 1.0, s, s), k,
-                                            steps=3).w)
+  run = jax.vmap(lambda s, k: dg.dp_gcd.run(problem, k, dg.dp_gcd.Params(1.0, 1.0, s, s),
+                                            passes=3).w)
   assert np.all(np.isnan(run(multipliers, keys)))
-  run_cd = jax.vmap(lambda s, k: dg.dp_cd.run(problem, dg.dp_cd.Params(1.0, 1.0, s), k,
+  run_cd = jax.vmap(lambda s, k: dg.dp_cd.run(problem, k, dg.dp_cd.Params(1.0, 1.0, s),
                                               passes=1).w)
   assert np.all(np.isnan(run_cd(multipliers, keys)))
   with pytest.raises(ValueError, match="selection_noise"):  # concrete values: a clear error
-    dg.dp_gcd.run(problem, dg.dp_gcd.Params(1.0, 1.0, bad, 1.0), keys[0], steps=3)
+    dg.dp_gcd.run(problem, keys[0], dg.dp_gcd.Params(1.0, 1.0, bad, 1.0), passes=3)
 
 
 @pytest.mark.parametrize("field", ["step_size", "clip"])
@@ -137,7 +137,7 @@ def test_invalid_traced_step_size_or_clip_fail_closed(field):
 
   def w(value):
     params = dg.dp_gcd.Params(1.0, 1.0, 5.0, 5.0)._replace(**{field: value})
-    return dg.dp_gcd.run(problem, params, jax.random.key(0), steps=3).w
+    return dg.dp_gcd.run(problem, jax.random.key(0), params, passes=3).w
 
   assert np.all(np.isnan(jax.jit(w)(jnp.asarray(-1.0))))
   assert np.all(np.isnan(jax.jit(w)(jnp.asarray(np.nan))))
@@ -146,11 +146,11 @@ def test_invalid_traced_step_size_or_clip_fail_closed(field):
 def test_fit_returns_no_nonprivate_value_unless_asked():
   X = np.random.default_rng(0).normal(size=(30, 4))
   problem = dg.make_problem(X, X[:, 0], "squared")
-  for result in (dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=2),
+  for result in (dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=2),
                  dg.dp_cd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1),
                  dg.dp_sgd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1)):
     assert result.trace.nonprivate_objective is None
-  asked = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=2,
+  asked = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=2,
                         store_objective=True)
   assert asked.trace.nonprivate_objective.shape == (3,)
 
@@ -181,7 +181,7 @@ def test_private_feature_bound_is_released_and_clips_the_features():
   X = np.ones((200, 3))
   X[0] = 1e4  # one extreme record
   problem = dg.make_problem(X, np.zeros(200), "squared")
-  result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=1)
+  result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1)
   entries = {entry.label: entry for entry in result.privacy.entries}
   assert entries["feature bound"].event == dg.privacy.PureDp(0.1)
   assert result.privacy.epsilon <= 1.0
@@ -196,7 +196,7 @@ def test_private_feature_bound_is_released_and_clips_the_features():
 ])
 def test_fit_bad_budget_arguments(kwargs, match):
   X = np.random.default_rng(0).normal(size=(10, 2))
-  args = dict(epsilon=1.0, delta=DELTA, steps=1)
+  args = dict(epsilon=1.0, delta=DELTA, passes=1)
   args.update(kwargs)
   with pytest.raises(ValueError, match=match):
     dg.dp_gcd.fit(dg.make_problem(X, X[:, 0]), jax.random.key(0), **args)
@@ -222,4 +222,4 @@ def test_a_custom_loss_without_public_smoothness_cannot_be_fit_privately():
   X = np.random.default_rng(0).normal(size=(10, 2))
   problem = dg.make_problem(X, X[:, 0], _log_cosh)
   with pytest.raises(ValueError, match="public smoothness"):
-    dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, steps=1)
+    dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1)

@@ -84,7 +84,7 @@ def test_same_key_same_estimate_and_composes_with_the_solver():
   np.testing.assert_array_equal(M_hat, private_smoothness(X, "squared", epsilon=0.5, key=key_m,
                                                           clip=4.0))
   problem = dg.make_problem(X, X[:, 0], "squared", smoothness=M_hat)
-  res = dg.dp_gcd.fit(problem, key_run, epsilon=0.5, delta=1e-6, steps=5, store_objective=False)
+  res = dg.dp_gcd.fit(problem, key_run, epsilon=0.5, delta=1e-6, passes=5, store_objective=False)
   assert np.all(np.isfinite(res.w)) and res.privacy.epsilon <= 0.5
 
 

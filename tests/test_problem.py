@@ -57,7 +57,7 @@ def test_custom_loss_smoothness_is_the_hessian_diagonal_at_zero_and_runs_end_to_
   # the public bound M_j = mean_i x_ij^2 (log cosh'' <= 1), as the docs recommend.
   problem = dg.make_problem(X, y, log_cosh, l2=0.01, smoothness=np.mean(X**2, axis=0))
   params = dg.dp_gcd.Params(step_size=1.0, clip=np.inf, selection_noise=0.0, update_noise=0.0)
-  result = dg.dp_gcd.run(problem, params, jax.random.key(0), steps=200, store_objective=True)
+  result = dg.dp_gcd.run(problem, jax.random.key(0), params, passes=200, store_objective=True)
   f = result.trace.nonprivate_objective
   assert f[-1] < 0.1 * f[0]
   assert np.all(np.diff(np.asarray(f)) <= 1e-12)  # noise-free steps 1/M_j decrease f
@@ -72,7 +72,7 @@ def test_smoothed_hinge_custom_glm_loss_runs_privately():
 
   problem = dg.make_problem(X, y, dg.glm_loss(smoothed_hinge, curvature=1.0))
   params = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=2.0, update_noise=2.0)
-  result = dg.dp_gcd.run(problem, params, jax.random.key(3), steps=20)
+  result = dg.dp_gcd.run(problem, jax.random.key(3), params, passes=20)
   assert np.all(np.isfinite(result.w))
 
 

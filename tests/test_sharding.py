@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent("""
     import jax, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     import dpgcd_jax as dg
-    from dpgcd_jax.solvers import dp_gcd
+    from dpgcd_jax.solvers import base, dp_gcd
 
     assert len(jax.devices()) == 4
     mesh = Mesh(np.array(jax.devices()), ("examples",))
@@ -27,13 +27,14 @@ SCRIPT = textwrap.dedent("""
       sharded = dg.make_problem(X_sharded, y_sharded, "squared", **kwargs)
       assert sharded.XT.sharding.spec == P(None, "examples"), sharded.XT.sharding
       single = dg.make_problem(X, y, "squared", **kwargs)
-      a = dg.dp_gcd.fit(sharded, jax.random.key(0), epsilon=1.0, delta=1e-5, steps=20)
-      b = dg.dp_gcd.fit(single, jax.random.key(0), epsilon=1.0, delta=1e-5, steps=20)
+      a = dg.dp_gcd.fit(sharded, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=20)
+      b = dg.dp_gcd.fit(single, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=20)
       np.testing.assert_allclose(a.w, b.w, rtol=1e-5, atol=1e-6)
     # No gather of the features: the clipped sums reduce across devices (all-reduce) only.
-    params = dp_gcd._params(sharded, dp_gcd.Params(1.0, 1.0, 5.0, 5.0))
-    run = lambda pb, k: dp_gcd._run(pb, params, k, steps=5, selection="laplace", update="laplace",
-                                    rule="gs-s", store_objective=False)
+    params = base.cast_params(dp_gcd.SOLVER, sharded, dp_gcd.Params(1.0, 1.0, 5.0, 5.0))
+    run = lambda pb, k: base.compiled_run(dp_gcd.SOLVER, pb, k, params, passes=5,
+                                          options=(("rule", "gs-s"), ("selection", "laplace"),
+                                                   ("update", "laplace")))
     hlo = jax.jit(run).lower(sharded, jax.random.key(0)).compile().as_text()
     assert "all-gather" not in hlo and "all-reduce" in hlo
     print("ok")

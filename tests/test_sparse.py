@@ -36,12 +36,12 @@ def test_sparse_and_dense_give_the_same_iterates_for_the_same_key(loss, logistic
   sparse_pb = dg.make_problem(X, y, loss, l2=0.01, penalty=dg.penalties.L1(0.01), feature_bound=2.0)
   np.testing.assert_allclose(sparse_pb.smoothness, dense.smoothness)
   params = dg.dp_gcd.Params(step_size=1.0, clip=0.5, selection_noise=2.0, update_noise=2.0)
-  a = dg.dp_gcd.run(dense, params, jax.random.key(0), steps=30)
-  b = dg.dp_gcd.run(sparse_pb, params, jax.random.key(0), steps=30)
+  a = dg.dp_gcd.run(dense, jax.random.key(0), params, passes=30)
+  b = dg.dp_gcd.run(sparse_pb, jax.random.key(0), params, passes=30)
   np.testing.assert_array_equal(a.trace.coordinates, b.trace.coordinates)
   np.testing.assert_allclose(a.w, b.w, rtol=1e-9, atol=1e-12)
-  cd_a = dg.dp_cd.run(dense, dg.dp_cd.Params(1.0, 0.5, 2.0), jax.random.key(1), passes=1)
-  cd_b = dg.dp_cd.run(sparse_pb, dg.dp_cd.Params(1.0, 0.5, 2.0), jax.random.key(1), passes=1)
+  cd_a = dg.dp_cd.run(dense, jax.random.key(1), dg.dp_cd.Params(1.0, 0.5, 2.0), passes=1)
+  cd_b = dg.dp_cd.run(sparse_pb, jax.random.key(1), dg.dp_cd.Params(1.0, 0.5, 2.0), passes=1)
   np.testing.assert_allclose(cd_a.w, cd_b.w, rtol=1e-9, atol=1e-12)
 
 
@@ -50,8 +50,8 @@ def test_sparse_default_fit_and_reference_match_dense():
   dense = dg.make_problem(X.toarray(), y, "squared", penalty=dg.penalties.L1(0.01))
   sparse_pb = dg.make_problem(X, y, "squared", penalty=dg.penalties.L1(0.01))
   keys = jax.random.split(jax.random.key(2), 3)
-  a = dg.dp_gcd.fit(dense, keys, epsilon=1.0, delta=1e-5, steps=5)
-  b = dg.dp_gcd.fit(sparse_pb, keys, epsilon=1.0, delta=1e-5, steps=5)
+  a = dg.dp_gcd.fit(dense, keys, epsilon=1.0, delta=1e-5, passes=5)
+  b = dg.dp_gcd.fit(sparse_pb, keys, epsilon=1.0, delta=1e-5, passes=5)
   np.testing.assert_allclose(a.w, b.w, rtol=1e-9, atol=1e-12)
   ref_a, ref_b = dg.reference.solve(dense, tol=1e-9), dg.reference.solve(sparse_pb, tol=1e-9)
   np.testing.assert_allclose(ref_a.w, ref_b.w, atol=1e-7)
@@ -63,7 +63,7 @@ def test_sparse_problem_rejects_a_custom_loss_and_dp_sgd():
     dg.make_problem(X, y, lambda w, x, yy: jnp.sum((x @ w - yy) ** 2))
   problem = dg.make_problem(X, y, "squared", feature_bound=1.0)
   with pytest.raises(ValueError, match="dense"):
-    dg.dp_sgd.run(problem, dg.dp_sgd.Params(), jax.random.key(0), passes=1)
+    dg.dp_sgd.run(problem, jax.random.key(0), dg.dp_sgd.Params(), passes=1)
 
 
 def test_unsupported_types_and_non_finite_entries_are_rejected_at_once():
@@ -86,5 +86,5 @@ def test_dorothea_shaped_storage_is_linear_in_nnz():
   problem = dg.make_problem(X, rng.normal(size=800), "squared", feature_bound=1.0)
   stored = sum(np.asarray(a).nbytes for a in jax.tree.leaves(problem.XT))
   assert stored < 20 * X.nnz + 8 * 100_001 + 1_000_000  # O(nnz), far below 320 MB dense
-  result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-6, steps=3)
+  result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-6, passes=3)
   assert np.isfinite(result.w).all()

@@ -25,7 +25,7 @@ def test_optax_chain_gives_the_solver_iterates_for_the_same_key(selection, updat
   l2, step_size, steps, key = 0.01, 0.7, 25, jax.random.key(4)
   problem = dg.make_problem(X, y, "logistic", l2=l2, smoothness=0.25 * np.mean(X**2, axis=0))
   params = dg.dp_gcd.Params(step_size, 1.5, 4.0, 4.0)
-  solver = dg.dp_gcd.run(problem, params, key, steps=steps, selection=selection, update=update)
+  solver = dg.dp_gcd.run(problem, key, params, passes=steps, selection=selection, update=update)
 
   tx = optax.chain(
       dg.dp_greedy_coordinate(problem.smoothness, key=key, clip=1.5, selection_noise=4.0,
@@ -116,7 +116,7 @@ def test_jitted_transform_with_a_penalty_equals_the_solver_for_the_same_key(rule
   key, steps, step_size, pen = jax.random.key(7), 20, 0.8, dg.penalties.ElasticNet(0.02, 0.5)
   problem = dg.make_problem(X, y, "logistic", penalty=pen, smoothness=M)
   params = dg.dp_gcd.Params(step_size, 1.0, 3.0, 3.0)
-  solver = dg.dp_gcd.run(problem, params, key, steps=steps, rule=rule)
+  solver = dg.dp_gcd.run(problem, key, params, passes=steps, rule=rule)
   tx = optax.chain(dg.dp_greedy_coordinate(M, key=key, clip=1.0, selection_noise=3.0, update_noise=3.0,
                                            curvature=0.25, penalty=pen, step_size=step_size, rule=rule),
                    optax.scale(-step_size))

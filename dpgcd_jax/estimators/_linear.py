@@ -167,7 +167,7 @@ class _DPGCDBase(BaseEstimator):
     weights = []
     for k, target in enumerate(targets):
       problem = make_problem(X1, target, self._loss(), penalty=penalty, feature_bound=bound1)
-      result = dp_gcd.run(problem, params, jax.random.fold_in(key, k), steps=hyper.max_iter,
+      result = dp_gcd.run(problem, jax.random.fold_in(key, k), params, passes=hyper.max_iter,
                           selection=SELECTION, update=UPDATE)
       weights.append(np.asarray(result.w, float))
     return np.stack(weights)

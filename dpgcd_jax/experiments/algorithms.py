@@ -9,7 +9,6 @@ clips are per coordinate (:func:`clip_scale`).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable
 
 import jax
@@ -35,14 +34,14 @@ class Algorithm:
     name: registry name.
     label: legend / table label.
     make_params: ``(step sizes, clips, noise) -> Params`` with array leaves (one per run).
-    make_step: ``problem -> (params, key, state) -> state``, one step of the solver.
+    make_step: ``problem -> (key, state, params) -> state``, one step of the solver (its ``step``).
     init: ``problem -> state``, the solver's initial state.
     steps_per_pass: ``problem -> int``.
     calibrate: ``(problem, delta, passes) -> noise`` (the solver's multipliers at epsilon = 1).
     ledger: ``(problem, noise, passes) -> Ledger`` of one run with multipliers ``noise``.
     step_sizes: the initial step-size axis (units of ``1 / M_j`` for coordinate methods).
     clips: the initial clip axis, per coordinate (see :func:`clip_scale`).
-    run: ``(problem, params, key, passes) -> Result``, the solver's own entry point.
+    run: ``(problem, key, params, passes) -> Result``, the solver's own entry point.
     shared_keys: the grid points of one seed share the key (DP-SGD; see the module docstring).
     dense_only: the solver rejects sparse features.
   """
@@ -84,15 +83,15 @@ def _gcd(selection: str, update: str) -> dict[str, Callable]:
     return (cal.selection_noise, cal.update_noise)
 
   def make_step(problem):
-    return lambda params, key, state: dp_gcd.step(problem, params, key, state, selection=selection,
+    return lambda key, state, params: dp_gcd.step(key, state, problem, params, selection=selection,
                                                   update=update)[0]
 
   def ledger(problem, noise, passes):
     del problem
     return accounting.gcd_ledger(noise[0], noise[1], steps=passes, selection=selection, update=update)
 
-  def run(problem, params, key, passes):
-    return dp_gcd.run(problem, params, key, steps=passes, selection=selection, update=update)
+  def run(problem, key, params, passes):
+    return dp_gcd.run(problem, key, params, passes=passes, selection=selection, update=update)
 
   return dict(calibrate=calibrate, make_step=make_step, ledger=ledger, run=run)
 
@@ -111,9 +110,9 @@ def _sgd_calibrate(problem, delta, passes):
 def _sgd_make_step(problem):
   n = problem.num_examples
   q = sgd_batch_size(problem) / n
-  one = functools.partial(dp_sgd.step, problem, sampling_rate=q, max_batch=dp_sgd.max_batch_size(n, q),
-                          X=problem.XT.T)
-  return lambda params, key, state: one(params, key, state)[0]
+  X = problem.XT.T
+  return lambda key, state, params: dp_sgd.step(key, state, problem, params, sampling_rate=q,
+                                                max_batch=dp_sgd.max_batch_size(n, q), X=X)[0]
 
 
 def _sgd_ledger(problem, noise, passes):
@@ -143,20 +142,20 @@ ALGORITHMS = {
     "dp_cd": Algorithm(
         "dp_cd", "DP-CD",
         lambda g, c, noise: dp_cd.Params(g, c, noise),
-        make_step=lambda pb: (lambda params, key, state: dp_cd.step(pb, params, key, state)[0]),
-        init=dp_gcd.init, steps_per_pass=lambda pb: pb.num_features,
+        make_step=lambda pb: (lambda key, state, params: dp_cd.step(key, state, pb, params)[0]),
+        init=dp_cd.init, steps_per_pass=lambda pb: pb.num_features,
         calibrate=lambda pb, delta, passes: accounting.calibrate_cd(
             EPSILON, delta, steps=passes * pb.num_features).update_noise,
         ledger=lambda pb, noise, passes: accounting.cd_ledger(noise, steps=passes * pb.num_features),
         step_sizes=CD_STEPS, clips=COORDINATE_CLIPS,
-        run=lambda pb, prm, k, passes: dp_cd.run(pb, prm, k, passes=passes)),
+        run=lambda pb, k, prm, passes: dp_cd.run(pb, k, prm, passes=passes)),
     "dp_sgd": Algorithm(
         "dp_sgd", "DP-SGD",
         lambda g, c, noise: dp_sgd.Params(g, c, noise),
         make_step=_sgd_make_step,
-        init=lambda pb: dp_gcd.State(dp_gcd.init(pb).w, None),
+        init=dp_sgd.init,
         steps_per_pass=lambda pb: pb.num_examples // sgd_batch_size(pb),
         calibrate=_sgd_calibrate, ledger=_sgd_ledger, step_sizes=SGD_STEPS, clips=COORDINATE_CLIPS,
-        run=lambda pb, prm, k, passes: dp_sgd.run(pb, prm, k, passes=passes, batch_size=sgd_batch_size(pb)),
+        run=lambda pb, k, prm, passes: dp_sgd.run(pb, k, prm, passes=passes, batch_size=sgd_batch_size(pb)),
         shared_keys=True, dense_only=True),
 }

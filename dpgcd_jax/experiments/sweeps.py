@@ -19,7 +19,7 @@ import numpy as np
 
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments.algorithms import ALGORITHMS, Algorithm, clip_scale
-from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import base
 
 ROOT_SEED = 20230425
 
@@ -27,9 +27,9 @@ ROOT_SEED = 20230425
 def _one_run(algorithm: Algorithm) -> Callable:
   def one(problem, params, key, steps):
     step = algorithm.make_step(problem)
-    state = jax.lax.fori_loop(0, steps, lambda t, s: step(params, _driver.step_key(key, t), s),
+    state = jax.lax.fori_loop(0, steps, lambda t, s: step(base.step_key(key, t), s, params),
                               algorithm.init(problem))
-    return _driver.fail_closed(params, state.w)
+    return base.fail_closed(params, state.w)
   return one
 
 

@@ -238,7 +238,8 @@ def gcd_epsilon(
     selection_noise: selection multiplier ``b >= 0`` (units of ``Delta_bar``); 0 means no
       privacy (epsilon = inf), ``inf`` a free selection.
     update_noise: update multiplier ``>= 0`` (units of ``Delta_j``).
-    steps: number of iterations ``T >= 1``.
+    steps: number of iterations ``T >= 1`` (mechanism rounds, one selection and one update
+      each; one iteration is one pass over the data, ``passes=T`` in ``dp_gcd.run`` / ``fit``).
     delta: target delta in (0, 1).
     selection: "laplace" (report noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian".
@@ -316,7 +317,8 @@ def calibrate_gcd(
   Args:
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
-    steps: number of iterations ``T >= 1``.
+    steps: number of iterations ``T >= 1`` (mechanism rounds, one selection and one update
+      each; one iteration is one pass over the data, ``passes=T`` in ``dp_gcd.run`` / ``fit``).
     selection: "laplace" or "gumbel".
     update: "laplace" or "gaussian".
     selection_share: see above.

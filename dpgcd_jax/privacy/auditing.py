@@ -46,7 +46,7 @@ Example (DP-GCD, one step, calibrated for epsilon = 1)::
     D, D2 = auditing.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
     cal = accounting.calibrate_gcd(1.0, 1e-6, steps=1)
     params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise)
-    mechanism = lambda key, pb: dg.dp_gcd.run(pb, params, key, steps=1,
+    mechanism = lambda key, pb: dg.dp_gcd.run(pb, key, params, passes=1,
                                               store_objective=False).w
     res = auditing.audit(mechanism, D, D2, key=jax.random.key(0), runs=100_000, delta=1e-6)
     res.epsilon_lower_bound  # about 0.3 here; > 1 would refute the claim
@@ -337,7 +337,7 @@ def audit(
 
   Args:
     mechanism: ``mechanism(key, problem) -> output`` (any array), e.g.
-      ``lambda k, pb: dg.dp_gcd.run(pb, params, k, steps=1, store_objective=False).w``.
+      ``lambda k, pb: dg.dp_gcd.run(pb, k, params, passes=1, store_objective=False).w``.
     problem: the data set ``D`` (a :class:`dpgcd_jax.Problem`, or any pytree the mechanism
       takes).
     neighbour: ``D'``, same structure and shapes (see :func:`adversarial_neighbour`).

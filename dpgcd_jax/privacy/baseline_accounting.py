@@ -45,7 +45,7 @@ def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") 
 
   Args:
     noise: multiplier ``s >= 0`` (units of ``Delta_j``).
-    steps: number of coordinate updates ``T >= 1``.
+    steps: number of coordinate updates ``T >= 1`` (``passes * p`` for ``dp_cd.run(passes=...)``).
     delta: target delta in (0, 1).
     method: "best" (= "pld", the exact value), "pld" or "rdp".
 
@@ -70,7 +70,7 @@ def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "bes
   Args:
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
-    steps: number of coordinate updates ``T >= 1``.
+    steps: number of coordinate updates ``T >= 1`` (``passes * p`` for ``dp_cd.run(passes=...)``).
     method: "best" (= "pld", exact), "pld" or "rdp".
 
   Returns:
@@ -127,7 +127,7 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
 
   Args:
     noise: multiplier ``s >= 0`` (units of ``C``).
-    steps: number of steps ``T >= 1``.
+    steps: number of steps ``T >= 1`` (``passes * (n // batch_size)`` for ``dp_sgd.run``).
     sampling_rate: Poisson sampling probability ``q`` in (0, 1].
     delta: target delta in (0, 1).
     method: "best" (min of "pld" and "dp_accounting_rdp"), "pld", "dp_accounting_pld" or
@@ -155,7 +155,7 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
   Args:
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
-    steps: number of steps ``T >= 1``.
+    steps: number of steps ``T >= 1`` (``passes * (n // batch_size)`` for ``dp_sgd.run``).
     sampling_rate: Poisson sampling probability ``q`` in (0, 1].
     method: "best", "pld", "dp_accounting_pld" or "dp_accounting_rdp".
 

@@ -46,7 +46,7 @@ delta_M + delta_solver)``-DP (``delta_M = 0`` for Laplace noise). Example, a tot
     key_m, key_run = jax.random.split(jax.random.key(0))
     M_hat = private_smoothness(X, "squared", epsilon=0.1, key=key_m, clip=4.0)
     problem = dg.make_problem(X, y, "squared", smoothness=M_hat)   # M_hat is now public
-    result = dg.dp_gcd.fit(problem, key_run, epsilon=0.9, delta=1e-6, steps=20)
+    result = dg.dp_gcd.fit(problem, key_run, epsilon=0.9, delta=1e-6, passes=20)
     # The pair (M_hat, result.w) is (0.1 + 0.9, 1e-6) = (1, 1e-6)-DP. Here the noise scale
     # is p c / (n epsilon) = 20 * 4 / (10_000 * 0.1) = 0.08 against M_j close to 1.
 

@@ -14,8 +14,15 @@ Array = jax.Array
 
 
 class State(NamedTuple):
+  """The state of a coordinate solver (DP-GCD, DP-CD).
+
+  Attributes:
+    w: (p,) the iterate.
+    margins: (n,) ``X w``, kept up to date in O(n) per step for GLM losses (None otherwise).
+  """
+
   w: Array
-  margins: Optional[Array]  # Xw, kept for GLM losses (the O(n) fast path)
+  margins: Optional[Array]
 
 
 def init(problem: problem_lib.Problem) -> State:
@@ -38,7 +45,3 @@ def set_coordinate(problem: problem_lib.Problem, state: State, j: Array, new_wj:
   w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
   return State(w, margins)
 
-
-def record_objective(problem: problem_lib.Problem, store: bool):
-  """The driver's ``record``: the NOT private objective, or None."""
-  return (lambda s: problem_lib.objective(problem, s.w, s.margins)) if store else None

@@ -22,7 +22,6 @@ the trace are NOT private.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -33,6 +32,7 @@ from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import greedy
 from dpgcd_jax.privacy import accounting
 
@@ -56,14 +56,40 @@ class Params(NamedTuple):
   noise: Any = 0.0
 
 
+State = _coordinate.State
+init = _coordinate.init
+
+
+class Info(NamedTuple):
+  """What one DP-CD step reports besides its state.
+
+  Attributes:
+    coordinate: the updated coordinate (an integer scalar), drawn uniformly from the step's
+      key (public randomness, independent of the data); :func:`run` stacks it into
+      ``trace.coordinates``.
+  """
+
+  coordinate: Array
+
+
 def coordinate_of_step(key: Array, num_features: int) -> Array:
   """The uniformly random coordinate of a step, drawn from the step's key."""
   return jax.random.randint(key, (), 0, num_features)
 
 
-def step(problem: problem_lib.Problem, params: Params, key: Array,
-         state: _coordinate.State) -> tuple[_coordinate.State, Array]:
-  """One DP-CD step; returns the new state and the updated coordinate."""
+@base.accepts_old_step_order
+def step(key: Array, state: State, problem: problem_lib.Problem, params: Params) -> tuple[State, Info]:
+  """One DP-CD step (pure, jittable): the new state and the updated coordinate.
+
+  Args:
+    key: a JAX PRNG key, used once (split into the coordinate's key and the noise's key).
+    state: from :func:`init` or the previous step.
+    problem: from :func:`dpgcd_jax.make_problem`.
+    params: :class:`Params` as arrays (:func:`run` validates and casts them).
+
+  Returns:
+    ``(State, Info)``.
+  """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   key_coordinate, key_noise = jax.random.split(key)
@@ -71,43 +97,38 @@ def step(problem: problem_lib.Problem, params: Params, key: Array,
   g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
   sensitivity_j = clipping.mean_sensitivity(thresholds[j], problem.num_examples)
   noisy_g = greedy.privatize(key_noise, g_j, params.noise, sensitivity_j, update="gaussian")
-  return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), j
+  return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), Info(j)
 
 
-def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int,
-        store_objective: bool = False) -> _driver.Result:
+def _features_per_pass(problem: problem_lib.Problem) -> int:
+  return problem.num_features
+
+
+SOLVER = base.Solver(Params, init, step, noises=("noise",), steps_per_pass=_features_per_pass)
+
+
+@base.accepts_old_run_conventions()
+def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int,
+        store_objective: bool = False) -> base.Result:
   """Runs ``passes * p`` DP-CD steps under jit; the objective is recorded once per pass.
 
   Args:
     problem: from :func:`dpgcd_jax.make_problem`.
-    params: :class:`Params`.
     key: a JAX PRNG key (required).
+    params: :class:`Params` (the noise multiplier from :func:`dpgcd_jax.privacy.calibrate_cd`
+      with ``steps = passes * p``, or use :func:`fit` with a budget).
     passes: number of passes over the data (static); steps = passes * p.
     store_objective: record the (NOT private) objective after every pass.
+
+  Returns:
+    A :class:`dpgcd_jax.Result` (``trace.coordinates``: the coordinate of every step).
   """
-  passes = _driver.check_run_inputs(problem, key, passes, name="passes")
-  params = _params(problem, Params(*params))
-  _driver.warn_if_not_public(problem, (params.noise,))
-  return _run(problem, params, key, passes=passes, store_objective=store_objective)
-
-
-def _params(problem: problem_lib.Problem, params: Params) -> Params:
-  return _driver.as_params(params, problem.XT.dtype, positive=("step_size", "clip"),
-                           non_negative=("noise",), num_features=problem.num_features)
-
-
-@functools.partial(jax.jit, static_argnames=("passes", "store_objective"))
-def _run(problem, params, key, *, passes, store_objective):
-  p = problem.num_features
-  state, coordinates, objectives = _driver.run_steps(
-      functools.partial(step, problem, params), _coordinate.init(problem), key, steps=passes * p,
-      record_every=p, record=_coordinate.record_objective(problem, store_objective))
-  return _driver.Result(_driver.fail_closed(params, state.w), _driver.Trace(coordinates, objectives))
+  return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective)
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         step_size: float = 1.0, clip: Any = 1.0, bound_share: float = _driver.DEFAULT_BOUND_SHARE,
-        store_objective: bool = False) -> _driver.Result:
+        store_objective: bool = False) -> base.Result:
   """(epsilon, delta)-DP DP-CD on the private path (see :func:`dpgcd_jax.dp_gcd.fit`).
 
   A feature bound is released first when the problem has no public smoothness (share
@@ -115,13 +136,10 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   ``key`` may be a batch of keys. ``clip`` is in the units of :mod:`dpgcd_jax.clipping`.
   """
   passes = _validate.check_int("passes", passes, low=1)
+  base.check_problem(problem)
   steps = passes * problem.num_features
-
-  def make_run(scale):
-    params = _params(problem, Params(step_size, clip, scale))
-    return lambda pb, k: _run(pb, params, k, passes=passes, store_objective=store_objective)
-
   return _driver.private_fit(
-      problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share,
-      solver_ledger=lambda scale: accounting.cd_ledger(scale, steps=steps), make_run=make_run,
-      cache_key=("dp_cd", steps))
+      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
+      params_at=lambda scale: Params(step_size, clip, scale),
+      solver_ledger=lambda scale: accounting.cd_ledger(scale, steps=steps),
+      cache_key=("dp_cd", steps), store_objective=store_objective)

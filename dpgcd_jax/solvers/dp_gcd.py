@@ -21,12 +21,16 @@ selection is ``2 / b``-DP (``"laplace"``) or ``2 / b``-bounded-range, ``rho = 1 
 (``"gumbel"``), the update ``1 / s``-DP (``"laplace"``) or ``1 / (2 s^2)``-zCDP
 (``"gaussian"``); :mod:`dpgcd_jax.privacy.accounting` composes them over the iterations.
 The coordinate smoothness ``M`` must be public: :func:`fit` makes it so (declared, from a
-declared feature bound, or from a privately released one, see :mod:`dpgcd_jax.problem`). The objective values in the trace are NOT private.
+declared feature bound, or from a privately released one, see :mod:`dpgcd_jax.problem`).
+The objective values in the trace are NOT private.
+
+One iteration reads every example once, so ``passes`` (the argument of :func:`run` and
+:func:`fit`) is the number of iterations ``T``; :func:`dpgcd_jax.privacy.calibrate_gcd` counts
+the same ``T`` mechanism invocations as ``steps=T``.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -38,6 +42,7 @@ from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import greedy
 from dpgcd_jax.privacy import accounting
 
@@ -68,69 +73,95 @@ State = _coordinate.State
 init = _coordinate.init
 
 
+class Info(NamedTuple):
+  """What one DP-GCD iteration reports besides its state.
+
+  Attributes:
+    coordinate: the selected coordinate ``j_t`` (an integer scalar), the output of the private selection
+      (a released quantity, covered by the guarantee); :func:`run` stacks it into
+      ``trace.coordinates``.
+  """
+
+  coordinate: Array
+
+
+@base.accepts_old_step_order
 def step(
-    problem: problem_lib.Problem,
-    params: Params,
     key: Array,
     state: State,
+    problem: problem_lib.Problem,
+    params: Params,
     *,
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
-) -> tuple[State, Array]:
-  """One DP-GCD iteration; returns the new state and the selected coordinate."""
+) -> tuple[State, Info]:
+  """One DP-GCD iteration (pure, jittable): the new state and the selected coordinate.
+
+  Args:
+    key: a JAX PRNG key, used once (:func:`run` draws ``fold_in(key, t)`` at iteration ``t``).
+    state: from :func:`init` or the previous step.
+    problem: from :func:`dpgcd_jax.make_problem`.
+    params: :class:`Params` as arrays (:func:`run` validates and casts them).
+    selection, update, rule: static; see :func:`run`.
+
+  Returns:
+    ``(State, Info)``.
+  """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds)
   j, new_wj = greedy.private_coordinate_step(
       key, g, state.w, M, thresholds, problem.num_examples, problem.penalty, params.step_size,
       params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule)
-  return _coordinate.set_coordinate(problem, state, j, new_wj), j
+  return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
 
 
+SOLVER = base.Solver(Params, init, step, noises=("selection_noise", "update_noise"))
+
+
+@base.accepts_old_run_conventions(steps_are_passes=True)
 def run(
     problem: problem_lib.Problem,
-    params: Params,
     key: Array,
+    params: Params,
     *,
-    steps: int,
+    passes: int,
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
     store_objective: bool = False,
-) -> _driver.Result:
-  """Runs ``steps`` DP-GCD iterations (one iteration = one pass over the data) under jit.
+) -> base.Result:
+  """Runs ``passes`` DP-GCD iterations (one iteration = one pass over the data) under jit.
 
   Args:
     problem: from :func:`dpgcd_jax.make_problem`.
+    key: a JAX PRNG key (required; the same key gives the same result).
     params: :class:`Params` (noise multipliers from :func:`dpgcd_jax.privacy.calibrate_gcd`,
       or use :func:`fit` with a budget).
-    key: a JAX PRNG key (required; the same key gives the same result).
-    steps: number of iterations (static).
+    passes: number of iterations ``T`` (static); the deprecated alias ``steps=T`` still works
+      for one release.
     selection: "laplace" (paper-faithful noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian" noise on the selected coordinate gradient.
     rule: greedy rule "gs-s", "gs-r" or "gs-q" (identical when there is no penalty).
     store_objective: record the (NOT private) objective after every iteration (off by default).
 
   Returns:
-    A :class:`Result`: the final iterate and the trace (selected coordinates,
+    A :class:`dpgcd_jax.Result`: the final iterate and the trace (selected coordinates,
     ``nonprivate_objective``).
 
   Examples:
     >>> import jax, dpgcd_jax as dg
     >>> X = jax.random.normal(jax.random.key(0), (50, 8))
-    >>> problem = dg.make_problem(X, X[:, 0], "squared")
-    >>> res = dg.dp_gcd.run(problem, dg.dp_gcd.Params(clip=1.0, selection_noise=5.0,
-    ...                     update_noise=5.0), jax.random.key(1), steps=10)
-    >>> res.w.shape
-    (8,)
+    >>> problem = dg.make_problem(X, X[:, 0], "squared", feature_bound=5.0)
+    >>> params = dg.dp_gcd.Params(clip=1.0, selection_noise=5.0, update_noise=5.0)
+    >>> res = dg.dp_gcd.run(problem, jax.random.key(1), params, passes=10)
+    >>> res.w.shape, res.trace.coordinates.shape
+    ((8,), (10,))
   """
-  steps = _driver.check_run_inputs(problem, key, steps)
   _check_names(selection, update, rule)
-  params = _params(problem, Params(*params))
-  _driver.warn_if_not_public(problem, (params.selection_noise, params.update_noise))
-  return _run(problem, params, key, steps=steps, selection=selection, update=update, rule=rule,
-              store_objective=store_objective)
+  return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
+                  selection=selection, update=update, rule=rule)
 
 
 def _check_names(selection: str, update: str, rule: str) -> None:
@@ -139,28 +170,14 @@ def _check_names(selection: str, update: str, rule: str) -> None:
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
 
 
-def _params(problem: problem_lib.Problem, params: Params) -> Params:
-  return _driver.as_params(params, problem.XT.dtype, positive=("step_size", "clip"),
-                           non_negative=("selection_noise", "update_noise"),
-                           num_features=problem.num_features)
-
-
-@functools.partial(jax.jit, static_argnames=("steps", "selection", "update", "rule", "store_objective"))
-def _run(problem, params, key, *, steps, selection, update, rule, store_objective):
-  one_step = functools.partial(step, problem, params, selection=selection, update=update, rule=rule)
-  state, coordinates, objectives = _driver.run_steps(
-      one_step, init(problem), key, steps=steps, record_every=1,
-      record=_coordinate.record_objective(problem, store_objective))
-  return _driver.Result(_driver.fail_closed(params, state.w), _driver.Trace(coordinates, objectives))
-
-
+@base.accepts_old_run_conventions(steps_are_passes=True)
 def fit(
     problem: problem_lib.Problem,
     key: Array,
     *,
     epsilon: float,
     delta: float,
-    steps: int,
+    passes: int,
     step_size: float = 1.0,
     clip: Any = 1.0,
     selection: str = "laplace",
@@ -169,15 +186,16 @@ def fit(
     selection_share: Optional[float] = None,
     bound_share: float = _driver.DEFAULT_BOUND_SHARE,
     store_objective: bool = False,
-) -> _driver.Result:
+) -> base.Result:
   """(epsilon, delta)-DP DP-GCD: the private path from data to model, with default arguments.
 
   Everything taken from the data is public by declaration or released by an accounted
   mechanism: when ``problem`` has no public smoothness (``make_problem`` without
   ``smoothness=`` or ``feature_bound=``), a share ``bound_share`` of ``epsilon`` releases a
   feature bound ``B`` (:mod:`dpgcd_jax.privacy.bounds`), the features are clipped to it and
-  ``M_j = beta B^2``; the rest calibrates the smallest noise meeting the budget
-  (:func:`dpgcd_jax.privacy.calibrate_gcd`). ``result.privacy`` lists what was spent.
+  ``M_j = beta B^2``; the rest calibrates the smallest noise meeting the budget for ``passes``
+  iterations (:func:`dpgcd_jax.privacy.calibrate_gcd` with ``steps=passes``).
+  ``result.privacy`` lists what was spent.
 
   Args:
     problem: from :func:`dpgcd_jax.make_problem`.
@@ -185,7 +203,8 @@ def fit(
       that leading axis (independent private runs, each spending the whole budget).
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    steps: iterations (static).
+    passes: iterations ``T`` (static; one iteration is one pass over the data); the
+      deprecated alias ``steps=T`` still works for one release.
     step_size: ``gamma``; coordinate j moves by ``gamma / M_j`` times its noisy gradient.
     clip: per-coordinate clipping, in units of ``sqrt(M_j / beta)`` (see
       :mod:`dpgcd_jax.clipping`): with features bounded by ``B``, ``C_j = clip B``, so
@@ -196,21 +215,20 @@ def fit(
     bound_share: the share of ``epsilon`` spent on the feature bound when one is needed, in (0, 1).
     store_objective: also return ``trace.nonprivate_objective`` (NOT private; off by default).
 
+  Returns:
+    A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
+
   Reusing a key across releases on overlapping data voids the guarantee: draw a fresh key per
   release.
   """
-  steps = _validate.check_int("steps", steps, low=1)
+  passes = _validate.check_int("passes", passes, low=1)
   _check_names(selection, update, rule)
   share = accounting._check_share(selection_share)
   r_sel, r_upd = accounting._share_ratios(selection, update, share)
-
-  def make_run(scale):
-    params = _params(problem, Params(step_size, clip, scale * r_sel, scale * r_upd))
-    return lambda pb, k: _run(pb, params, k, steps=steps, selection=selection, update=update,
-                              rule=rule, store_objective=store_objective)
-
   return _driver.private_fit(
-      problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share,
-      solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps,
+      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
+      params_at=lambda scale: Params(step_size, clip, scale * r_sel, scale * r_upd),
+      solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=passes,
                                                         selection=selection, update=update),
-      make_run=make_run, cache_key=("dp_gcd", steps, selection, update, share))
+      cache_key=("dp_gcd", passes, selection, update, share), store_objective=store_objective,
+      selection=selection, update=update, rule=rule)

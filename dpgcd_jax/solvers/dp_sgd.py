@@ -29,8 +29,7 @@ so ``fit`` releases no feature bound. The objective values in the trace are NOT 
 
 from __future__ import annotations
 
-import functools
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -40,8 +39,8 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sampling
-from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import base
 from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import events
 
@@ -69,6 +68,33 @@ class Params(NamedTuple):
   noise: Any = 0.0
 
 
+class State(NamedTuple):
+  """The state of DP-SGD.
+
+  Attributes:
+    w: (p,) the iterate.
+  """
+
+  w: Array
+
+
+class Info(NamedTuple):
+  """What one DP-SGD step reports besides its state.
+
+  Attributes:
+    batch_size: the realized size ``|B|`` of the step's Poisson batch (an int32 scalar; its
+      mean is ``q n``). A diagnostic: the privacy analysis covers the model, not this count,
+      and :func:`run` does not return it (nor compute it).
+  """
+
+  batch_size: Array
+
+
+def init(problem: problem_lib.Problem) -> State:
+  """``w^0 = prox(0)`` (the origin for the built-in penalties)."""
+  return State(problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0))
+
+
 def max_batch_size(num_examples: int, sampling_rate: float) -> int:
   """The fast-path batch of :mod:`dpgcd_jax.sampling` (host side): ``P(Binomial(n, q) > b) <= 1/n``.
 
@@ -89,22 +115,41 @@ def sample_batch(key: Array, num_examples: int, sampling_rate: float, max_batch:
   return jnp.arange(num_examples), sampling.sample_mask(key, p)
 
 
-def step(problem: problem_lib.Problem, params: Params, key: Array, state: _coordinate.State, *,
-         sampling_rate: float, max_batch: int, X: Array) -> tuple[_coordinate.State, None]:
-  """One DP-SGD step (``X``: the row-major features, gathered by rows)."""
+@base.accepts_old_step_order
+def step(key: Array, state: State, problem: problem_lib.Problem, params: Params, *,
+         sampling_rate: float, max_batch: Optional[int] = None,
+         X: Optional[Array] = None) -> tuple[State, Info]:
+  """One DP-SGD step (pure, jittable): the new state and the realized batch size.
+
+  Args:
+    key: a JAX PRNG key, used once (split into the sample's key and the noise's key).
+    state: from :func:`init` or the previous step.
+    problem: from :func:`dpgcd_jax.make_problem` (dense features).
+    params: :class:`Params` as arrays (:func:`run` validates and casts them).
+    sampling_rate: ``q`` in (0, 1] (static).
+    max_batch: the sampler's fast-path capacity (static; default :func:`max_batch_size`).
+    X: the row-major features ``problem.X``, gathered by rows; pass it when stepping in a
+      loop (:func:`run` builds it once per run), else each step transposes ``problem.XT``.
+
+  Returns:
+    ``(State, Info)``.
+  """
+  n = problem.num_examples
+  max_batch = max_batch_size(n, sampling_rate) if max_batch is None else max_batch
+  X = problem.XT.T if X is None else X
   key_sample, key_noise = jax.random.split(key)
-  plan = sampling.plan(problem.num_examples, sampling_rate, max_batch)
+  plan = sampling.plan(n, sampling_rate, max_batch)
 
   def clipped_gradients(indices):
     grads = jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0))(state.w, X[indices], problem.y[indices])
     return clipping.clip_l2(grads, params.clip)
 
-  clipped_sum = sampling.subsample_sum(key_sample, plan, clipped_gradients)
+  clipped_sum, size = sampling.subsample_sum(key_sample, plan, clipped_gradients, with_size=True)
   noise = clipping.noise_scale(params.noise, params.clip) * jax.random.normal(key_noise, state.w.shape,
                                                                              state.w.dtype)
-  g = (clipped_sum + noise) / (sampling_rate * problem.num_examples) + problem.l2 * state.w
+  g = (clipped_sum + noise) / (sampling_rate * n) + problem.l2 * state.w
   w = problem.penalty.prox(state.w - params.step_size * g, params.step_size)
-  return _coordinate.State(w, None), None
+  return state._replace(w=w), Info(size)  # _replace: a state of the old layout keeps its type
 
 
 def _check_batch_size(batch_size: int, n: int) -> int:
@@ -114,51 +159,53 @@ def _check_batch_size(batch_size: int, n: int) -> int:
   return batch_size
 
 
-def run(problem: problem_lib.Problem, params: Params, key: Array, *, passes: int, batch_size: int = 1,
-        store_objective: bool = False) -> _driver.Result:
+def _steps_per_pass(problem: problem_lib.Problem, *, batch_size: int) -> int:
+  return problem.num_examples // batch_size
+
+
+def _step_options(problem: problem_lib.Problem, *, batch_size: int) -> dict[str, Any]:
+  n = problem.num_examples
+  return dict(sampling_rate=batch_size / n, max_batch=max_batch_size(n, batch_size / n), X=problem.XT.T)
+
+
+SOLVER = base.Solver(Params, init, step, noises=("noise",), steps_per_pass=_steps_per_pass,
+                     step_options=_step_options, vector_clip=False, uses_smoothness=False,
+                     dense_only=True)
+
+
+@base.accepts_old_run_conventions()
+def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int, batch_size: int = 1,
+        store_objective: bool = False) -> base.Result:
   """Runs ``passes * (n // batch_size)`` DP-SGD steps under jit (objective once per pass).
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`.
-    params: :class:`Params`.
+    problem: from :func:`dpgcd_jax.make_problem` (dense features).
     key: a JAX PRNG key (required).
+    params: :class:`Params` (the noise multiplier from :func:`dpgcd_jax.privacy.calibrate_sgd`,
+      or use :func:`fit` with a budget).
     passes: number of passes over the data (static).
     batch_size: expected batch size, 1 <= batch_size <= n (static); ``q = batch_size / n``.
     store_objective: record the (NOT private) objective after every pass.
+
+  Returns:
+    A :class:`dpgcd_jax.Result` (``trace.coordinates`` is None: every step moves all coordinates).
   """
-  passes = _driver.check_run_inputs(problem, key, passes, name="passes", dense_only=True)
-  n = problem.num_examples
-  batch_size = _check_batch_size(batch_size, n)
-  params = _driver.as_params(Params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-                             non_negative=("noise",), num_features=problem.num_features,
-                             clip_may_be_vector=False)
-  return _run(problem, params, key, passes=passes, batch_size=batch_size, store_objective=store_objective)
-
-
-@functools.partial(jax.jit, static_argnames=("passes", "batch_size", "store_objective"))
-def _run(problem, params, key, *, passes, batch_size, store_objective):
-  n = problem.num_examples
-  steps_per_pass = n // batch_size
-  one_step = functools.partial(step, problem, params, sampling_rate=batch_size / n,
-                               max_batch=max_batch_size(n, batch_size / n), X=problem.XT.T)
-  record = (lambda s: problem_lib.objective(problem, s.w)) if store_objective else None
-  state, _, objectives = _driver.run_steps(
-      one_step, _coordinate.State(_coordinate.init(problem).w, None), key,
-      steps=passes * steps_per_pass, record_every=steps_per_pass, record=record)
-  return _driver.Result(_driver.fail_closed(params, state.w), _driver.Trace(None, objectives))
+  base.check_problem(problem)
+  batch_size = _check_batch_size(batch_size, problem.num_examples)
+  return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
+                  batch_size=batch_size)
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         batch_size: int = 1, step_size: float = 0.1, clip: float = 1.0,
-        store_objective: bool = False) -> _driver.Result:
+        store_objective: bool = False) -> base.Result:
   """(epsilon, delta)-DP DP-SGD: one ledger (Poisson-subsampled Gaussian steps + the sampler's
   total-variation slack), calibrated, then run. ``key`` may be a batch of keys."""
-  _driver.check_fit_inputs(problem, key, epsilon, delta, _driver.DEFAULT_BOUND_SHARE,
-                           uses_smoothness=False)
-  passes = _validate.check_int("passes", passes, low=1)
-  _driver.check_dense(problem)
-  batch_size = _check_batch_size(batch_size, problem.num_examples)
+  base.check_problem(problem)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
+  passes = _validate.check_int("passes", passes, low=1)
+  base.check_dense(problem)
+  batch_size = _check_batch_size(batch_size, problem.num_examples)
   n = problem.num_examples
   steps = passes * (n // batch_size)
   q = batch_size / n
@@ -168,14 +215,8 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
     return baseline_accounting.sgd_ledger(scale, steps=steps, sampling_rate=q).add(
         "sampling (total variation)", events.DeltaSlack(slack), 1)
 
-  def make_run(scale):
-    params = _driver.as_params(Params(step_size, clip, scale), problem.XT.dtype,
-                               positive=("step_size", "clip"), non_negative=("noise",),
-                               num_features=problem.num_features, clip_may_be_vector=False)
-    return lambda pb, k: _run(pb, params, k, passes=passes, batch_size=batch_size,
-                              store_objective=store_objective)
-
-  return _driver.private_fit(problem, key, epsilon=epsilon, delta=delta,
-                             bound_share=_driver.DEFAULT_BOUND_SHARE, solver_ledger=solver_ledger,
-                             make_run=make_run, cache_key=("dp_sgd", steps, q, slack),
-                             uses_smoothness=False)
+  return _driver.private_fit(
+      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=_driver.DEFAULT_BOUND_SHARE,
+      passes=passes, params_at=lambda scale: Params(step_size, clip, scale),
+      solver_ledger=solver_ledger, cache_key=("dp_sgd", steps, q, slack),
+      store_objective=store_objective, batch_size=batch_size)

@@ -1,0 +1,224 @@
+"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver.
+
+``step(key, state, problem, params, **options) -> (State, Info)`` is pure and jittable; a
+hand-written loop of ``init`` / ``step`` equals ``run``; ``run(problem, key, params, *, passes)``
+and ``fit(problem, key, *, epsilon, delta, passes)``; the old orders and ``steps=`` warn with a
+DeprecationWarning (attributed to the caller's line) and give identical results.
+"""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpgcd_jax as dg
+from dpgcd_jax.solvers import base
+
+PASSES = 2
+
+
+def _problem(loss="squared", n=40, p=6):
+  X = jax.random.normal(jax.random.key(0), (n, p))
+  y = X[:, 0] - 0.5 * X[:, 1] if loss == "squared" else jnp.sign(X[:, 0] + 0.1)
+  return dg.make_problem(X, y, loss, l2=0.01, feature_bound=4.0)
+
+
+# name: (module, params, run options, step options)
+SOLVERS = {
+    "dp_gcd": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0), {}, {}),
+    "dp_gcd_gumbel": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0),
+                      dict(selection="gumbel", update="gaussian", rule="gs-q"),
+                      dict(selection="gumbel", update="gaussian", rule="gs-q")),
+    "dp_cd": (dg.dp_cd, dg.dp_cd.Params(0.8, 1.0, 2.0), {}, {}),
+    "dp_sgd": (dg.dp_sgd, dg.dp_sgd.Params(0.1, 1.0, 1.0), dict(batch_size=8),
+               dict(sampling_rate=8 / 40)),
+}
+
+
+def _assert_same(a, b):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def _deprecations(caught):
+  return [w for w in caught if issubclass(w.category, DeprecationWarning)]
+
+
+def test_public_modules_and_result_types():
+  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_sgd", "reference", "Result", "Trace"}
+  assert dg.Result is dg.solvers.Result is base.Result
+  assert dg.Trace is dg.solvers.Trace is base.Trace
+  for module in (dg.dp_gcd, dg.dp_cd, dg.dp_sgd):
+    assert module.SOLVER.params is module.Params and module.SOLVER.init is module.init
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_step_returns_its_state_and_info_and_jits(name):
+  module, params, _, step_options = SOLVERS[name]
+  problem = _problem()
+  state = module.init(problem)
+  assert isinstance(state, module.State)
+  new_state, info = module.step(jax.random.key(1), state, problem, params, **step_options)
+  assert type(new_state) is module.State and type(info) is module.Info
+  assert new_state.w.shape == state.w.shape and not np.array_equal(new_state.w, state.w)
+  assert all(jnp.shape(leaf) == () for leaf in info)
+  if module is dg.dp_sgd:
+    assert 0 <= int(info.batch_size) <= problem.num_examples
+  else:
+    assert 0 <= int(info.coordinate) < problem.num_features
+  jitted = jax.jit(module.step, static_argnames=tuple(step_options))
+  jit_state, jit_info = jitted(jax.random.key(1), state, problem, params, **step_options)
+  assert type(jit_state) is module.State and type(jit_info) is module.Info
+  np.testing.assert_allclose(jit_state.w, new_state.w, rtol=1e-10, atol=1e-12)
+  _assert_same(jit_info, info)
+
+
+def test_dp_sgd_info_counts_the_poisson_batch():
+  problem = _problem(n=400)
+  q = 0.05
+  step = jax.jit(lambda k: dg.dp_sgd.step(k, dg.dp_sgd.init(problem), problem, dg.dp_sgd.Params(),
+                                          sampling_rate=q)[1].batch_size)
+  keys = jax.random.split(jax.random.key(3), 20)
+  sizes = np.array([int(step(k)) for k in keys])
+  capacity = dg.dp_sgd.max_batch_size(400, q)
+  expected = [int(dg.dp_sgd.sample_batch(jax.random.split(k)[0], 400, q, capacity)[1].sum()) for k in keys]
+  np.testing.assert_array_equal(sizes, expected)  # the same sample as the step's
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_a_loop_of_init_and_step_equals_run(name):
+  module, params, run_options, step_options = SOLVERS[name]
+  problem = _problem()
+  key = jax.random.key(5)
+  result = module.run(problem, key, params, passes=PASSES, **run_options)
+  cast = base.cast_params(module.SOLVER, problem, params)
+  steps = PASSES * module.SOLVER.steps_per_pass(problem, **run_options)
+  step = jax.jit(module.step, static_argnames=tuple(step_options))
+  state, coordinates = module.init(problem), []
+  for t in range(steps):
+    state, info = step(jax.random.fold_in(key, t), state, problem, cast, **step_options)
+    coordinates.append(getattr(info, "coordinate", None))
+  np.testing.assert_allclose(result.w, state.w, rtol=1e-10, atol=1e-12)
+  if module is dg.dp_sgd:
+    assert result.trace.coordinates is None
+  else:
+    np.testing.assert_array_equal(result.trace.coordinates, np.array(coordinates))
+
+
+@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+def test_old_run_order_warns_and_gives_the_same_result(name):
+  module, params, run_options, _ = SOLVERS[name]
+  problem, key = _problem(), jax.random.key(2)
+  new = module.run(problem, key, params, passes=PASSES, store_objective=True, **run_options)
+  with pytest.warns(DeprecationWarning, match=r"run\(problem, key, params\)") as caught:
+    old = module.run(problem, params, key, passes=PASSES, store_objective=True, **run_options)
+  assert {w.filename for w in _deprecations(caught)} == {__file__}  # the caller's line
+  _assert_same(new, old)
+  with pytest.warns(DeprecationWarning):
+    by_keyword = module.run(problem, params, key=key, passes=PASSES, store_objective=True, **run_options)
+  _assert_same(new, by_keyword)
+
+
+def test_new_conventions_do_not_warn():
+  problem, key = _problem(), jax.random.key(2)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for module, params, run_options, step_options in SOLVERS.values():
+      module.run(problem, key, params, passes=1, **run_options)
+      module.run(problem, key=key, params=params, passes=1, **run_options)
+      module.step(key, module.init(problem), problem, params, **step_options)
+    dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=2)
+    dg.dp_cd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=1)
+    dg.dp_sgd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=1, batch_size=8)
+  ours = [w for w in _deprecations(caught) if w.filename == __file__ or "dpgcd_jax" in w.filename]
+  assert not ours, [str(w.message) for w in ours]
+
+
+def test_dp_gcd_steps_is_a_deprecated_alias_of_passes():
+  problem, key, params = _problem(), jax.random.key(4), SOLVERS["dp_gcd"][1]
+  new = dg.dp_gcd.run(problem, key, params, passes=5)
+  with pytest.warns(DeprecationWarning, match="use passes=") as caught:
+    old = dg.dp_gcd.run(problem, key, params, steps=5)
+  assert [w.filename for w in _deprecations(caught)] == [__file__]
+  _assert_same(new, old)
+  with pytest.warns(DeprecationWarning) as caught:  # the old order and the old name together
+    oldest = dg.dp_gcd.run(problem, params, key, steps=5)
+  assert len(_deprecations(caught)) == 2
+  _assert_same(new, oldest)
+  fit_new = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=3)
+  with pytest.warns(DeprecationWarning, match="use passes="):
+    fit_old = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, steps=3)
+  _assert_same(fit_new.w, fit_old.w)
+  assert fit_new.privacy.epsilon == fit_old.privacy.epsilon
+  with pytest.raises(TypeError, match="steps"):
+    dg.dp_gcd.run(problem, key, params, passes=5, steps=5)
+  with pytest.raises(TypeError):
+    dg.dp_cd.run(problem, key, SOLVERS["dp_cd"][1], steps=5)  # DP-CD: a step is not a pass
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_old_step_order_warns_and_gives_the_same_result(name):
+  module, params, _, step_options = SOLVERS[name]
+  problem, key = _problem(), jax.random.key(6)
+  state = module.init(problem)
+  new = module.step(key, state, problem, params, **step_options)
+  with pytest.warns(DeprecationWarning, match=r"step\(key, state, problem, params\)") as caught:
+    old = module.step(problem, params, key, state, **step_options)
+  assert {w.filename for w in _deprecations(caught)} == {__file__}
+  _assert_same(new, old)
+
+
+def test_old_step_order_keeps_working_in_the_experiments_loops():
+  """The experiments drive old-order steps in fori_loop, DP-SGD from a coordinate State(w, None)."""
+  problem, key = _problem(), jax.random.key(7)
+  sgd = dict(sampling_rate=0.2, max_batch=dg.dp_sgd.max_batch_size(40, 0.2), X=problem.XT.T)
+  cases = {  # name: (old-order step, its initial state, the new step's options)
+      "dp_gcd": (lambda p, k, s: dg.dp_gcd.step(problem, p, k, s, selection="laplace", update="laplace")[0],
+                 dg.dp_gcd.init(problem), {}),
+      "dp_cd": (lambda p, k, s: dg.dp_cd.step(problem, p, k, s)[0], dg.dp_gcd.init(problem), {}),
+      "dp_sgd": (lambda p, k, s: dg.dp_sgd.step(problem, p, k, s, **sgd)[0],
+                 dg.dp_gcd.State(dg.dp_gcd.init(problem).w, None), sgd),
+  }
+
+  def loop(step, state, params):
+    body = lambda t, s: step(params, base.step_key(key, t), s)
+    return jax.jit(lambda: jax.lax.fori_loop(0, 5, body, state).w)()
+
+  for name, (old_step, old_state, options) in cases.items():
+    module = SOLVERS[name][0]
+    params = base.cast_params(module.SOLVER, problem, SOLVERS[name][1])
+    with pytest.warns(DeprecationWarning):
+      old = loop(old_step, old_state, params)
+    new_step = lambda p, k, s, m=module, o=options: m.step(k, s, problem, p, **o)[0]
+    np.testing.assert_allclose(old, loop(new_step, module.init(problem), params), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
+  module, params, run_options, _ = SOLVERS[name]
+  traces = []
+
+  def counting_logistic(z, y):
+    traces.append(1)
+    return jnp.logaddexp(0.0, -y * z)
+
+  X = jax.random.normal(jax.random.key(0), (40, 6))
+  problem = dg.make_problem(X, jnp.sign(X[:, 0] + 0.1), dg.glm_loss(counting_logistic, curvature=0.25),
+                            feature_bound=4.0)
+  sweep = jax.jit(jax.vmap(jax.vmap(lambda prm, k: module.run(problem, k, prm, passes=1, **run_options).w,
+                                    in_axes=(None, 0)), in_axes=(0, None)))
+  grid = jax.tree.map(lambda x: jnp.array([x, 0.5 * x]), params)
+  first = sweep(grid, jax.random.split(jax.random.key(0), 3))
+  assert first.shape == (2, 3, 6) and np.all(np.isfinite(first))
+  after_first = len(traces)
+  assert after_first > 0
+  sweep(jax.tree.map(lambda x: 1.5 * x, grid), jax.random.split(jax.random.key(1), 3))
+  assert len(traces) == after_first
+  module.run(problem, jax.random.key(2), params, passes=1, **run_options)
+  after_run = len(traces)
+  module.run(problem, jax.random.key(3), jax.tree.map(lambda x: 0.7 * x, params), passes=1, **run_options)
+  assert len(traces) == after_run  # new values of the key and the hyperparameters: no retrace
+  module.run(problem, jax.random.key(3), params, passes=2, **run_options)
+  assert len(traces) > after_run  # a new number of passes is static: it does retrace
