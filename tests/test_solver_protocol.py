@@ -222,3 +222,35 @@ def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   assert len(traces) == after_run  # new values of the key and the hyperparameters: no retrace
   module.run(problem, jax.random.key(3), params, passes=2, **run_options)
   assert len(traces) > after_run  # a new number of passes is static: it does retrace
+
+
+@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+def test_fit_accounts_for_exactly_the_steps_it_runs(name):
+  module, _, options, _ = SOLVERS[name]
+  problem = _problem()
+  result = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, **options)
+  ran = base.total_steps(module.SOLVER, problem, 3, **options)
+  if result.trace.coordinates is not None:
+    assert result.trace.coordinates.shape == (ran,)
+  assert ran == {"dp_gcd": 3, "dp_cd": 3 * 6, "dp_sgd": 3 * (40 // 8)}[name]
+  counts = [e.count for e in result.privacy.entries if e.label in ("selection", "update", "step")]
+  assert counts and all(c == ran for c in counts)
+
+
+def test_another_solvers_params_are_rejected_by_name():
+  problem = _problem()
+  with pytest.raises(ValueError, match="params"):
+    dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_cd.Params(1.0, 1.0, 5.0), passes=PASSES)
+  with pytest.raises(ValueError, match="params"):
+    dg.dp_cd.run(problem, jax.random.key(0), dg.dp_sgd.Params(0.1, 1.0, 5.0), passes=PASSES)
+
+
+def test_fit_has_no_old_order_and_jitted_steps_blame_the_caller():
+  problem = _problem()
+  with pytest.raises(ValueError, match="key"):  # a tuple of keys is not read as (problem, params, key)
+    dg.dp_gcd.fit(problem, (jax.random.key(0), jax.random.key(1)), epsilon=1.0, delta=1e-5, passes=2)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    jax.jit(dg.dp_gcd.step)(problem, dg.dp_gcd.Params(1.0, 1.0, 1.0, 1.0), jax.random.key(0),
+                            dg.dp_gcd.init(problem))
+  assert [w.filename for w in _deprecations(caught)] == [__file__]

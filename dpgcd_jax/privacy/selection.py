@@ -140,7 +140,9 @@ def repeat_and_select_rdp(orders: np.ndarray, rdp: np.ndarray, mean: float, shap
   if hat_orders is None:
     hat_orders, hat_rdp = orders, rdp
   hat_orders, hat_rdp = np.asarray(hat_orders, float), np.asarray(hat_rdp, float)
-  log_inv_gamma = -math.log(tnb_gamma(mean, shape))
+  gamma = tnb_gamma(mean, shape)
+  log_inv_gamma = -math.log(gamma)
+  mean = tnb_mean(gamma, shape)  # >= the requested mean (gamma is on the conservative side)
   with np.errstate(invalid="ignore"):
     hat = np.where(hat_orders == 1.0, 0.0, (1.0 - 1.0 / hat_orders) * hat_rdp) + log_inv_gamma / hat_orders
   c = (1.0 + shape) * float(np.nanmin(hat))
@@ -201,7 +203,8 @@ class RepeatAndSelect(ev.PrivacyEvent):
 
   @property
   def slack(self) -> float:
-    return self.mean * max(p.slack for p in self.parts)
+    mean = self.mean if math.isinf(self.shape) else tnb_mean(tnb_gamma(self.mean, self.shape), self.shape)
+    return mean * max(p.slack for p in self.parts)
 
   def describe(self) -> str:
     kind = {0.0: "logarithmic", 1.0: "geometric", math.inf: "Poisson"}.get(

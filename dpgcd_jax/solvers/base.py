@@ -40,6 +40,7 @@ from dpgcd_jax import problem as problem_lib
 
 Array = jax.Array
 _SOLVERS_DIR = os.path.dirname(os.path.abspath(__file__))
+_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
 
 
 class Trace(NamedTuple):
@@ -198,6 +199,11 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   return Result(fail_closed(params, state.w), Trace(coordinates, objectives))
 
 
+def total_steps(solver: Solver, problem: problem_lib.Problem, passes: int, **options: Any) -> int:
+  """The number of steps a run of ``passes`` passes makes: what its ``fit`` must account for."""
+  return int(passes) * int(solver.steps_per_pass(problem, **options))
+
+
 def check_run_inputs(problem: Any, key: Array, passes: int, *, dense_only: bool = False) -> int:
   """Validates what every solver's ``run`` takes besides its hyperparameters."""
   check_problem(problem)
@@ -221,7 +227,14 @@ def check_dense(problem: Any) -> None:
 
 
 def cast_params(solver: Solver, problem: problem_lib.Problem, params: Any) -> Any:
-  """``solver.params(*params)`` validated and cast to the problem's dtype (see :func:`as_params`)."""
+  """``solver.params(*params)`` validated and cast to the problem's dtype (see :func:`as_params`).
+
+  A plain tuple or list is read positionally; another solver's ``Params`` is an error (its
+  fields mean something else: DP-CD's ``noise`` is not DP-GCD's ``selection_noise``).
+  """
+  if hasattr(params, "_fields") and type(params) is not solver.params:
+    raise ValueError(f"Expected params of type {solver.params.__module__}.{solver.params.__qualname__} "
+                     f"(or a plain tuple of its fields), got params={params!r}.")
   return as_params(solver.params(*params), problem.XT.dtype, positive=("step_size", "clip"),
                    non_negative=solver.noises, num_features=problem.num_features,
                    clip_may_be_vector=solver.vector_clip)
@@ -292,9 +305,15 @@ def caller_stacklevel() -> int:
   For ``warnings.warn`` called by the function that calls this one.
   """
   frame, level = sys._getframe(1), 1  # pylint: disable=protected-access
-  while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _SOLVERS_DIR:
+  while frame is not None and _is_internal(frame.f_code.co_filename):
     frame, level = frame.f_back, level + 1
   return level
+
+
+def _is_internal(filename: str) -> bool:
+  """Frames of this package's solvers and of JAX's tracing machinery (jit / vmap of a solver)."""
+  path = os.path.abspath(filename)
+  return os.path.dirname(path) == _SOLVERS_DIR or path.startswith(_JAX_DIR)
 
 
 def _deprecated(message: str) -> None:
@@ -323,11 +342,13 @@ def accepts_old_step_order(step: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def accepts_old_run_conventions(
-    *, steps_are_passes: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    *, steps_are_passes: bool = False,
+    old_order: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
   """Lets a solver's ``run`` / ``fit`` also take the old conventions (deprecated).
 
   - ``run(problem, params, key, ...)``, recognized by a tuple (the ``Params`` NamedTuple) in
     second position (the new order has the key there), becomes ``run(problem, key, params, ...)``;
+    (only with ``old_order``: ``fit`` never had that order);
   - with ``steps_are_passes`` (DP-GCD, where one iteration is one pass over the data),
     ``steps=T`` becomes ``passes=T``.
 
@@ -339,7 +360,8 @@ def accepts_old_run_conventions(
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-      if len(args) >= 2 and isinstance(args[1], tuple) and (len(args) == 2 or not isinstance(args[2], tuple)):
+      if (old_order and len(args) >= 2 and isinstance(args[1], (tuple, list))
+          and (len(args) == 2 or not isinstance(args[2], (tuple, list)))):
         _deprecated(f"{solver}.{fn.__name__}(problem, params, key) is deprecated and will be removed in "
                     f"the next release: use {solver}.{fn.__name__}(problem, key, params).")
         problem, params, *rest = args

@@ -137,7 +137,7 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   """
   passes = _validate.check_int("passes", passes, low=1)
   base.check_problem(problem)
-  steps = passes * problem.num_features
+  steps = base.total_steps(SOLVER, problem, passes)
   return _driver.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size, clip, scale),

@@ -170,7 +170,7 @@ def _check_names(selection: str, update: str, rule: str) -> None:
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
 
 
-@base.accepts_old_run_conventions(steps_are_passes=True)
+@base.accepts_old_run_conventions(steps_are_passes=True, old_order=False)
 def fit(
     problem: problem_lib.Problem,
     key: Array,
@@ -225,10 +225,11 @@ def fit(
   _check_names(selection, update, rule)
   share = accounting._check_share(selection_share)
   r_sel, r_upd = accounting._share_ratios(selection, update, share)
+  steps = base.total_steps(SOLVER, problem, passes)
   return _driver.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size, clip, scale * r_sel, scale * r_upd),
-      solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=passes,
+      solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps,
                                                         selection=selection, update=update),
-      cache_key=("dp_gcd", passes, selection, update, share), store_objective=store_objective,
+      cache_key=("dp_gcd", steps, selection, update, share), store_objective=store_objective,
       selection=selection, update=update, rule=rule)

@@ -207,7 +207,7 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   base.check_dense(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
   n = problem.num_examples
-  steps = passes * (n // batch_size)
+  steps = base.total_steps(SOLVER, problem, passes, batch_size=batch_size)
   q = batch_size / n
   slack = (1.0 + np.exp(min(float(epsilon), 700.0))) * steps * TRUNCATION_PROBABILITY
 
