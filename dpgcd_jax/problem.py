@@ -218,18 +218,21 @@ def make_problem(
   return dataclasses.replace(problem, smoothness=smoothness, smoothness_source=source)
 
 
-_CHUNK_BYTES = 1 << 24
+_DIRECT_BYTES = 1 << 26  # up to 64 MB: one transpose (one compiled shape, a transient copy)
+_CHUNK_BYTES = 1 << 20  # above: 1 MB row chunks (16 MB chunks left 2.26x X at peak, 1 MB 2.02x)
 
 
 def _dense_columns(X: Any, dtype: Any, bound: Optional[Array]) -> Array:
   """``XT = X.T`` in ``dtype`` on the device (clipped to ``bound`` when given).
 
-  Memory: a host array is transposed in row chunks of about 16 MB written in place into the
-  device array (a donated buffer), so the peak is ``X`` plus ``XT``, not several copies.
+  Memory: a host array over 64 MB is transposed in row chunks of about 1 MB written in place
+  into the device array (a donated buffer), so the peak is ``X`` plus ``XT`` (2.02x ``X`` at
+  20000 x 20000 float32, ``benchmarks/bench_scale.py``), not several copies.
   """
   n, p = X.shape
-  rows = max(1, _CHUNK_BYTES // max(1, p * np.dtype(dtype).itemsize))
-  if isinstance(X, jax.Array) or n <= rows:
+  itemsize = np.dtype(dtype).itemsize
+  rows = max(1, _CHUNK_BYTES // max(1, p * itemsize))
+  if isinstance(X, jax.Array) or n * p * itemsize <= _DIRECT_BYTES or n <= rows:
     XT = jnp.asarray(X, dtype).T
     return XT if bound is None else jnp.clip(XT, -bound[:, None], bound[:, None])
   bound = jnp.full((p,), jnp.inf, dtype) if bound is None else bound
