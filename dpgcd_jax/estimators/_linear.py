@@ -94,6 +94,21 @@ class _DPGCDBase(BaseEstimator):
 
   _curvature = 1.0
 
+  def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
+               fit_intercept=True, feature_bound=None, max_iter=AUTO, step_size=AUTO, clip=AUTO,
+               random_state=None):
+    self.penalty = penalty
+    self.alpha = alpha
+    self.l1_ratio = l1_ratio
+    self.epsilon = epsilon
+    self.delta = delta
+    self.fit_intercept = fit_intercept
+    self.feature_bound = feature_bound
+    self.max_iter = max_iter
+    self.step_size = step_size
+    self.clip = clip
+    self.random_state = random_state
+
   def _check_params(self) -> None:
     _validate.check_number("epsilon", self.epsilon, low=0.0, low_open=True)
     if self.delta is not None:
@@ -321,21 +336,6 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
     1.0
   """
 
-  def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
-               fit_intercept=True, feature_bound=None, max_iter=AUTO, step_size=AUTO, clip=AUTO,
-               random_state=None):
-    self.penalty = penalty
-    self.alpha = alpha
-    self.l1_ratio = l1_ratio
-    self.epsilon = epsilon
-    self.delta = delta
-    self.fit_intercept = fit_intercept
-    self.feature_bound = feature_bound
-    self.max_iter = max_iter
-    self.step_size = step_size
-    self.clip = clip
-    self.random_state = random_state
-
   _curvature = losses_lib.logistic.curvature
 
   def _loss(self) -> losses_lib.Loss:
@@ -404,19 +404,11 @@ class DPGCDRegressor(RegressorMixin, _DPGCDBase):
   def __init__(self, *, loss="squared", huber_delta=1.0, penalty=None, alpha=1e-4, l1_ratio=0.5,
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None, max_iter=AUTO,
                step_size=AUTO, clip=AUTO, random_state=None):
+    super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, max_iter=max_iter,
+                     step_size=step_size, clip=clip, random_state=random_state)
     self.loss = loss
     self.huber_delta = huber_delta
-    self.penalty = penalty
-    self.alpha = alpha
-    self.l1_ratio = l1_ratio
-    self.epsilon = epsilon
-    self.delta = delta
-    self.fit_intercept = fit_intercept
-    self.feature_bound = feature_bound
-    self.max_iter = max_iter
-    self.step_size = step_size
-    self.clip = clip
-    self.random_state = random_state
 
   def _check_params(self) -> None:
     super()._check_params()

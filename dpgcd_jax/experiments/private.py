@@ -229,6 +229,17 @@ def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: i
   return np.where(np.isfinite(out), out, np.inf)
 
 
+def private_scores(rng: np.random.Generator, scores: np.ndarray, cap: float, n: int,
+                   epsilon: float) -> np.ndarray:
+  """``scores + Lap(cap / (n epsilon))``: epsilon-DP release of capped-objective scores.
+
+  Each example's loss is capped at ``cap`` (losses are >= 0), so replacing one record moves
+  the mean by at most ``cap / n``, the sensitivity of every score (for a fixed, already
+  private model); the ledger's event is ``Laplace(epsilon)``.
+  """
+  return np.asarray(scores) + rng.laplace(scale=cap / (n * epsilon), size=np.shape(scores))
+
+
 def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec: PublicSpec, passes: int,
                 preset: runner.Preset) -> dict:
   """Runs ``preset.seeds`` independent private selections; their released models' relative errors."""
@@ -257,7 +268,7 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
   for rng, chosen, _ in plans:
     block = slice(start, start + len(chosen))
     start += len(chosen)
-    noisy = scores[block] + rng.laplace(scale=spec.score_cap / (n * score_epsilon), size=len(chosen))
+    noisy = private_scores(rng, scores[block], spec.score_cap, n, score_epsilon)
     i = int(np.argmax(noisy))
     errors.append(float(prepared_lib.relative_error(prepared, w[block][i])))
     released.append(list(grid[int(chosen[i])]))
