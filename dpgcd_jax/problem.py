@@ -214,8 +214,13 @@ def make_problem(
       raise ValueError(f"Expected smoothness.shape=({p},), got smoothness.shape={jnp.shape(smoothness)}.")
     source = "declared"
   smoothness = jnp.asarray(smoothness, dtype)
-  _check_positive_smoothness(np.asarray(smoothness), float(l2), loss, source)
-  return dataclasses.replace(problem, smoothness=smoothness, smoothness_source=source)
+  problem = dataclasses.replace(problem, smoothness=smoothness, smoothness_source=source)
+  if source != "data":
+    # Not on the default path: a data-derived M is never used by a private entry point (fit
+    # releases a feature bound instead), so a check of it there would be an exception that
+    # depends on the private data (one record holding a column's only non-zero value).
+    check_smoothness(problem)
+  return problem
 
 
 _DIRECT_BYTES = 1 << 26  # up to 64 MB: one transpose (one compiled shape, a transient copy)
@@ -284,7 +289,14 @@ def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) 
   return jnp.asarray(bound, dtype)
 
 
-def _check_positive_smoothness(M: np.ndarray, l2: float, loss: losses_lib.Loss, source: str) -> None:
+def check_smoothness(problem: Problem) -> None:
+  """Raises when some ``M_j + l2 <= 0`` (a step ``1 / M_j`` would be infinite).
+
+  Called by :func:`make_problem` for declared or public smoothness, and by the NON-private
+  consumers of a data-derived one (``run``, the reference solvers); never by ``fit``.
+  """
+  M, l2, loss, source = (np.asarray(problem.smoothness), float(problem.l2), problem.loss,
+                         problem.smoothness_source)
   total = M + l2
   if np.all(total > 0):
     return

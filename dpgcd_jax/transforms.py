@@ -20,8 +20,15 @@ in both.
 ...   updates, state = tx.update(grads, state, w)
 ...   w = optax.apply_updates(w, updates)
 
-Keys: the transformation holds its key and may be initialized ONCE (a second ``init`` raises):
-reusing a key across trainings on overlapping data replays the noise and voids the guarantee.
+Keys: the transformation holds its key, and its noise is a deterministic function of that key
+and the step count. ``init`` does not and cannot check how often it is called (under
+``jax.jit`` a Python-side check runs only once, at trace time), so nothing in the
+transformation stops a reuse: reusing one transformation, or one initial state, for two
+trainings on neighbouring data sets replays the same noise, and the two results then differ by
+exactly their noise-free difference (the guarantee is void). What protects you is the key:
+build a NEW transformation with a fresh key for every training run, e.g.
+``dp_greedy_coordinate(..., key=dpgcd_jax.seeding.fresh_key())`` (128 bits from the OS), and
+keep an explicit integer key for reproducing one run only.
 
 Privacy: as one DP-GCD iteration per ``update`` call (see :mod:`dpgcd_jax.solvers.dp_gcd`),
 with ``n`` the batch size of the per-example gradients (the whole data set: no subsampling
@@ -82,7 +89,8 @@ def dp_greedy_coordinate(
   Args:
     smoothness: public coordinate smoothness ``M`` of the data term: a pytree like the
       parameters or a flat vector of their total size.
-    key: PRNG key, carried in the state.
+    key: PRNG key, carried in the state: a fresh one for every training run
+      (:func:`dpgcd_jax.seeding.fresh_key`); the same key replays the same noise.
     clip: ``C`` (scalar: DP-CD rule; or a flat vector of thresholds).
     selection_noise: ``b``, in units of ``Delta_bar`` (see :mod:`dpgcd_jax.solvers.greedy`).
     update_noise: ``s``, in units of ``Delta_j``.
@@ -117,17 +125,8 @@ def dp_greedy_coordinate(
     raise ValueError(f"Expected clip of shape () or {flat_smoothness.shape}, got clip.shape={jnp.shape(clip)}.")
   base.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
 
-  initialized = []
-
   def init_fn(params):
-    del params
-    if initialized:
-      raise ValueError(
-          "Expected a fresh dp_greedy_coordinate for every training run: init was already called "
-          "on this transformation, and a second init would replay the same noise (two trainings "
-          "on neighbouring data would then differ by exactly their gradient difference). Build a "
-          "new transformation with a fresh key.")
-    initialized.append(True)
+    del params  # the state is the key and a step count: the same for every init (see above)
     return DPGreedyCoordinateState(jnp.zeros((), jnp.int32), key)
 
   def update_fn(per_example_grads, state, params=None):

@@ -84,7 +84,8 @@ def test_smoothed_hinge_custom_glm_loss_runs_privately():
     (dict(l2=-1.0), "l2"),
     (dict(smoothness=np.ones(3)), "smoothness.shape"),
     (dict(smoothness=-np.ones(2)), "smoothness"),
-    (dict(X=np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])), "all-zero columns"),
+    (dict(X=np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]), smoothness="from_data_nonprivate"),
+     "all-zero columns"),
     (dict(loss="hinge"), "loss"),
     (dict(loss=dg.custom_loss(lambda w, x, y: x * w)), "scalar"),
 ])

@@ -115,7 +115,7 @@ class _SearchMixin:
       ValueError: naming the argument, for a bad grid, hyperparameter or input.
     """
     self._check_search()
-    X, targets, delta, key = self._prepare(X, y)
+    X, targets, not_private, delta, key = self._prepare(X, y)
     epsilon, (n, p) = float(self.epsilon), X.shape
     n_val = int(round(self.validation_fraction * n))
     if n_val < 1 or n - n_val < 2:
@@ -172,6 +172,7 @@ class _SearchMixin:
         f"candidates, each trained on {n - n_val} rows (noise multiplier {u:.4g} sqrt(T)) and "
         f"scored on {n_val} other rows (Laplace, epsilon {math.sqrt(2.0) / u:.4g}); only the best "
         f"is released", *self._notes(len(targets), hypers[index], delta)[1:])
+    self.privacy_ = self.privacy_.with_not_private(*not_private)
     self._set_model(W, bound, hypers[index])
     return self
 
@@ -197,10 +198,10 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
   """
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
-               validation_fraction=0.25, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
-               delta=None, fit_intercept=True, feature_bound=None, max_iter=_linear.AUTO,
-               step_size=_linear.AUTO, clip=_linear.AUTO, random_state=None):
-    super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
+               validation_fraction=0.25, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
+               epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
+               max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, random_state=None):
+    super().__init__(classes=classes, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, max_iter=max_iter,
                      step_size=step_size, clip=clip, random_state=random_state)
     self.param_grid = param_grid

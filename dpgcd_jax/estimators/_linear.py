@@ -27,11 +27,12 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
+from dpgcd_jax import seeding
 from dpgcd_jax.problem import make_problem
 from dpgcd_jax.privacy import accounting, bounds, events, ledger as ledger_lib
 from dpgcd_jax.solvers import dp_gcd
@@ -69,13 +70,35 @@ def auto_step_size(clip: float, curvature: float) -> float:
 
 
 def key_from(random_state: Any) -> jax.Array:
-  """An explicit JAX key from ``random_state`` (a JAX key, an int, a RandomState or None)."""
+  """An explicit JAX key from ``random_state``.
+
+  - None: a fresh key from the operating system's entropy (:func:`dpgcd_jax.seeding.fresh_key`),
+    never from NumPy's global state.
+  - an int in [0, 2^64): that seed, for reproducibility only (the same seed replays the same
+    noise: two fits with one seed on neighbouring data sets are not private against anyone who
+    knows the seed).
+  - a ``numpy.random.RandomState`` or ``Generator``: 64 bits drawn from it (the caller's
+    generator: as private as its own seeding).
+  - a JAX key: used as given.
+  """
   dtype = getattr(random_state, "dtype", None)
   if dtype is not None and (jnp.issubdtype(dtype, jax.dtypes.prng_key) or dtype == jnp.uint32):
     _validate.check_key("random_state", random_state)
     return random_state
-  seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
-  return jax.random.key(seed)
+  if random_state is None:
+    return seeding.fresh_key()
+  if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+    if not 0 <= int(random_state) < 2**64:
+      raise ValueError(f"Expected random_state in [0, 2^64), got random_state={random_state!r}.")
+    seed = int(random_state)
+  elif isinstance(random_state, np.random.RandomState):
+    seed = int(random_state.randint(0, 2**32, size=2, dtype=np.uint64) @ np.array([2**32, 1], np.uint64))
+  elif isinstance(random_state, np.random.Generator):
+    seed = int(random_state.integers(0, 2**64, dtype=np.uint64))
+  else:
+    raise ValueError(f"Expected random_state to be None, an int, a numpy RandomState or Generator, "
+                     f"or a JAX key, got random_state={random_state!r}.")
+  return jax.random.wrap_key_data(np.asarray([seed >> 32, seed & 0xFFFFFFFF], np.uint32))
 
 
 def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
@@ -87,6 +110,15 @@ def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
     _validate.check_int(name, value, low=1)
   else:
     _validate.check_number(name, value, low=0.0, low_open=True)
+
+
+def check_classes(classes: Any) -> np.ndarray:
+  """The declared public label set as a sorted 1-D array of >= 2 distinct labels."""
+  values = np.asarray(classes)
+  if values.ndim != 1 or values.size < 2 or np.unique(values).size != values.size:
+    raise ValueError(f"Expected classes to be a 1-D list of at least 2 distinct labels, got "
+                     f"classes={classes!r}.")
+  return np.sort(values)
 
 
 class _DPGCDBase(BaseEstimator):
@@ -200,13 +232,16 @@ class _DPGCDBase(BaseEstimator):
           f"noise (epsilon={self.epsilon}); try penalty=None or a larger epsilon.", UserWarning,
           stacklevel=3)
 
-  def _prepare(self, X: Any, y: Any) -> tuple[np.ndarray, list[np.ndarray], float, jax.Array]:
+  def _prepare(self, X: Any, y: Any
+               ) -> tuple[np.ndarray, list[np.ndarray], tuple[str, ...], float, jax.Array]:
+    """Validated data, the targets, the steps outside the guarantee, delta and the key."""
     self._check_params()
+    key = key_from(self.random_state)
     X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
                          y_numeric=not isinstance(self, ClassifierMixin))
-    targets = self._targets(y)
+    targets, not_private = self._targets(y)
     delta = 1.0 / X.shape[0] ** 2 if self.delta is None else float(self.delta)
-    return X, targets, delta, key_from(self.random_state)
+    return X, targets, not_private, delta, key
 
   def fit(self, X: Any, y: Any) -> "_DPGCDBase":
     """Fits the model privately; ``privacy_`` reports the total ``(epsilon, delta)``.
@@ -221,7 +256,7 @@ class _DPGCDBase(BaseEstimator):
     Raises:
       ValueError: naming the argument, for a bad hyperparameter or input.
     """
-    X, targets, delta, key = self._prepare(X, y)
+    X, targets, not_private, delta, key = self._prepare(X, y)
     hyper = self._hyper(*X.shape, float(self.epsilon))
     key_bound, key_run = jax.random.split(key)
     bound, eps_b, bound_note = self._feature_bound(X, key_bound, float(self.epsilon))
@@ -230,7 +265,8 @@ class _DPGCDBase(BaseEstimator):
         lambda k: _bound_ledger(eps_b) + _solver_ledger(k, steps), float(self.epsilon), delta,
         key=("dpgcd_jax.estimators", steps, eps_b, SELECTION, UPDATE))
     W = self._train(X, targets, bound, hyper, noise, key_run)
-    self.privacy_ = report.with_notes(bound_note, *self._notes(len(targets), hyper, delta))
+    self.privacy_ = report.with_notes(bound_note, *self._notes(len(targets), hyper, delta)
+                                      ).with_not_private(*not_private)
     self._set_model(W, bound, hyper)
     return self
 
@@ -338,16 +374,43 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
 
   _curvature = losses_lib.logistic.curvature
 
+  def __init__(self, *, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
+               delta=None, fit_intercept=True, feature_bound=None, max_iter=AUTO, step_size=AUTO,
+               clip=AUTO, random_state=None):
+    super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, max_iter=max_iter,
+                     step_size=step_size, clip=clip, random_state=random_state)
+    self.classes = classes
+
+  def _check_params(self) -> None:
+    super()._check_params()
+    if self.classes is not None:
+      check_classes(self.classes)
+
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.logistic
 
-  def _targets(self, y: np.ndarray) -> list[np.ndarray]:
-    check_classification_targets(y)
-    self.classes_ = np.unique(y)
-    if self.classes_.size < 2:
-      raise ValueError(f"Expected y to have at least 2 classes, got 1 class: {self.classes_[0]!r}.")
+  def _targets(self, y: np.ndarray) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    if self.classes is None:
+      check_classification_targets(y)
+      warnings.warn(
+          f"{type(self).__name__}: classes=None, so the label set is read from y without noise "
+          f"(a record that is the only member of its class changes classes_ and coef_.shape): "
+          f"declare the public label set, e.g. classes={np.unique(y)[:3].tolist()}..., for a fit "
+          f"that is private end to end.", _validate.PrivacyLeakWarning, stacklevel=4)
+      self.classes_ = np.unique(y)
+      not_private = ("label set: classes_ read from y without noise (classes=None)",)
+      if self.classes_.size < 2:
+        raise ValueError(f"Expected y to have at least 2 classes, got 1 class: {self.classes_[0]!r}.")
+    else:
+      self.classes_ = check_classes(self.classes)
+      unknown = ~np.isin(y, self.classes_)
+      if np.any(unknown):
+        raise ValueError(f"Expected every label of y in the declared classes={self.classes_.tolist()}, "
+                         f"got y containing {np.unique(y[unknown])[:5].tolist()}.")
+      not_private = ()
     positives = [self.classes_[1]] if self.classes_.size == 2 else list(self.classes_)
-    return [np.where(y == c, 1.0, -1.0) for c in positives]
+    return [np.where(y == c, 1.0, -1.0) for c in positives], not_private
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef, intercept
@@ -418,8 +481,8 @@ class DPGCDRegressor(RegressorMixin, _DPGCDBase):
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.squared if self.loss == "squared" else losses_lib.huber(float(self.huber_delta))
 
-  def _targets(self, y: np.ndarray) -> list[np.ndarray]:
-    return [np.asarray(y, float)]
+  def _targets(self, y: np.ndarray) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    return [np.asarray(y, float)], ()
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef[0], float(intercept[0])

@@ -191,6 +191,9 @@ class PrivacyReport:
     delta: the total delta (slack included).
     route: the composition route that certified ``epsilon``.
     notes: free-form statements (e.g. "smoothness: public by declaration").
+    not_private: the data-dependent steps the guarantee does NOT cover (e.g. "label set read
+      from y"); empty when every quantity taken from the data is public by declaration or
+      released by an entry of the ledger.
   """
 
   entries: tuple[Entry, ...]
@@ -198,6 +201,12 @@ class PrivacyReport:
   delta: float
   route: str
   notes: tuple[str, ...] = ()
+  not_private: tuple[str, ...] = ()
+
+  @property
+  def end_to_end(self) -> bool:
+    """True when nothing the computation read from the data is outside the ledger."""
+    return not self.not_private
 
   @property
   def ledger(self) -> Ledger:
@@ -206,6 +215,10 @@ class PrivacyReport:
   def with_notes(self, *notes: str) -> "PrivacyReport":
     """A copy with more notes."""
     return dataclasses.replace(self, notes=self.notes + tuple(notes))
+
+  def with_not_private(self, *steps: str) -> "PrivacyReport":
+    """A copy that records data-dependent steps outside the guarantee."""
+    return dataclasses.replace(self, not_private=self.not_private + tuple(steps))
 
   def __str__(self) -> str:
     rows = [("label", "event", "count")]
@@ -216,6 +229,7 @@ class PrivacyReport:
     lines.append(f"total: ({self.epsilon:.6g}, {self.delta:.3g})-DP for replace-one "
                  f"neighbours (route: {self.route})")
     lines += [f"note: {n}" for n in self.notes]
+    lines += [f"NOT PRIVATE: {s}" for s in self.not_private]
     return "\n".join(lines)
 
 

@@ -52,6 +52,7 @@ def solve(problem: problem_lib.Problem, *, tol: float = 1e-10, max_epochs: int =
   """Minimizes ``F`` to ``subdiff_distance <= tol`` (see the module docstring)."""
   _validate.check_positive("tol", tol)
   max_epochs = _validate.check_int("max_epochs", max_epochs, low=1)
+  problem_lib.check_smoothness(problem)  # non-private: a data-derived M may be checked here
   return _solve(problem, jnp.asarray(tol, problem.XT.dtype), max_epochs=max_epochs)
 
 
