@@ -11,7 +11,16 @@ For each data shape, in one run and in float32:
 Also the peak resident memory of ``make_problem`` (a fresh subprocess per size) relative to
 the size of ``X``.
 
-Run: python benchmarks/bench_scale.py [--steps 50] [--memory-size 8000]
+Clipping rows (issues 16.5 and 20.1), CPU time of this process (``time.process_time``, robust
+to other load on a shared machine), A and B interleaved, best of ``--repeats``:
+
+- exact sums: one DP-GCD iteration with the exact fixed-point clipped sums (clip = 1, noise)
+  against the same iteration with plain float32 sums (clip = inf, no noise: the kernel before
+  issue 16.5);
+- derivative clipping: one DP-GCD iteration with ``clipping_mode="derivative"`` against an
+  XLA matrix-vector product ``X^T v`` over the same X.
+
+Run: python benchmarks/bench_scale.py [--steps 50] [--memory-size 8000] [--only-clipping]
 """
 
 import argparse
@@ -88,6 +97,51 @@ def sparse_rows(n, p, density, steps, rng, with_dense):
   return rows
 
 
+def _cpu_best(fns, repeats):
+  """Best CPU time of each function, interleaved (``fns``: name -> thunk)."""
+  for f in fns.values():
+    jax.block_until_ready(f())
+  times = {k: [] for k in fns}
+  for _ in range(repeats):
+    for k, f in fns.items():
+      start = time.process_time()
+      jax.block_until_ready(f())
+      times[k].append(time.process_time() - start)
+  return {k: min(v) for k, v in times.items()}
+
+
+def clipping_rows(n, p, steps, repeats, rng):
+  X = rng.normal(size=(n, p)).astype(np.float32)
+  y = (X[:, :10].sum(axis=1) + rng.normal(size=n)).astype(np.float32)
+  problem = dg.make_problem(X, y, "squared", feature_bound=4.0)
+  plain = dg.dp_gcd.Params(step_size=1.0, clip=np.inf, selection_noise=0.0, update_noise=0.0)
+  run = lambda params, mode: jax.jit(
+      lambda k: dg.dp_gcd.run(problem, k, params, passes=steps, clipping_mode=mode).w)
+  v = jax.numpy.asarray(rng.normal(size=n).astype(np.float32))
+  XT = problem.XT
+  gemv = jax.jit(lambda: XT @ v)
+  fns = dict(exact=lambda f=run(PARAMS, "coordinate"): f(jax.random.key(1)),
+             plain=lambda f=run(plain, "coordinate"): f(jax.random.key(1)),
+             derivative=lambda f=run(PARAMS, "derivative"): f(jax.random.key(1)),
+             gemv=gemv)
+  t = _cpu_best(fns, repeats)
+  per = {k: t[k] / (1 if k == "gemv" else steps) for k in t}
+  shape = f"{n} x {p}"
+  return [dict(what="exact sums vs plain float32 sums", shape=shape, a_ms=1e3 * per["exact"],
+               b_ms=1e3 * per["plain"], ratio=per["exact"] / per["plain"]),
+          dict(what="derivative clipping vs XLA gemv", shape=shape, a_ms=1e3 * per["derivative"],
+               b_ms=1e3 * per["gemv"], ratio=per["derivative"] / per["gemv"]),
+          dict(what="coordinate clipping vs XLA gemv", shape=shape, a_ms=1e3 * per["exact"],
+               b_ms=1e3 * per["gemv"], ratio=per["exact"] / per["gemv"])]
+
+
+def print_clipping(rows):
+  print("\n| clipping (per DP-GCD iteration, CPU time) | shape | A | B | A / B |")
+  print("|---|---|---|---|---|")
+  for r in rows:
+    print(f"| {r['what']} | {r['shape']} | {r['a_ms']:.3f} ms | {r['b_ms']:.3f} ms | {r['ratio']:.2f}x |")
+
+
 MEMORY_PROBE = """
 import json, resource, sys, numpy as np
 import jax.numpy as jnp
@@ -118,8 +172,16 @@ def main():
   parser.add_argument("--steps", type=int, default=50)
   parser.add_argument("--memory-size", type=int, default=8000)
   parser.add_argument("--no-dense-dorothea", action="store_true")
+  parser.add_argument("--only-clipping", action="store_true")
+  parser.add_argument("--repeats", type=int, default=8)
   args = parser.parse_args()
   rng = np.random.default_rng(0)
+  clip_rows = [r for n, p in ((64000, 1000), (1000, 64000))
+               for r in clipping_rows(n, p, max(args.steps // 5, 2), args.repeats, rng)]
+  if args.only_clipping:
+    print(f"backend: {jax.default_backend()}, {jax.devices()[0].device_kind}")
+    print_clipping(clip_rows)
+    return
   rows = [dense_row("dense", 1000, 1000, args.steps, rng),
           dense_row("dense", 16000, 1000, args.steps, rng),
           dense_row("dense", 64000, 1000, args.steps, rng),
@@ -136,6 +198,7 @@ def main():
       gpu = " - |" if r["gpu"] is None else f" {r['gpu'][0]:.3f} ms ({r['gpu'][1]}) |"
     print(f"| {r['data']} | {r['shape']} | {r['ours_ms']:.3f} ms | {r['floor_ms']:.3f} ms | "
           f"{r['ratio']:.1f}x |" + gpu)
+  print_clipping(clip_rows)
   m = memory_row(args.memory_size)
   print(f"\nmake_problem peak memory at {m['size']} float32 ({m['x_gib']:.2f} GiB): "
         f"{m['peak_over_x']:.2f}x X (X itself included)")

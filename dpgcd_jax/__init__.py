@@ -1,35 +1,63 @@
-"""dpgcd_jax: differentially private greedy coordinate descent (and DP-CD, DP-SGD) in JAX."""
+"""dpgcd_jax: differentially private greedy coordinate descent (and DP-CD, DP-SGD) in JAX.
 
-from dpgcd_jax import clipping
-from dpgcd_jax import losses
-from dpgcd_jax import penalties
-from dpgcd_jax import privacy
-from dpgcd_jax import mechanisms  # after privacy: its events module
-from dpgcd_jax._validate import PrivacyLeakWarning
-from dpgcd_jax.losses import Loss, custom_loss, glm_loss
-from dpgcd_jax.problem import Problem, make_problem, objective
-from dpgcd_jax.solvers import dp_cd
-from dpgcd_jax.solvers import dp_gcd
-from dpgcd_jax.solvers import dp_sgd
-from dpgcd_jax.solvers import reference
-from dpgcd_jax.solvers.base import Result, Trace
-from dpgcd_jax.transforms import dp_greedy_coordinate
+Every export is imported on first use (PEP 562, :mod:`dpgcd_jax._lazy`): ``import dpgcd_jax``
+loads neither JAX nor SciPy, dp_accounting or scikit-learn. To export a name, add one line
+to ``_EXPORTS`` (and to the ``TYPE_CHECKING`` block for type checkers).
+"""
 
-__all__ = [
-    "DPGCDClassifier", "DPGCDClassifierCV", "DPGCDRegressor", "DPGCDRegressorCV", "estimators",
-    "Loss", "PrivacyLeakWarning", "Problem", "Result", "Trace", "clipping", "custom_loss", "dp_cd", "dp_gcd", "dp_sgd",
-    "dp_greedy_coordinate", "glm_loss",
-    "losses", "make_problem", "mechanisms", "objective", "penalties", "privacy", "reference",
-]
+from typing import TYPE_CHECKING
+
+from dpgcd_jax import _lazy
+
 __version__ = "0.1.0"
 
-_ESTIMATORS = ("DPGCDClassifier", "DPGCDRegressor", "DPGCDClassifierCV", "DPGCDRegressorCV")
+# name -> the module defining it ("module:" for a module itself).
+_EXPORTS = {
+    # Modules.
+    "clipping": "dpgcd_jax.clipping:",
+    "discrete_noise": "dpgcd_jax.discrete_noise:",
+    "estimators": "dpgcd_jax.estimators:",
+    "losses": "dpgcd_jax.losses:",
+    "mechanisms": "dpgcd_jax.mechanisms:",
+    "penalties": "dpgcd_jax.penalties:",
+    "privacy": "dpgcd_jax.privacy:",
+    "dp_cd": "dpgcd_jax.solvers.dp_cd:",
+    "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
+    "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
+    "reference": "dpgcd_jax.solvers.reference:",
+    "seeding": "dpgcd_jax.seeding:",
+    # Names.
+    "PrivacyLeakWarning": "dpgcd_jax._validate",
+    "Loss": "dpgcd_jax.losses",
+    "custom_loss": "dpgcd_jax.losses",
+    "glm_loss": "dpgcd_jax.losses",
+    "Problem": "dpgcd_jax.problem",
+    "make_problem": "dpgcd_jax.problem",
+    "objective": "dpgcd_jax.problem",
+    "Result": "dpgcd_jax.solvers.base",
+    "Trace": "dpgcd_jax.solvers.base",
+    "dp_greedy_coordinate": "dpgcd_jax.transforms",
+    "fresh_key": "dpgcd_jax.seeding",
+    "transforms": "dpgcd_jax.transforms:",
+    # scikit-learn estimators.
+    "DPGCDClassifier": "dpgcd_jax.estimators",
+    "DPGCDClassifierCV": "dpgcd_jax.estimators",
+    "DPGCDRegressor": "dpgcd_jax.estimators",
+    "DPGCDRegressorCV": "dpgcd_jax.estimators",
+}
 
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 
-def __getattr__(name):
-  """Lazy access to the scikit-learn estimators (scikit-learn is imported only when asked)."""
-  if name == "estimators" or name in _ESTIMATORS:
-    import importlib  # pylint: disable=g-import-not-at-top
-    module = importlib.import_module("dpgcd_jax.estimators")
-    return module if name == "estimators" else getattr(module, name)
-  raise AttributeError(f"module 'dpgcd_jax' has no attribute {name!r}")
+if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
+  from dpgcd_jax import (clipping, discrete_noise, estimators, losses, mechanisms, penalties, privacy,  # noqa: F401
+                         seeding, transforms)
+  from dpgcd_jax.seeding import fresh_key  # noqa: F401
+  from dpgcd_jax._validate import PrivacyLeakWarning  # noqa: F401
+  from dpgcd_jax.estimators import (DPGCDClassifier, DPGCDClassifierCV, DPGCDRegressor,  # noqa: F401
+                                    DPGCDRegressorCV)
+  from dpgcd_jax.losses import Loss, custom_loss, glm_loss  # noqa: F401
+  from dpgcd_jax.problem import Problem, make_problem, objective  # noqa: F401
+  from dpgcd_jax.solvers import dp_cd, dp_gcd, dp_sgd, reference  # noqa: F401
+  from dpgcd_jax.solvers.base import Result, Trace  # noqa: F401
+  from dpgcd_jax.transforms import dp_greedy_coordinate  # noqa: F401

@@ -21,12 +21,58 @@ gradient and the sensitivity bound holds for every input.
 Per-example l2 clipping (DP-SGD): ``c_i = g_i min(1, C / ||g_i||_2)``, and 0 for a row whose
 norm is not finite (a NaN or infinite entry, or an overflowing norm); replacing one record
 changes the sum of clipped gradients by at most ``2 C``.
+
+Sums that meet the sensitivity in floating point (:func:`clipped_mean`). A float32 sum of
+``n`` clipped terms is not the real sum: its rounding depends on every term, and at
+``n = 6e6`` two neighbours' float32 means differed by ``1.073 x 2C/n``. The clipped means are
+therefore computed EXACTLY, on a public fixed-point grid:
+
+1. Grid. ``h_j = 2^(e_j - 1 - k)`` with ``C_j = m 2^e_j``, ``m in [1/2, 1)`` (``frexp``): a
+   power of two, a function of ``C_j`` only, ``C_j / h_j < 2^(k+1)``.
+2. Per record (a map with public parameters, applied before any sum): ``q_ij =
+   trunc(clip(g_ij, -C_j, C_j) / h_j)``, an integer with ``|q_ij h_j| <= |clip(g_ij)| <= C_j``
+   (truncation toward zero never increases a magnitude; the division by a power of two is a
+   multiplication by ``2^(k+1-e_j)``, exact or flushed toward 0). Replacing one record changes
+   ``sum_i q_ij h_j`` by at most ``2 C_j``: the real-arithmetic argument, now about integers.
+3. Exact sum. float32 data: ``|q| < 2^(k+1)`` with ``k = 22``, so a block of ``m = 2^(30-k) =
+   256`` rows sums in int32 without overflow, in any order; the block sums (integers below
+   ``n 2^23 < 2^53``) are added in float64 (``jax.enable_x64`` locally, O(p n / 256) work),
+   again exactly in any order. float64 data: ``k = min(50, 62 - ceil(log2 n))`` and one int64
+   sum. ``Q_j = sum_i q_ij`` is exact: the reduction order XLA picks cannot matter.
+4. One rounding. ``g_j = Q_j h_j / n``: the product by ``h_j`` is exact; the division by ``n``
+   in float64 and the cast to the data's dtype round, so ``|g_j - Q_j h_j / n| <= r |Q_j h_j /
+   n| <= r C_j`` with ``r = u + 2 u64`` for float32 (``u = 2^-24``) and ``r = 3 u64`` for float64
+   (the int64 -> float64 conversion, the division).
+
+What the ledger's sensitivity is, and why it is FOLDED, not carried. The value handed to
+the mechanism is the rounded ``g_j``; between neighbours it moves by at most ``2 C_j / n + 2 r
+C_j``. :func:`mean_sensitivity` returns this bound, times ``1 + 8 eps`` (``eps`` the dtype's
+machine epsilon) so that its own float evaluation (at most five roundings, ``n`` itself
+rounding above ``2^24``) never falls below it: ``Delta_j = (2 C_j / n + 2 r C_j)(1 + 8 eps)``.
+Every noise scale (``multiplier x Delta``) uses it, so the ledger, which counts in units of
+``Delta``, is unchanged. Relative cost on the noise: ``n r`` (float32: 6e-5 at n = 1000,
+0.6% at 1e5, 6% at 1e6, 36% at 6e6; float64: none measurable). Carrying ``g`` in higher precision until the noise is added would avoid
+the cost, but every later float32 operation before the noise (adding the public ``l2 w_j``,
+the score ``g_j / sqrt(M_j)`` of the selection) rounds again by a relative ``u``: carrying
+only pays if the whole selection and update run in higher precision. That arithmetic after
+the data-dependent sum (public offsets, scores, the noise draw and its addition) is treated,
+like every floating-point DP implementation without snapping, as the mechanism's own
+arithmetic; the secure-noise option is what closes that gap (Mironov 2012).
+
+Grid resolution: ``h_j <= 2^-22 C_j`` (float32; ``2^-50`` float64 at moderate ``n``), a
+per-term truncation at most one grid step, comparable with a float32 rounding of ``C_j``.
+``C_j = inf`` (clipping off: infinite sensitivity, non-private runs only) uses a plain float
+sum instead.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Array = jax.Array
 
@@ -61,9 +107,127 @@ def clip_l2(per_example_grads: Array, clip: Array) -> Array:
   return jnp.where(jnp.isfinite(norms), per_example_grads * factor, 0.0)
 
 
+def rounding_bound(dtype: Any) -> float:
+  """``r``: relative error of the one rounding of an exact clipped mean (module docstring, 4)."""
+  u64 = 2.0**-53
+  if np.dtype(dtype) == np.float64:
+    return 3 * u64  # int64 -> float64, then / n
+  return float(np.finfo(dtype).eps) / 2 + 2 * u64  # / n in float64, then the cast
+
+
 def mean_sensitivity(thresholds: Array, num_examples: int | Array) -> Array:
-  """Replace-one sensitivity ``2 C / n`` of a mean of values clipped to [-C, C] (or l2 ball C)."""
-  return 2.0 * thresholds / num_examples
+  """Replace-one sensitivity of the computed mean of values clipped to [-C, C].
+
+  ``(2 C / n + 2 r C)(1 + 8 eps)``: the real-arithmetic ``2 C / n`` plus the final rounding of
+  :func:`clipped_mean` on both neighbours (see the module docstring), evaluated so that the
+  float result is never below the bound. ``r`` and ``eps`` are those of the thresholds' dtype.
+  """
+  thresholds = jnp.asarray(thresholds)
+  dtype = thresholds.dtype if jnp.issubdtype(thresholds.dtype, jnp.floating) else jnp.result_type(float)
+  r = rounding_bound(dtype)
+  margin = 1.0 + 8.0 * float(np.finfo(dtype).eps)
+  return (2.0 * thresholds / num_examples + (2.0 * r) * thresholds) * margin
+
+
+# ----------------------------------------------------------------------------------------
+# Exact clipped sums on a public power-of-two grid (module docstring, "Sums that meet ...").
+# ----------------------------------------------------------------------------------------
+
+_BLOCK_BITS = 30  # an int32 block of 2^(30 - k) terms below 2^(k+1) stays below 2^31
+
+
+def grid_bits(dtype: Any, num_terms: int) -> int:
+  """``k``: the grid is ``h_j = 2^(e_j - 1 - k)``; a function of the dtype and ``n`` only."""
+  log_n = max(1, math.ceil(math.log2(max(num_terms, 2))))
+  if np.dtype(dtype) == np.float64:
+    return min(50, 62 - log_n)  # |Q| < n 2^(k+1) <= 2^63 in int64
+  if log_n <= _BLOCK_BITS - 20:
+    return min(22, _BLOCK_BITS - log_n)  # n <= 1024: one int32 group (k >= 20), no tail
+  return min(22, 52 - log_n)  # |Q| < n 2^(k+1) <= 2^53: exact in float64
+
+
+def _int_dtype(dtype: Any) -> Any:
+  return jnp.int64 if np.dtype(dtype) == np.float64 else jnp.int32
+
+
+def grid_scale(thresholds: Array, bits: int) -> Array:
+  """``1 / h_j = 2^(k + 1 - e_j)`` (a power of two; ``e_j`` clamped below so it stays finite)."""
+  _, e = jnp.frexp(thresholds)
+  low = int(np.finfo(thresholds.dtype).minexp) + bits + 2  # h and 1 / h stay normal
+  e = jnp.maximum(e, low)  # a tiny C_j: a coarser grid, still |q| < 2^(k+1)
+  return jnp.ldexp(jnp.ones_like(thresholds), bits + 1 - e)
+
+
+def quantize(per_example_grads: Array, thresholds: Array, scale: Array) -> Array:
+  """``trunc(clip(g, -C, C) * scale)`` as integers (``scale = 1 / h`` broadcasts like ``C``)."""
+  clipped = clip_coordinates(per_example_grads, thresholds)
+  return (clipped * scale).astype(_int_dtype(per_example_grads.dtype))
+
+
+def block_sums(q: Array, axis: int = -1) -> Array:
+  """Exact partial sums of the integers ``q`` along ``axis`` (moved last): (..., blocks).
+
+  int32 terms below ``2^(k+1)`` (``k`` from :func:`grid_bits` for float32 and this length)
+  are summed in groups of ``m = 2^(30 - k)`` (plus a shorter tail group): no overflow,
+  whatever the order of the additions. The groups are strided (the head is viewed as (m,
+  n // m) and summed over the first axis: vector adds of contiguous rows, about 1.5x faster
+  on CPU than contiguous groups); any partition is exact. int64 terms: one group.
+  """
+  q = jnp.moveaxis(q, axis, -1)
+  if q.dtype == jnp.int64:
+    return jnp.sum(q, axis=-1, keepdims=True)
+  n = q.shape[-1]
+  block = 1 << (_BLOCK_BITS - grid_bits(jnp.float32, n))
+  head = (n // block) * block
+  parts = []
+  if head:
+    parts.append(jnp.sum(q[..., :head].reshape(q.shape[:-1] + (block, head // block)), axis=-2))
+  if head < n:
+    parts.append(jnp.sum(q[..., head:], axis=-1, keepdims=True))
+  return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
+
+
+def exact_total(blocks: Array) -> Array:
+  """``Q``, the sum of :func:`block_sums` over the last axis, exactly (float64 or int64)."""
+  with jax.enable_x64(True):
+    if blocks.dtype == jnp.int64:
+      return jnp.sum(blocks, axis=-1)
+    return jnp.sum(blocks.astype(jnp.float64), axis=-1)  # integers below 2^53: exact
+
+
+def exact_sum(q: Array, axis: int = -1) -> Array:
+  """The exact integer sum of ``q`` along ``axis`` (see :func:`block_sums`)."""
+  return exact_total(block_sums(q, axis))
+
+
+def exact_mean(total: Array, scale: Array, num_examples: int, dtype: Any) -> Array:
+  """``Q h / n`` rounded once to ``dtype`` (``total = Q`` from :func:`exact_sum`, ``scale = 1 / h``)."""
+  with jax.enable_x64(True):
+    h = 1.0 / scale.astype(jnp.float64)  # a power of two: exact
+    return (total.astype(jnp.float64) * h / num_examples).astype(dtype)
+
+
+def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1) -> Array:
+  """``mean(clip(g, -C, C))`` along ``axis``, exact up to one rounding (sensitivity: :func:`mean_sensitivity`).
+
+  ``thresholds`` broadcasts against ``per_example_grads`` with ``axis`` reduced (e.g. (p, 1)
+  for a (p, n) array and ``axis=1``). Any infinite threshold (clipping off): a plain float mean.
+  """
+  g = per_example_grads
+  n = g.shape[axis]
+  thresholds = jnp.broadcast_to(jnp.asarray(thresholds, g.dtype), jnp.broadcast_shapes(
+      jnp.shape(thresholds), jnp.shape(jnp.sum(g, axis=axis, keepdims=True))))
+
+  def exact(_):
+    bits = grid_bits(g.dtype, n)
+    scale = grid_scale(thresholds, bits)
+    total = exact_sum(quantize(g, thresholds, scale), axis=axis)
+    return exact_mean(total, jnp.squeeze(scale, axis=axis), n, g.dtype)
+
+  def plain(_):
+    return jnp.mean(clip_coordinates(g, thresholds), axis=axis)
+
+  return jax.lax.cond(jnp.all(jnp.isfinite(thresholds)), exact, plain, None)
 
 
 def noise_scale(multiplier: Array, sensitivity: Array) -> Array:

@@ -19,6 +19,19 @@ Laplace noise ``b Delta_bar`` is ``2 / b``-DP; the Gumbel-max (exponential mecha
 scale ``b Delta_bar`` is ``2 / b``-DP and ``2 / b``-bounded-range; a Laplace update of scale
 ``b' Delta_j`` is ``1 / b'``-DP (the Laplace mechanism); a Gaussian update of standard deviation
 ``s Delta_j`` is the Gaussian mechanism with multiplier ``s``.
+
+Floating-point-safe mechanisms (``secure_noise=True`` in :func:`dpgcd_jax.dp_gcd.run` / ``fit``,
+or the names ``"discrete_laplace"`` / ``"discrete_gaussian"``): they release integers on a
+public grid (:mod:`dpgcd_jax.discrete_noise`), so that no released float carries Mironov's
+(2012) artefacts. Such an object has ``discrete = True`` and takes the multiplier and the
+sensitivity separately: ``select(key, scores_fn, g, w, M, penalty, multiplier, sensitivity,
+rule) -> (j, ok)`` and ``perturb(key, value, multiplier, sensitivity)`` (NaN when not ok).
+Grid: ``gran = 2^floor(log2(multiplier Delta / 8192))`` (public), integer sensitivity
+``D = ceil(Delta / gran) + 1`` (the rounding adds one step), integer scale
+``t = floor(multiplier D) + 1 > multiplier D``. Hence report-noisy-max with discrete Laplace
+noise ``t`` on the snapped scores is ``2 D / t < 2 / b``-DP, a discrete Laplace update
+``D / t < 1 / b'``-DP, a discrete Gaussian update ``D^2 / (2 t^2) < 1 / (2 s^2)``-zCDP
+(Canonne, Kamath & Steinke 2020, Thm 4): the events below are these bounds.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
+from dpgcd_jax import discrete_noise
 from dpgcd_jax import penalties
 from dpgcd_jax.privacy import events
 
@@ -103,8 +117,131 @@ class GaussianNoise:
     return events.Gaussian(multiplier)
 
 
-SELECTIONS = {m.name: m for m in (LaplaceNoisyMax(), GumbelMax())}
-UPDATES = {m.name: m for m in (LaplaceNoise(), GaussianNoise())}
+def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
+  """``(gran, t, valid)``: the public grid step and integer noise scale (module docstring)."""
+  gran = discrete_noise.grid_step(multiplier * sensitivity)
+  grid_sens = discrete_noise.grid_sensitivity(sensitivity, gran)
+  t, valid = discrete_noise.integer_scale(multiplier, grid_sens)
+  valid = valid & (multiplier > 0) & (sensitivity > 0) & jnp.isfinite(gran) & (gran > 0)
+  return jnp.where(valid, gran, 1.0), t, valid
+
+
+def _snap_int(value: Array, gran: Array) -> Array:
+  """``round(value / gran)`` as int32, clamped to ``[-2^30, 2^30]`` (1-Lipschitz: sensitivity kept)."""
+  return jnp.clip(discrete_noise.snap(value, gran), -2.0**30, 2.0**30).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteLaplaceNoisyMax:
+  """Report-noisy-max on the public grid: ``argmax_j round(score_j / gran) + Z_j``, integers.
+
+  ``Z_j`` discrete Laplace of integer scale ``t = floor(b D) + 1``; every score (GS-s, GS-r,
+  GS-q) goes through the same report-noisy-max (no noise inside ``|.|``). Privacy: the snapped
+  scores are integers of sensitivity ``D = ceil(Delta_bar / gran) + 1``; given the other
+  noises, ``j`` wins (ties: lowest index) iff ``Z_j`` reaches an integer threshold that moves
+  by at most ``2 D`` between neighbours, so the release is ``2 D / t``-DP, ``< 2 / b``: the
+  event ``PureDp(2 / b)`` is an upper bound on the exact mechanism. Multiplier 0: the
+  noise-free argmax (the non-private limit); an invalid multiplier or a sampler cap: ``ok``
+  False (the step then releases NaN).
+  """
+
+  name: str = "discrete_laplace"
+  zcdp_per_unit: float = 2.0
+  discrete: bool = True
+
+  def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
+             penalty: Any, multiplier: Array, sensitivity: Array, rule: str) -> tuple[Array, Array]:
+    del rule
+    scores = score(g, w, M, penalty)
+    gran, t, valid = _grid(multiplier, sensitivity)
+    z = discrete_noise.discrete_laplace(key, t, scores.shape)
+    j = jnp.argmax(_snap_int(scores, gran) + jnp.where(z == discrete_noise.FAILED, 0, z))
+    ok = valid & jnp.all(z != discrete_noise.FAILED)
+    return jnp.where(multiplier == 0, jnp.argmax(scores), j), (multiplier == 0) | ok
+
+  def event(self, multiplier: float) -> events.PrivacyEvent:
+    return events.PureDp(_pure_epsilon(2.0, multiplier))
+
+
+def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
+                     sensitivity: Array) -> Array:
+  value = jnp.asarray(value)
+  gran, t, valid = _grid(multiplier, sensitivity)
+  z = sampler(key, t)
+  k = _snap_int(value, gran) + jnp.where(z == discrete_noise.FAILED, 0, z)  # the released integer
+  released = k.astype(value.dtype) * gran  # a function of k (gran: public power of two)
+  ok = valid & (z != discrete_noise.FAILED)
+  return jnp.where(multiplier == 0, value, jnp.where(ok, released, jnp.nan))
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteLaplaceNoise:
+  """Update ``(round(g_j / gran) + Z) gran``, ``Z`` discrete Laplace of scale ``t = floor(b' D) + 1``.
+
+  ``D / t < 1 / b'``-DP (the discrete Laplace mechanism on an integer of sensitivity ``D``):
+  event ``DiscreteLaplace(1 / b')``, accounted as pure DP (randomized response dominates it).
+  """
+
+  name: str = "discrete_laplace"
+  zcdp_per_unit: float = 0.5
+  discrete: bool = True
+
+  def perturb(self, key: Array, value: Array, multiplier: Array, sensitivity: Array) -> Array:
+    return _perturb_on_grid(discrete_noise.discrete_laplace, key, value, multiplier, sensitivity)
+
+  def event(self, multiplier: float) -> events.PrivacyEvent:
+    return events.DiscreteLaplace(_pure_epsilon(1.0, multiplier))
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteGaussianNoise:
+  """Update ``(round(g_j / gran) + Z) gran``, ``Z`` discrete Gaussian, ``sigma = floor(s D) + 1``.
+
+  ``D^2 / (2 sigma^2) < 1 / (2 s^2)``-zCDP (CKS 2020, Thm 4, integer sensitivity ``D``):
+  event ``DiscreteGaussian(s)`` (RDP ``alpha / (2 s^2)``; no GDP / PLD route claims it).
+  """
+
+  name: str = "discrete_gaussian"
+  zcdp_per_unit: float = 0.5
+  discrete: bool = True
+
+  def perturb(self, key: Array, value: Array, multiplier: Array, sensitivity: Array) -> Array:
+    return _perturb_on_grid(discrete_noise.discrete_gaussian, key, value, multiplier, sensitivity)
+
+  def event(self, multiplier: float) -> events.PrivacyEvent:
+    return events.DiscreteGaussian(multiplier)
+
+
+SELECTIONS = {m.name: m for m in (LaplaceNoisyMax(), GumbelMax(), DiscreteLaplaceNoisyMax())}
+UPDATES = {m.name: m for m in (LaplaceNoise(), GaussianNoise(), DiscreteLaplaceNoise(),
+                               DiscreteGaussianNoise())}
+SECURE_SELECTIONS = {"laplace": "discrete_laplace", "discrete_laplace": "discrete_laplace"}
+SECURE_UPDATES = {"laplace": "discrete_laplace", "gaussian": "discrete_gaussian",
+                  "discrete_laplace": "discrete_laplace", "discrete_gaussian": "discrete_gaussian"}
+
+
+def is_discrete(mechanism: Any) -> bool:
+  """Whether a mechanism object releases integers on the public grid (``discrete = True``)."""
+  return bool(getattr(mechanism, "discrete", False))
+
+
+def secure(selection_name: Any, update_name: Any) -> tuple[str, str]:
+  """The floating-point-safe counterparts of a (selection, update) pair of names.
+
+  "laplace" -> "discrete_laplace" (both), "gaussian" -> "discrete_gaussian". There is no exact
+  discrete exponential mechanism here: ``selection="gumbel"`` raises, as does any object that
+  is not discrete.
+  """
+  for kind, name, table in (("selection", selection_name, SECURE_SELECTIONS),
+                            ("update", update_name, SECURE_UPDATES)):
+    if isinstance(name, str) and name in table:
+      continue
+    if not isinstance(name, str) and is_discrete(name):
+      continue
+    raise ValueError(f"Expected {kind} to be one of {tuple(table)} (or a discrete mechanism "
+                     f"object) with secure_noise=True, got {kind}={name!r}.")
+  pick = lambda name, table: table[name] if isinstance(name, str) else name
+  return pick(selection_name, SECURE_SELECTIONS), pick(update_name, SECURE_UPDATES)
 
 
 def selection(mechanism: Any) -> Any:

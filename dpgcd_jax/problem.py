@@ -374,20 +374,60 @@ def per_example_gradients_t(problem: Problem, w: Array, margins: Optional[Array]
   return jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0), out_axes=1)(w, problem.X, problem.y)
 
 
-def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array) -> Array:
+CLIPPING_MODES = ("coordinate", "derivative")
+
+
+def check_clipping_mode(problem: Problem, mode: str) -> None:
+  """Host-side check that ``mode`` (static) is known and usable on ``problem``."""
+  if mode not in CLIPPING_MODES:
+    raise ValueError(f"Expected clipping in {CLIPPING_MODES}, got clipping={mode!r}.")
+  if mode == "derivative" and not (problem.loss.is_glm and problem.smoothness_source == "feature_bound"):
+    raise ValueError(
+        f"Expected a GLM loss with bounded features for clipping='derivative' (make_problem with "
+        f"feature_bound=, or fit, which releases a bound), got loss {problem.loss.name!r} with "
+        f"smoothness_source={problem.smoothness_source!r}; use clipping='coordinate'.")
+
+
+def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
+  """``clip(phi'_i, -c, c)`` with ``c = min_j C_j / B_j`` (``B_j = sqrt(M_j / beta)``, the feature bound).
+
+  Derivative clipping (GLM, ``|x_ij| <= B_j``): every coordinate of a per-example gradient
+  ``clip(phi'_i) x_ij`` is at most ``c B_j <= C_j`` in magnitude, so replacing one record moves
+  ``g_j`` by at most ``2 c B_j / n <= 2 C_j / n``: the ledger's ``Delta_j`` holds unchanged
+  (``= 2 c B_j / n`` with the scalar clip rule and ``l2 = 0``: ``C_j = clip sqrt(M_j / beta)
+  = clip B_j``). Unlike coordinate clipping it scales a whole per-example gradient by one factor
+  (its direction is kept). The features are clipped to ``B`` when the problem is built, and
+  the per-coordinate clip at ``C_j`` stays in the exact sum (inactive in real arithmetic) so
+  that the bound also holds after floating-point rounding of ``B_j`` and the products.
+  """
+  B = jnp.sqrt(problem.smoothness / problem.curvature)
+  c = jnp.min(thresholds / B)
+  return jnp.clip(clipping.finite_or_zero(dphi), -c, c)
+
+
+def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array,
+                     mode: str = "coordinate") -> Array:
   """Gradient of ``f`` with coordinate-wise per-example clipping of the data term.
 
-  ``(1/n) sum_i clip(grad l(w; d_i), -C, C) + l2 w``; the ``l2 w`` part is data-independent,
-  so the replace-one sensitivity of coordinate j is ``2 C_j / n``. Sparse features: the same
-  value from the stored entries only, O(nnz).
+  ``mode="derivative"`` (GLM losses with bounded features, :func:`check_clipping_mode`) clips
+  the scalar ``phi'`` first (:func:`derivative_clip`); ``"coordinate"`` is the paper's rule.
+
+  ``(1/n) sum_i clip(grad l(w; d_i), -C, C) + l2 w``; the ``l2 w`` part is data-independent.
+  The mean is exact up to one final rounding (:func:`dpgcd_jax.clipping.clipped_mean`: a
+  fixed-point sum on a public grid), so the replace-one sensitivity of coordinate j is
+  ``clipping.mean_sensitivity(C_j, n)``, i.e. ``2 C_j / n`` plus that rounding, in every dtype
+  and at every ``n``. Sparse features: the same value from the stored entries only, O(nnz).
   """
+  if mode == "derivative":
+    dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
+  elif problem.loss.is_glm:
+    dphi = _dphi(problem, margins)
   if is_sparse(problem):
-    return problem.XT.clipped_mean(_dphi(problem, margins), thresholds) + problem.l2 * w
+    return problem.XT.clipped_mean(dphi, thresholds) + problem.l2 * w
   if problem.loss.is_glm:
-    return _blocked_clipped_mean(problem.XT, _dphi(problem, margins), thresholds) + problem.l2 * w
+    return _blocked_clipped_mean(problem.XT, dphi, thresholds) + problem.l2 * w
   grads_t = per_example_gradients_t(problem, w, margins)
-  clipped = clipping.clip_coordinates(grads_t, thresholds[:, None])
-  return jnp.mean(clipped, axis=1) + problem.l2 * w
+  return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1) + problem.l2 * w
 
 
 BLOCK_ROWS = 8
@@ -396,30 +436,49 @@ BLOCK_ROWS = 8
 def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
   """``mean_i clip(XT_ji dphi_i, -C_j, C_j)`` for every j, over blocks of ``BLOCK_ROWS`` features.
 
-  Same values as the one-expression form (each feature's sum is unchanged), but XLA's CPU
-  code for the fused clip-and-reduce over a whole large (p, n) array runs at about a tenth of
-  the memory bandwidth; over blocks of a few rows (a few hundred KB) it streams at the speed
-  of a plain NumPy row sum (benchmarks/bench_scale.py).
+  The same exact fixed-point mean as :func:`dpgcd_jax.clipping.clipped_mean`: each block of
+  features is clipped, quantized to its public grid and summed in int32 row blocks in one
+  pass (XLA's CPU code for the fused clip-and-reduce over a whole large (p, n) array runs at
+  about a tenth of the memory bandwidth; over blocks of a few rows it streams,
+  benchmarks/bench_scale.py); the (p, n / 256) block sums are then added exactly and scaled
+  once. Infinite thresholds (clipping off, non-private): a plain float mean.
   """
   p, n = XT.shape
-  head = (p // BLOCK_ROWS) * BLOCK_ROWS
-  one = lambda x, c: jnp.mean(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
-  if head == 0:
-    return one(XT, thresholds)
-  blocks = jax.lax.map(lambda xc: one(*xc), (XT[:head].reshape(-1, BLOCK_ROWS, n),
-                                            thresholds[:head].reshape(-1, BLOCK_ROWS)))
-  out = blocks.reshape(head)
-  return out if head == p else jnp.concatenate([out, one(XT[head:], thresholds[head:])])
+  rows = max(BLOCK_ROWS, min(p, (1 << 16) // n) // BLOCK_ROWS * BLOCK_ROWS)  # >= 64K entries a block
+  head = (p // rows) * rows
+  bits = clipping.grid_bits(XT.dtype, n)
+  scale = clipping.grid_scale(thresholds, bits)
+
+  def blocked(one):
+    if head == 0:
+      return one(XT, thresholds, scale)
+    blocks = jax.lax.map(lambda xcs: one(*xcs), (XT[:head].reshape(-1, rows, n),
+                                                 thresholds[:head].reshape(-1, rows),
+                                                 scale[:head].reshape(-1, rows)))
+    out = blocks.reshape((head,) + blocks.shape[2:])
+    return out if head == p else jnp.concatenate([out, one(XT[head:], thresholds[head:], scale[head:])])
+
+  def exact(_):
+    sums = lambda x, c, s: clipping.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]))
+    return clipping.exact_mean(clipping.exact_total(blocked(sums)), scale, n, XT.dtype)
+
+  def plain(_):
+    return blocked(lambda x, c, s: jnp.mean(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1))
+
+  return jax.lax.cond(jnp.all(jnp.isfinite(thresholds)), exact, plain, None)
 
 
 def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array,
-                                j: Array) -> Array:
+                                j: Array, mode: str = "coordinate") -> Array:
   """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
+  if mode == "derivative":
+    dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
+  elif problem.loss.is_glm:
+    dphi = _dphi(problem, margins)
   if is_sparse(problem):
-    return problem.XT.clipped_coordinate_mean(_dphi(problem, margins), thresholds, j) + problem.l2 * w[j]
+    return problem.XT.clipped_coordinate_mean(dphi, thresholds, j) + problem.l2 * w[j]
   if problem.loss.is_glm:
-    clipped = clipping.clip_coordinates(_dphi(problem, margins) * problem.XT[j], thresholds[j])
-    return jnp.mean(clipped) + problem.l2 * w[j]
+    return clipping.clipped_mean(dphi * problem.XT[j], thresholds[j]) + problem.l2 * w[j]
   return clipped_gradient(problem, w, margins, thresholds)[j]
 
 

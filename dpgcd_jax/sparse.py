@@ -85,14 +85,40 @@ class SparseColumns:
     return margins.at[rows].add(change * vals)
 
   def clipped_mean(self, dphi: Array, thresholds: Array) -> Array:
-    """``(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)`` for every j, over the stored entries."""
-    grads = clipping.clip_coordinates(dphi[self.rows] * self.vals, thresholds[self.cols])
-    return jax.ops.segment_sum(grads, self.cols, num_segments=self.shape[0]) / self.shape[1]
+    """``(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)`` for every j, over the stored entries.
+
+    Exact up to one rounding, as :func:`dpgcd_jax.clipping.clipped_mean` (same grid, so the
+    same value as the dense path): the quantized entries are summed by column in int64
+    (at most ``n`` terms below ``2^(k+1)``), then scaled once. A zero entry quantizes to 0.
+    """
+    n = self.shape[1]
+
+    def exact(_):
+      scale = clipping.grid_scale(thresholds, clipping.grid_bits(self.dtype, n))
+      q = clipping.quantize(dphi[self.rows] * self.vals, thresholds[self.cols], scale[self.cols])
+      with jax.enable_x64(True):
+        total = jax.ops.segment_sum(q.astype(jnp.int64), self.cols, num_segments=self.shape[0])
+      return clipping.exact_mean(total, scale, n, self.dtype)
+
+    def plain(_):
+      grads = clipping.clip_coordinates(dphi[self.rows] * self.vals, thresholds[self.cols])
+      return jax.ops.segment_sum(grads, self.cols, num_segments=self.shape[0]) / n
+
+    return jax.lax.cond(jnp.all(jnp.isfinite(thresholds)), exact, plain, None)
 
   def clipped_coordinate_mean(self, dphi: Array, thresholds: Array, j: Array) -> Array:
-    """Coordinate ``j`` of :meth:`clipped_mean` in O(K)."""
+    """Coordinate ``j`` of :meth:`clipped_mean` in O(K) (the same exact mean and grid)."""
     rows, vals = self.column(j)
-    return jnp.sum(clipping.clip_coordinates(dphi[rows] * vals, thresholds[j])) / self.shape[1]
+    n = self.shape[1]
+    c = thresholds[j]
+
+    def exact(_):
+      scale = clipping.grid_scale(c, clipping.grid_bits(self.dtype, n))
+      q = clipping.quantize(dphi[rows] * vals, c, scale)
+      return clipping.exact_mean(clipping.exact_sum(q), scale, n, self.dtype)
+
+    plain = lambda _: jnp.sum(clipping.clip_coordinates(dphi[rows] * vals, c)) / n
+    return jax.lax.cond(jnp.isfinite(c), exact, plain, None)
 
   def mean_squares(self) -> Array:
     """``(1/n) sum_i x_ij^2`` for every j."""

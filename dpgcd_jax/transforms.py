@@ -148,7 +148,7 @@ def dp_greedy_coordinate(
     M = flat_smoothness.astype(G.dtype) + l2
     step = jnp.asarray(step_size, G.dtype)
     thresholds = clipping.coordinate_thresholds(clip, M, curvature)
-    g = jnp.mean(clipping.clip_coordinates(G, thresholds), axis=0) + l2 * w
+    g = clipping.clipped_mean(G, thresholds[None, :], axis=0) + l2 * w
     j, new_wj = greedy.private_coordinate_step(
         base.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
         selection_noise, update_noise, selection=selection, update=update, rule=rule)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import urllib.request
 
@@ -137,16 +136,3 @@ def test_names_by_kind():
     data.names("remote")
   with pytest.raises(TypeError):
     data.DATASETS["x"] = None  # read-only view  # type: ignore[index]
-
-
-def test_deprecated_datasets_module_still_works(scratch_names):
-  with pytest.warns(DeprecationWarning, match="dpgcd_jax.data"):
-    from dpgcd_jax import datasets  # pylint: disable=g-import-not-at-top
-    importlib.reload(datasets)
-  ds = datasets.get("square")
-  assert isinstance(ds, data.Dataset) and ds.p == 1000
-  assert datasets.Dataset is data.Dataset and datasets.DatasetNotAvailable is data.DatasetNotAvailable
-  _register_tiny(scratch_names)
-  assert "tiny_test_set" in datasets.OFFLINE  # live, like dpgcd_jax.data's.
-  from dpgcd_jax.datasets import fetch  # pylint: disable=g-import-not-at-top
-  assert fetch is data.fetch

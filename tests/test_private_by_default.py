@@ -163,20 +163,6 @@ def test_logistic_labels_other_than_plus_minus_one_are_rejected(labels):
     dg.make_problem(X, y, "logistic")
 
 
-def test_a_second_init_of_the_optax_transformation_cannot_replay_noise():
-  tx = dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(0), clip=1.0, selection_noise=1.0,
-                               update_noise=1.0)
-  tx.init(jnp.zeros(3))
-  with pytest.raises(ValueError, match="replay"):
-    tx.init(jnp.zeros(3))
-  chained = optax.chain(dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(1), clip=1.0,
-                                                selection_noise=1.0, update_noise=1.0),
-                        optax.scale(-1.0))
-  chained.init(jnp.zeros(3))
-  with pytest.raises(ValueError, match="replay"):
-    chained.init(jnp.zeros(3))
-
-
 def test_private_feature_bound_is_released_and_clips_the_features():
   X = np.ones((200, 3))
   X[0] = 1e4  # one extreme record

@@ -78,3 +78,52 @@ def test_laplace_selection_probabilities_change_by_at_most_exp_2_over_b(penalty)
   # log-ratio of the two frequencies, with a 4-sigma allowance for sampling error.
   slack = 4 * np.sqrt(1 / max(counts[0], 1) + 1 / max(counts[1], 1))
   assert abs(np.log(max(counts[0], 1) / max(counts[1], 1))) <= 2 / b + slack, counts
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "huber"])
+@pytest.mark.parametrize("clip", [0.05, 0.5, 5.0])
+def test_derivative_clipping_moves_each_coordinate_by_at_most_2_c_b_over_n(loss, clip):
+  # Derivative clipping (GLM, |x_ij| <= B_j): |clip(phi'_i) x_ij| <= c B_j, so g_j moves by at most
+  # 2 c B_j / n = 2 C_j / n (scalar clip rule, l2 = 0) when one record is replaced.
+  B = np.linspace(0.5, 3.0, 8)
+  rng = np.random.default_rng(1)
+  largest = 0.0
+  for seed in range(3):
+    X, y = _neighbours("logistic" if loss == "logistic" else "squared", seed)[0].X, None
+    X = np.asarray(X)
+    y = np.sign(X[:, 0]) if loss == "logistic" else 3.0 * X[:, 0] + np.random.default_rng(seed).normal(size=30)
+    X2, y2 = X.copy(), y.copy()
+    X2[0] = 1e3 * np.sign(rng.normal(size=8))  # clipped to +-B_j by make_problem
+    y2[0] = -y[0] if loss == "logistic" else -1e3
+    problems = [dg.make_problem(a, b, loss, feature_bound=B) for a, b in ((X, y), (X2, y2))]
+    M = problem_lib.coordinate_smoothness(problems[0])
+    thresholds = clipping.coordinate_thresholds(clip, M, problems[0].curvature)
+    np.testing.assert_allclose(thresholds, clip * B, rtol=1e-6)  # C_j = c B_j
+    for _ in range(10):
+      w = jnp.asarray(rng.normal(size=8) * 0.5)
+      g = [problem_lib.clipped_gradient(pb, w, problem_lib.init_margins(pb, w), thresholds, "derivative")
+           for pb in problems]
+      gap = np.abs(np.asarray(g[0]) - np.asarray(g[1]))
+      largest = max(largest, float(np.max(gap / (2 * clip * B / 30))))
+      assert np.all(gap <= np.asarray(clipping.mean_sensitivity(thresholds, 30)))
+  # The replaced record does move the gradient (|phi'| <= 1 for logistic and Huber(1): c = 5 is inactive).
+  assert largest > (0.15 if clip == 5.0 and loss != "squared" else 0.3)
+
+
+def test_derivative_clipping_is_x_transpose_clipped_derivative_and_refused_without_a_bound():
+  rng = np.random.default_rng(0)
+  X, y = rng.normal(size=(50, 6)), rng.choice([-1.0, 1.0], size=50)
+  problem = dg.make_problem(X, y, "logistic", feature_bound=1.5)
+  w = jnp.asarray(rng.normal(size=6))
+  thresholds = clipping.coordinate_thresholds(0.2, problem_lib.coordinate_smoothness(problem), problem.curvature)
+  g = problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds, "derivative")
+  Xc = np.clip(X, -1.5, 1.5)
+  dphi = -y / (1 + np.exp(y * (Xc @ np.asarray(w))))
+  np.testing.assert_allclose(g, Xc.T @ np.clip(dphi, -0.2, 0.2) / 50, rtol=1e-9, atol=1e-12)
+  with pytest.raises(ValueError, match="clipping='derivative'"):
+    problem_lib.check_clipping_mode(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), "derivative")
+  with pytest.raises(ValueError, match="clipping"):
+    problem_lib.check_clipping_mode(problem, "per-example")
+  with pytest.raises(ValueError, match="clipping='derivative'"):
+    dg.dp_gcd.run(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), jax.random.key(0),
+                  dg.dp_gcd.Params(clip=1.0), passes=2, clipping_mode="derivative")

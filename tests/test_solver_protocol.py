@@ -2,8 +2,8 @@
 
 ``step(key, state, problem, params, **options) -> (State, Info)`` is pure and jittable; a
 hand-written loop of ``init`` / ``step`` equals ``run``; ``run(problem, key, params, *, passes)``
-and ``fit(problem, key, *, epsilon, delta, passes)``; the old orders and ``steps=`` warn with a
-DeprecationWarning (attributed to the caller's line) and give identical results.
+and ``fit(problem, key, *, epsilon, delta, passes)``; the argument orders of version 0.1 and
+``steps=`` are gone (the package was never released with them).
 """
 
 import warnings
@@ -108,20 +108,6 @@ def test_a_loop_of_init_and_step_equals_run(name):
     np.testing.assert_array_equal(result.trace.coordinates, np.array(coordinates))
 
 
-@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
-def test_old_run_order_warns_and_gives_the_same_result(name):
-  module, params, run_options, _ = SOLVERS[name]
-  problem, key = _problem(), jax.random.key(2)
-  new = module.run(problem, key, params, passes=PASSES, store_objective=True, **run_options)
-  with pytest.warns(DeprecationWarning, match=r"run\(problem, key, params\)") as caught:
-    old = module.run(problem, params, key, passes=PASSES, store_objective=True, **run_options)
-  assert {w.filename for w in _deprecations(caught)} == {__file__}  # the caller's line
-  _assert_same(new, old)
-  with pytest.warns(DeprecationWarning):
-    by_keyword = module.run(problem, params, key=key, passes=PASSES, store_objective=True, **run_options)
-  _assert_same(new, by_keyword)
-
-
 def test_new_conventions_do_not_warn():
   problem, key = _problem(), jax.random.key(2)
   with warnings.catch_warnings(record=True) as caught:
@@ -135,65 +121,6 @@ def test_new_conventions_do_not_warn():
     dg.dp_sgd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=1, batch_size=8)
   ours = [w for w in _deprecations(caught) if w.filename == __file__ or "dpgcd_jax" in w.filename]
   assert not ours, [str(w.message) for w in ours]
-
-
-def test_dp_gcd_steps_is_a_deprecated_alias_of_passes():
-  problem, key, params = _problem(), jax.random.key(4), SOLVERS["dp_gcd"][1]
-  new = dg.dp_gcd.run(problem, key, params, passes=5)
-  with pytest.warns(DeprecationWarning, match="use passes=") as caught:
-    old = dg.dp_gcd.run(problem, key, params, steps=5)
-  assert [w.filename for w in _deprecations(caught)] == [__file__]
-  _assert_same(new, old)
-  with pytest.warns(DeprecationWarning) as caught:  # the old order and the old name together
-    oldest = dg.dp_gcd.run(problem, params, key, steps=5)
-  assert len(_deprecations(caught)) == 2
-  _assert_same(new, oldest)
-  fit_new = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=3)
-  with pytest.warns(DeprecationWarning, match="use passes="):
-    fit_old = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, steps=3)
-  _assert_same(fit_new.w, fit_old.w)
-  assert fit_new.privacy.epsilon == fit_old.privacy.epsilon
-  with pytest.raises(TypeError, match="steps"):
-    dg.dp_gcd.run(problem, key, params, passes=5, steps=5)
-  with pytest.raises(TypeError):
-    dg.dp_cd.run(problem, key, SOLVERS["dp_cd"][1], steps=5)  # DP-CD: a step is not a pass
-
-
-@pytest.mark.parametrize("name", list(SOLVERS))
-def test_old_step_order_warns_and_gives_the_same_result(name):
-  module, params, _, step_options = SOLVERS[name]
-  problem, key = _problem(), jax.random.key(6)
-  state = module.init(problem)
-  new = module.step(key, state, problem, params, **step_options)
-  with pytest.warns(DeprecationWarning, match=r"step\(key, state, problem, params\)") as caught:
-    old = module.step(problem, params, key, state, **step_options)
-  assert {w.filename for w in _deprecations(caught)} == {__file__}
-  _assert_same(new, old)
-
-
-def test_old_step_order_keeps_working_in_the_experiments_loops():
-  """The experiments drive old-order steps in fori_loop, DP-SGD from a coordinate State(w, None)."""
-  problem, key = _problem(), jax.random.key(7)
-  sgd = dict(sampling_rate=0.2, max_batch=dg.dp_sgd.max_batch_size(40, 0.2), X=problem.XT.T)
-  cases = {  # name: (old-order step, its initial state, the new step's options)
-      "dp_gcd": (lambda p, k, s: dg.dp_gcd.step(problem, p, k, s, selection="laplace", update="laplace")[0],
-                 dg.dp_gcd.init(problem), {}),
-      "dp_cd": (lambda p, k, s: dg.dp_cd.step(problem, p, k, s)[0], dg.dp_gcd.init(problem), {}),
-      "dp_sgd": (lambda p, k, s: dg.dp_sgd.step(problem, p, k, s, **sgd)[0],
-                 dg.dp_gcd.State(dg.dp_gcd.init(problem).w, None), sgd),
-  }
-
-  def loop(step, state, params):
-    body = lambda t, s: step(params, base.step_key(key, t), s)
-    return jax.jit(lambda: jax.lax.fori_loop(0, 5, body, state).w)()
-
-  for name, (old_step, old_state, options) in cases.items():
-    module = SOLVERS[name][0]
-    params = base.cast_params(module.SOLVER, problem, SOLVERS[name][1])
-    with pytest.warns(DeprecationWarning):
-      old = loop(old_step, old_state, params)
-    new_step = lambda p, k, s, m=module, o=options: m.step(k, s, problem, p, **o)[0]
-    np.testing.assert_allclose(old, loop(new_step, module.init(problem), params), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
@@ -222,7 +149,7 @@ def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   module.run(problem, jax.random.key(3), jax.tree.map(lambda x: 0.7 * x, params), passes=1, **run_options)
   assert len(traces) == after_run  # new values of the key and the hyperparameters: no retrace
   module.run(problem, jax.random.key(3), params, passes=2, **run_options)
-  assert len(traces) > after_run  # a new number of passes is static: it does retrace
+  assert len(traces) == after_run  # the number of passes is a runtime value: no retrace either
 
 
 @pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
@@ -246,12 +173,20 @@ def test_another_solvers_params_are_rejected_by_name():
     dg.dp_cd.run(problem, jax.random.key(0), dg.dp_sgd.Params(0.1, 1.0, 5.0), passes=PASSES)
 
 
-def test_fit_has_no_old_order_and_jitted_steps_blame_the_caller():
-  problem = _problem()
+def test_old_conventions_are_gone():
+  problem, key, params = _problem(), jax.random.key(0), SOLVERS["dp_gcd"][1]
   with pytest.raises(ValueError, match="key"):  # a tuple of keys is not read as (problem, params, key)
     dg.dp_gcd.fit(problem, (jax.random.key(0), jax.random.key(1)), epsilon=1.0, delta=1e-5, passes=2)
-  with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    jax.jit(dg.dp_gcd.step)(problem, dg.dp_gcd.Params(1.0, 1.0, 1.0, 1.0), jax.random.key(0),
-                            dg.dp_gcd.init(problem))
-  assert [w.filename for w in _deprecations(caught)] == [__file__]
+  with pytest.raises(TypeError, match="steps"):
+    dg.dp_gcd.run(problem, key, params, steps=5)  # pylint: disable=unexpected-keyword-arg
+  with pytest.raises(ValueError, match="key"):
+    dg.dp_gcd.run(problem, params, key, passes=2)  # the order of version 0.1
+  assert not hasattr(base, "accepts_old_run_conventions") and not hasattr(base, "caller_stacklevel")
+
+
+def test_privacy_warning_blames_the_caller_of_run():
+  X = jax.random.normal(jax.random.key(0), (30, 4))
+  problem = dg.make_problem(X, X[:, 0], "squared")  # smoothness from the raw data: not public
+  with pytest.warns(dg.PrivacyLeakWarning) as caught:
+    dg.dp_gcd.run(problem, jax.random.key(0), SOLVERS["dp_gcd"][1], passes=1)
+  assert [w.filename for w in caught if issubclass(w.category, dg.PrivacyLeakWarning)] == [__file__]

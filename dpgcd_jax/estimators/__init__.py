@@ -16,7 +16,8 @@ Examples:
   >>> rng = np.random.default_rng(0)
   >>> X = rng.normal(size=(400, 5))
   >>> y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, "yes", "no")
-  >>> clf = DPGCDClassifier(epsilon=1.0, feature_bound=3.0, random_state=0).fit(X, y)
+  >>> clf = DPGCDClassifier(classes=["no", "yes"], epsilon=1.0, feature_bound=3.0,
+  ...                       random_state=0).fit(X, y)
   >>> clf.classes_.tolist(), clf.score(X, y) > 0.8
   (['no', 'yes'], True)
 """

@@ -15,6 +15,10 @@ Protocol (Papernot & Steinke 2022, see :mod:`dpgcd_jax.privacy.selection`), from
 4. the repetition with the best noisy score is kept: ``coef_``, ``intercept_`` (trained on the
    training part), ``best_params_`` and ``best_score_`` (noisy). Nothing else is released.
 
+When the default grid is used and ``n epsilon`` is below :data:`SELECTION_MIN_N_EPSILON`
+(public), the search is skipped and the defaults run with the whole budget
+(:func:`selection_pays`); ``privacy_`` says so.
+
 Privacy: one repetition is a training run on the training rows and a score on the other rows
 (parallel composition: its RDP curve is the maximum of the two), with a candidate drawn at
 random (its RDP curve is at most the maximum over candidates); :class:`RepeatAndSelect` turns
@@ -33,7 +37,8 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax.estimators import _linear
-from dpgcd_jax.privacy import events, ledger as ledger_lib
+from dpgcd_jax.estimators import _released
+from dpgcd_jax.privacy import accounting, events, ledger as ledger_lib
 from dpgcd_jax.privacy import selection
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
@@ -82,9 +87,25 @@ def default_grid(n: int, p: int, epsilon: float) -> dict[str, list[Any]]:
   return {"max_iter": sorted({max(1, round(steps / 3)), steps, min(3000, 3 * steps)})}
 
 
-def _scores(W: np.ndarray, X: np.ndarray, bound: np.ndarray, fit_intercept: bool) -> np.ndarray:
+SELECTION_MIN_N_EPSILON = 20_000
+
+
+def selection_pays(n: int, epsilon: float) -> bool:
+  """Whether the default search runs: ``n epsilon >= SELECTION_MIN_N_EPSILON`` (public only).
+
+  A private search pays for its candidates with noise: with ``E[K]`` repetitions every run
+  gets about ``sqrt(2 E[K])`` times the noise of a single fit, and the noisy scores must
+  still tell the candidates apart. Below the threshold the defaults with the whole budget
+  won on every data set we measured (``benchmarks/results/estimators_raw.md``), so the CV
+  estimator runs them instead (``privacy_`` says so); a ``param_grid`` you pass is always
+  searched.
+  """
+  return n * epsilon >= SELECTION_MIN_N_EPSILON
+
+
+def _scores(W: np.ndarray, X: Any, bound: np.ndarray, fit_intercept: bool) -> np.ndarray:
   p = X.shape[1]
-  scores = np.clip(X, -bound, bound) @ W[:, :p].T
+  scores = np.asarray(_linear.clip_features(X, bound) @ W[:, :p].T)
   return scores + W[:, p] if fit_intercept else scores
 
 
@@ -100,12 +121,13 @@ class _SearchMixin:
     _validate.check_number("validation_fraction", self.validation_fraction, low=0.0, high=1.0,
                            low_open=True, high_open=True)
 
-  def fit(self, X: Any, y: Any) -> "_SearchMixin":
+  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "_SearchMixin":
     """Selects the hyperparameters and fits the model privately (see the module docstring).
 
     Args:
-      X: (n, p) features.
+      X: (n, p) features (dense or scipy.sparse).
       y: (n,) labels or targets.
+      sample_weight: must be None (weights change the sensitivity).
 
     Returns:
       self, with ``best_params_``, ``best_score_`` (noisy) and ``privacy_`` (the total,
@@ -115,8 +137,15 @@ class _SearchMixin:
       ValueError: naming the argument, for a bad grid, hyperparameter or input.
     """
     self._check_search()
-    X, targets, not_private, delta, key = self._prepare(X, y)
+    data = self._prepare(X, y, sample_weight)
+    X, targets, not_private, delta, key = data
     epsilon, (n, p) = float(self.epsilon), X.shape
+    if self.param_grid is None and not selection_pays(n, epsilon):
+      self.best_params_, self.best_score_ = {}, float("nan")
+      return self._fit_prepared(data, note=(
+          f"selection: skipped, n epsilon = {n * epsilon:.4g} < {SELECTION_MIN_N_EPSILON} (public): "
+          f"a private search cannot pay for itself at this budget, so the default "
+          f"hyperparameters ran with the whole budget"))
     n_val = int(round(self.validation_fraction * n))
     if n_val < 1 or n - n_val < 2:
       raise ValueError(f"Expected validation_fraction to leave >= 1 validation row and >= 2 "
@@ -133,47 +162,58 @@ class _SearchMixin:
       _validate.check_number("alpha", c.get("alpha", self.alpha), low=0.0)
       _validate.check_number("l1_ratio", c.get("l1_ratio", self.l1_ratio), low=0.0, high=1.0)
     key_bound, key_split, key_run, key_host = jax.random.split(key, 4)
-    bound, eps_b, bound_note = self._feature_bound(X, key_bound, epsilon)
+    released = _released.release_feature_bounds(key_bound, X, feature_bound=self.feature_bound,
+                                                scaling=self.scaling, epsilon=epsilon, delta=delta)
+    target = self._release_target(jax.random.fold_in(key_bound, 1), targets, delta)
+    prior = released.ledger
+    if target is not None:
+      targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
     steps = sorted({h.max_iter * len(targets) for h in hypers})
+    selection_name, update_name = self._mechanisms()
 
     def factory(u):
-      parts = tuple(_linear._solver_ledger(u * math.sqrt(t), t) for t in steps)
+      parts = tuple(accounting.gcd_ledger(u * math.sqrt(t), u * math.sqrt(t), steps=t,
+                                          selection=selection_name, update=update_name)
+                    for t in steps)
       parts += (ledger_lib.Ledger.of(("score", events.Laplace(math.sqrt(2.0) / u), 1)),)
       event = selection.RepeatAndSelect(parts, mean, shape)
-      return _linear._bound_ledger(eps_b) + ledger_lib.Ledger.of(
-          ("hyperparameter selection", event, 1))
+      return prior + ledger_lib.Ledger.of(("hyperparameter selection", event, 1))
 
     u, report = ledger_lib.calibrate(
-        factory, epsilon, delta, key=("dpgcd_jax.estimators.cv", tuple(steps), eps_b, mean, shape))
+        factory, epsilon, delta,
+        key=("dpgcd_jax.estimators.cv", tuple(steps), prior, mean, shape, selection_name, update_name))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())
     counter = itertools.count()
     score_noise = self._score_sensitivity(n_val) * u / math.sqrt(2.0)
+    bound = released.bound
 
     def run(index: int, count: int) -> list[tuple[float, np.ndarray]]:
       hyper, cand = hypers[index], candidates[index]
       out = []
       for _ in range(count):
-        W = self._train(X[train], [t[train] for t in targets], bound, hyper,
-                        u * math.sqrt(hyper.max_iter * len(targets)),
-                        jax.random.fold_in(key_run, next(counter)),
-                        alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"))
+        W = self._train_at(X[train], targets[:, train], bound, hyper,
+                           u * math.sqrt(hyper.max_iter * len(targets)),
+                           jax.random.fold_in(key_run, next(counter)),
+                           alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"))
         scores = _scores(W, X[val], bound, self.fit_intercept)
-        value = self._validation_score(scores, [t[val] for t in targets])
+        value = self._validation_score(scores, list(targets[:, val]))
         out.append((value + rng.laplace(scale=score_noise), W))
       return out
 
     index, score, W = selection.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
     self.best_params_, self.best_score_ = dict(candidates[index]), score
+    notes = [released.note] + ([] if target is None else [target.note])
     self.privacy_ = report.with_notes(
-        bound_note,
+        *notes,
         f"selection: K ~ TNB(shape={shape:g}, mean={mean:g}) repetitions over {len(candidates)} "
         f"candidates, each trained on {n - n_val} rows (noise multiplier {u:.4g} sqrt(T)) and "
         f"scored on {n_val} other rows (Laplace, epsilon {math.sqrt(2.0) / u:.4g}); only the best "
-        f"is released", *self._notes(len(targets), hypers[index], delta)[1:])
-    self.privacy_ = self.privacy_.with_not_private(*not_private)
-    self._set_model(W, bound, hypers[index])
+        f"is released", *self._notes(len(targets), hypers[index], delta)[1:]
+    ).with_not_private(*not_private)
+    noise = u * math.sqrt(hypers[index].max_iter * len(targets))
+    self._set_model(W, released, hypers[index], n - n_val, noise, target)
     return self
 
 
@@ -192,17 +232,20 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
     others: as :class:`DPGCDClassifier` (the values not in the grid are used as given).
 
   Attributes:
-    best_params_: the selected candidate.
-    best_score_: its NOISY validation accuracy (the released one).
+    best_params_: the selected candidate ({} when the search was skipped: see
+      :func:`selection_pays`).
+    best_score_: its NOISY validation accuracy (the released one; NaN when skipped).
     others: as :class:`DPGCDClassifier`; the model is the selected repetition's.
   """
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
                validation_fraction=0.25, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
+               scaling=_linear.AUTO, clipping="coordinate", secure_noise=False,
                max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, random_state=None):
     super().__init__(classes=classes, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, max_iter=max_iter,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, random_state=random_state)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
@@ -225,7 +268,8 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
   (sensitivity ``score_clip / n_val``): set ``score_clip`` to the scale of the target.
 
   Args:
-    score_clip: clipping of the absolute residuals in the validation score, > 0.
+    score_clip: clipping of the absolute residuals in the validation score, > 0, in units of
+      the target bound ``T`` (the regressor fits ``y / T``).
     others: as :class:`DPGCDClassifierCV` and :class:`DPGCDRegressor`.
 
   Attributes:
@@ -234,13 +278,14 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
                validation_fraction=0.25, score_clip=1.0, loss="squared", huber_delta=1.0,
-               penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None, fit_intercept=True,
-               feature_bound=None, max_iter=_linear.AUTO, step_size=_linear.AUTO,
-               clip=_linear.AUTO, random_state=None):
-    super().__init__(loss=loss, huber_delta=huber_delta, penalty=penalty, alpha=alpha,
-                     l1_ratio=l1_ratio, epsilon=epsilon, delta=delta, fit_intercept=fit_intercept,
-                     feature_bound=feature_bound, max_iter=max_iter, step_size=step_size, clip=clip,
-                     random_state=random_state)
+               target_bound=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
+               fit_intercept=True, feature_bound=None, scaling=_linear.AUTO, clipping="coordinate",
+               secure_noise=False, max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO,
+               random_state=None):
+    super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
+                     alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip, random_state=random_state)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape

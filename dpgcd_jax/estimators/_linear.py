@@ -1,26 +1,33 @@
 """DPGCDClassifier and DPGCDRegressor: scikit-learn estimators on one private DP-GCD path.
 
-Model: ``f(x) = <w, clip_B(x)> + b``, the features clipped to the public bound ``B`` (the
-same clipping at fit and predict time). The intercept ``b`` is one more coordinate of the
-same private run: a constant feature of value 1 with its own public bound 1 and no penalty
-(a penalty strength vector with 0 there), so it is selected, clipped and noised like every
+Model: ``f(x) = <w, clip_B(x)> + b``, the features clipped to public bounds ``B_j`` (the same
+clipping at fit and predict time; ``coef_`` and ``intercept_`` in the user's raw units). The
+intercept ``b`` is one more coordinate of the same private run: a constant feature of value 1
+with its own public bound 1 and no penalty, so it is selected, clipped and noised like every
 other coordinate and never fitted outside the mechanism.
 
-Privacy: a fit releases ``coef_`` and ``intercept_`` through (1) when ``feature_bound`` is
-None, an ``epsilon_B``-DP feature bound (:mod:`dpgcd_jax.privacy.bounds`, a share
-``BOUND_SHARE`` of epsilon) and (2) one DP-GCD run per target (``T`` steps, one for a
-regressor or two classes, one per class for more): Gumbel-max selection and Gaussian
-updates with equal multipliers, calibrated jointly with (1) in one
-:class:`~dpgcd_jax.privacy.Ledger` to ``(epsilon, delta)``. Everything else (labels seen in
-``y``, ``n``, ``p``) is treated as public, as in scikit-learn and diffprivlib: the set of
-classes is read from ``y``.
+Privacy, end to end: a fit reads the raw data only through accounted mechanisms, all
+composed in ONE :class:`~dpgcd_jax.privacy.Ledger` calibrated to ``(epsilon, delta)`` by
+:func:`dpgcd_jax.dp_gcd.fit` (the library's one path from a budget to a run):
+
+1. the feature bounds ``B_j``: declared (``feature_bound=``, free) or released
+   (:mod:`dpgcd_jax.estimators._released`: per-feature private scales, or one private bound
+   when ``n`` is too small for per-feature scales);
+2. a regressor's target bound ``T``: declared (``target_bound=``) or released;
+3. one DP-GCD run per target (one for a regressor or two classes, one per class for more):
+   Gumbel-max selection and Gaussian updates with equal multipliers.
+
+The label set is public by declaration (``classes=``); without it, it is read from ``y``
+with a :class:`~dpgcd_jax.PrivacyLeakWarning` and recorded in ``privacy_.not_private``.
+``n`` and ``p`` are public.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -31,24 +38,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
+from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import seeding
+from dpgcd_jax import sparse
+from dpgcd_jax.estimators import _released
 from dpgcd_jax.problem import make_problem
-from dpgcd_jax.privacy import accounting, bounds, events, ledger as ledger_lib
+from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import dp_gcd
 
 SELECTION, UPDATE = "gumbel", "gaussian"
-BOUND_SHARE = 0.1
 PENALTIES = ("l1", "l2", "elasticnet", None)
-AUTO = "auto"
+CLIPPINGS = ("derivative", "coordinate")
+AUTO = _released.AUTO
 AUTO_CLIP = 0.1
+AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module of DPGCDRegressor)
 AUTO_MARGIN_STEP = 0.5
-
-
-@jax.jit
-def _private_bound(key: jax.Array, X: jax.Array, epsilon: float) -> jax.Array:
-  """``bounds.private_feature_bound`` on the rows of ``X`` (jitted: one compilation per shape)."""
-  return bounds.private_feature_bound(key, jnp.max(jnp.abs(X), axis=1), epsilon)
 
 
 class Hyper(NamedTuple):
@@ -122,13 +127,15 @@ def check_classes(classes: Any) -> np.ndarray:
 
 
 class _DPGCDBase(BaseEstimator):
-  """What the classifier and the regressor share: validation, bound, calibration, runs."""
+  """What the classifier and the regressor share: validation, releases, the private run."""
 
   _curvature = 1.0
+  _auto_clip = AUTO_CLIP
+  _noise_cap: Optional[float] = None
 
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
-               fit_intercept=True, feature_bound=None, max_iter=AUTO, step_size=AUTO, clip=AUTO,
-               random_state=None):
+               fit_intercept=True, feature_bound=None, scaling=AUTO, clipping="coordinate",
+               secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO, random_state=None):
     self.penalty = penalty
     self.alpha = alpha
     self.l1_ratio = l1_ratio
@@ -136,6 +143,9 @@ class _DPGCDBase(BaseEstimator):
     self.delta = delta
     self.fit_intercept = fit_intercept
     self.feature_bound = feature_bound
+    self.scaling = scaling
+    self.clipping = clipping
+    self.secure_noise = secure_noise
     self.max_iter = max_iter
     self.step_size = step_size
     self.clip = clip
@@ -154,14 +164,19 @@ class _DPGCDBase(BaseEstimator):
     _check_auto("max_iter", self.max_iter, integer=True)
     _check_auto("step_size", self.step_size)
     _check_auto("clip", self.clip)
-    if self.feature_bound is not None:
-      _validate.check_number("feature_bound", self.feature_bound, low=0.0, low_open=True)
+    _released.check_scaling(self.scaling)
+    _validate.check_choice("clipping", self.clipping, CLIPPINGS)
+    if not isinstance(self.secure_noise, (bool, np.bool_)):
+      raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={self.secure_noise!r}.")
+    if self.feature_bound is not None:  # the shape is checked against X in the release
+      _released.check_positive_bound("feature_bound", self.feature_bound,
+                                     np.shape(self.feature_bound) if np.ndim(self.feature_bound) == 1 else None)
 
   def _hyper(self, n: int, p: int, epsilon: float, **override: Any) -> Hyper:
     values = {k: override.get(k, getattr(self, k)) for k in Hyper._fields}
     for name in ("max_iter", "step_size", "clip"):
       _check_auto(name, values[name], integer=name == "max_iter")
-    clip = AUTO_CLIP if values["clip"] == AUTO else float(values["clip"])
+    clip = self._auto_clip if values["clip"] == AUTO else float(values["clip"])
     step = (auto_step_size(clip, self._curvature) if values["step_size"] == AUTO
             else float(values["step_size"]))
     p += bool(self.fit_intercept)
@@ -180,118 +195,195 @@ class _DPGCDBase(BaseEstimator):
       return penalties.ElasticNet(strength, float(l1_ratio))
     return None
 
-  def _feature_bound(self, X: np.ndarray, key: jax.Array, epsilon: float
-                     ) -> tuple[np.ndarray, float, str]:
-    """The public bound (p,), the epsilon spent on it, and a note for the report."""
-    p = X.shape[1]
-    if self.feature_bound is not None:
-      bound = np.asarray(self.feature_bound, float)
-      if bound.ndim not in (0, 1) or (bound.ndim == 1 and bound.shape != (p,)):
-        raise ValueError(f"Expected feature_bound to be a scalar or of shape ({p},), got "
-                         f"feature_bound.shape={bound.shape}.")
-      return np.broadcast_to(bound, (p,)).copy(), 0.0, "feature bound: declared public"
-    eps_b = BOUND_SHARE * epsilon
-    bound = float(_private_bound(key, jnp.asarray(X), eps_b))
-    return np.full(p, bound), eps_b, (
-        f"feature bound: B = {bound:.4g} released privately (dpgcd_jax.privacy.bounds), "
-        f"features clipped to [-B, B]")
-
-  def _design(self, X: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if not self.fit_intercept:
-      return X, bound
-    return np.hstack([X, np.ones((X.shape[0], 1), X.dtype)]), np.append(bound, 1.0)
-
-  def _train(self, X: np.ndarray, targets: list[np.ndarray], bound: np.ndarray, hyper: Hyper,
-             noise: float, key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
-    """One DP-GCD run per target at noise multiplier ``noise``; (targets, p [+ 1]) weights."""
-    X1, bound1 = self._design(X, bound)
+  def _problem(self, X: Any, targets: np.ndarray, bound: np.ndarray, alpha: Any = None,
+               l1_ratio: Any = None) -> Any:
+    """The DP-GCD problem on ``[X, 1]`` with public bounds ``[B, 1]`` (first target as ``y``)."""
     alpha = self.alpha if alpha is None else alpha
     l1_ratio = self.l1_ratio if l1_ratio is None else l1_ratio
     _validate.check_number("alpha", alpha, low=0.0)
     _validate.check_number("l1_ratio", l1_ratio, low=0.0, high=1.0)
-    penalty = self._penalty(X1.shape[1], alpha, l1_ratio)
+    if self.fit_intercept:
+      ones = np.ones((X.shape[0], 1), X.dtype)
+      X = scipy_sparse().hstack([X, ones], format="csc") if sparse.is_sparse(X) else np.hstack([X, ones])
+      bound = np.append(bound, 1.0)
+    penalty = self._penalty(X.shape[1], alpha, l1_ratio)
+    return make_problem(X, targets[0], self._loss(), penalty=penalty, feature_bound=bound)
+
+  def _train(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, key: jax.Array, *,
+             epsilon: float, delta: float, prior: ledger_lib.Ledger, alpha: Any = None,
+             l1_ratio: Any = None) -> tuple[np.ndarray, Any, Hyper]:
+    """One private DP-GCD run per target through :func:`dpgcd_jax.dp_gcd.fit` (the one path).
+
+    Returns the (targets, p [+ 1]) weights, the privacy report of ``prior`` and the runs, and
+    the hyperparameters as run (the step size capped when "auto" caps it).
+    """
+    problem = self._problem(X, targets, bound, alpha, l1_ratio)
+    selection, update = self._mechanisms()
+    n, steps = X.shape[0], hyper.max_iter
+    step_size = hyper.step_size
+    if self._noise_cap is not None and self.step_size == AUTO:
+      # "auto" caps the step so that the noise a run may add to a prediction stays below
+      # _noise_cap (in units of the target), a function of the public noise multiplier.
+      step_size = lambda s: min(hyper.step_size, self._noise_cap / _released.prediction_noise(
+          s, step_size=1.0, clip=hyper.clip, curvature=self._curvature, n=n, steps=steps))
+    result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps,
+                        step_size=step_size, clip=hyper.clip, selection=selection, update=update,
+                        prior=prior, targets=targets, clipping_mode=self.clipping)
+    if callable(step_size):
+      hyper = hyper._replace(step_size=float(step_size(update_noise(result.privacy))))
+    return np.asarray(result.w, float), result.privacy, hyper
+
+  def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
+                key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
+    """The runs of :meth:`_train` at a GIVEN noise multiplier, for a caller that accounts for
+    them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights."""
+    problem = self._problem(X, targets, bound, alpha, l1_ratio)
+    selection, update = self._mechanisms()
     params = dp_gcd.Params(hyper.step_size, hyper.clip, noise, noise)
-    weights = []
-    for k, target in enumerate(targets):
-      problem = make_problem(X1, target, self._loss(), penalty=penalty, feature_bound=bound1)
-      result = dp_gcd.run(problem, jax.random.fold_in(key, k), params, passes=hyper.max_iter,
-                          selection=SELECTION, update=UPDATE)
-      weights.append(np.asarray(result.w, float))
-    return np.stack(weights)
+    return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
+                                           jax.random.fold_in(key, k), params, passes=hyper.max_iter,
+                                           selection=selection, update=update,
+                                           clipping_mode=self.clipping).w, float)
+                     for k, t in enumerate(targets)])
 
-  def _set_model(self, W: np.ndarray, bound: np.ndarray, hyper: Hyper) -> None:
+  def _mechanisms(self) -> tuple[str, str]:
+    """(selection, update) names: Gumbel-max and Gaussian, or with ``secure_noise`` their
+    floating-point-safe counterparts (report-noisy-max with discrete Laplace noise and a
+    discrete Gaussian, :mod:`dpgcd_jax.discrete_noise`)."""
+    if self.secure_noise:
+      return mechanisms.secure("laplace", UPDATE)
+    return SELECTION, UPDATE
+
+  def __sklearn_tags__(self):
+    tags = super().__sklearn_tags__()
+    tags.input_tags.sparse = True
+    return tags
+
+  def _set_model(self, W: np.ndarray, released: _released.Released, hyper: Hyper, n: int,
+                 noise: float, target: Optional[_released.Released] = None) -> None:
+    """Stores the model in raw units and warns from released values (:func:`_released.diagnose`).
+
+    ``noise``: the runs' (public) update noise multiplier.
+    """
+    bound = released.bound
     p = bound.shape[0]
-    coef, intercept = W[:, :p], (W[:, p] if self.fit_intercept else np.zeros(W.shape[0]))
-    self.feature_bound_, self.n_iter_, self.step_size_, self.clip_ = bound, *hyper
+    unit = 1.0 if target is None else target.bound
+    coef = unit * W[:, :p]
+    intercept = unit * (W[:, p] if self.fit_intercept else np.zeros(W.shape[0]))
+    self.feature_bound_, self.scaling_ = bound, released.how
+    self.n_iter_, self.step_size_, self.clip_ = hyper
     self._store(coef, intercept)
-    if not np.any(coef):
-      warnings.warn(
-          f"{type(self).__name__}.fit returned coef_ = 0 (no feature coefficient moved): the "
-          f"penalty (alpha={self.alpha}) zeroed every update, or the updates were drowned: clip "
-          f"too small (clip={hyper.clip}), too few steps (max_iter={hyper.max_iter}) or too much "
-          f"noise (epsilon={self.epsilon}); try penalty=None or a larger epsilon.", UserWarning,
-          stacklevel=3)
+    noise = _released.prediction_noise(noise, step_size=hyper.step_size, clip=hyper.clip,
+                                       curvature=self._curvature, n=n, steps=hyper.max_iter)
+    fallback = released.how == "bound" and self.scaling == AUTO
+    epsilon = float(self.epsilon)
+    informative_n = (_released.informative_n(p, epsilon) if fallback else None)
+    for message in _released.diagnose(coef, intercept, bound, released.how, n=n, epsilon=epsilon,
+                                      target_bound=None if target is None else target.bound,
+                                      prediction_noise=noise, informative_n=informative_n):
+      warnings.warn(f"{type(self).__name__}.fit: {message}", UserWarning, stacklevel=3)
 
-  def _prepare(self, X: Any, y: Any
-               ) -> tuple[np.ndarray, list[np.ndarray], tuple[str, ...], float, jax.Array]:
+  def _prepare(self, X: Any, y: Any, sample_weight: Any = None) -> Prepared:
     """Validated data, the targets, the steps outside the guarantee, delta and the key."""
     self._check_params()
+    if sample_weight is not None:
+      raise ValueError(
+          f"Expected sample_weight=None: weights are not supported, because a record's weight "
+          f"multiplies its clipped gradient, so the sensitivity (2 C / n) would need a public "
+          f"bound on the weights; got sample_weight of type {type(sample_weight).__name__}.")
     key = key_from(self.random_state)
-    X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
-                         y_numeric=not isinstance(self, ClassifierMixin))
+    X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                         ensure_min_samples=2, y_numeric=not isinstance(self, ClassifierMixin))
     targets, not_private = self._targets(y)
     delta = 1.0 / X.shape[0] ** 2 if self.delta is None else float(self.delta)
-    return X, targets, not_private, delta, key
+    return Prepared(X, np.stack(targets), not_private, delta, key)
 
-  def fit(self, X: Any, y: Any) -> "_DPGCDBase":
+  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "_DPGCDBase":
     """Fits the model privately; ``privacy_`` reports the total ``(epsilon, delta)``.
 
     Args:
-      X: (n, p) features (array-like or DataFrame; names are kept in ``feature_names_in_``).
+      X: (n, p) features: array-like, DataFrame (names kept in ``feature_names_in_``) or
+        scipy.sparse (CSR / CSC: the sparse path, O(nnz) per iteration).
       y: (n,) labels (classifier) or targets (regressor).
+      sample_weight: must be None (see Raises).
 
     Returns:
       self.
 
     Raises:
-      ValueError: naming the argument, for a bad hyperparameter or input.
+      ValueError: naming the argument, for a bad hyperparameter or input, before any work;
+        for ``sample_weight`` (not supported: weights change the sensitivity).
     """
-    X, targets, not_private, delta, key = self._prepare(X, y)
-    hyper = self._hyper(*X.shape, float(self.epsilon))
-    key_bound, key_run = jax.random.split(key)
-    bound, eps_b, bound_note = self._feature_bound(X, key_bound, float(self.epsilon))
-    steps = hyper.max_iter * len(targets)
-    noise, report = ledger_lib.calibrate(
-        lambda k: _bound_ledger(eps_b) + _solver_ledger(k, steps), float(self.epsilon), delta,
-        key=("dpgcd_jax.estimators", steps, eps_b, SELECTION, UPDATE))
-    W = self._train(X, targets, bound, hyper, noise, key_run)
-    self.privacy_ = report.with_notes(bound_note, *self._notes(len(targets), hyper, delta)
-                                      ).with_not_private(*not_private)
-    self._set_model(W, bound, hyper)
+    return self._fit_prepared(self._prepare(X, y, sample_weight))
+
+  def _fit_prepared(self, data: Prepared, note: Optional[str] = None) -> "_DPGCDBase":
+    """The private fit on validated data (``note``: one more line for ``privacy_``)."""
+    epsilon, (n, p) = float(self.epsilon), data.X.shape
+    hyper = self._hyper(n, p, epsilon)
+    key_scales, key_target, key_run = jax.random.split(data.key, 3)
+    released = _released.release_feature_bounds(
+        key_scales, data.X, feature_bound=self.feature_bound, scaling=self.scaling,
+        epsilon=epsilon, delta=data.delta)
+    targets, target, prior = data.targets, self._release_target(key_target, data.targets, data.delta), released.ledger
+    if target is not None:
+      targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
+    W, report, hyper = self._train(data.X, targets, released.bound, hyper, key_run, epsilon=epsilon,
+                            delta=data.delta, prior=prior)
+    notes = [released.note] + ([] if target is None else [target.note])
+    notes += self._notes(len(targets), hyper, data.delta) + ([] if note is None else [note])
+    self.privacy_ = report.with_notes(*notes).with_not_private(*data.not_private)
+    self._set_model(W, released, hyper, n, update_noise(report), target)
     return self
 
+  def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
+                      ) -> Optional[_released.Released]:
+    del key, targets, delta
+    return None  # classifiers: labels are +-1
+
   def _notes(self, num_targets: int, hyper: Hyper, delta: float) -> list[str]:
-    notes = [f"DP-GCD: {num_targets} run(s) x {hyper.max_iter} steps, {SELECTION} selection and "
-             f"{UPDATE} updates with equal noise multipliers"]
+    selection, update = self._mechanisms()
+    notes = [f"DP-GCD: {num_targets} run(s) x {hyper.max_iter} steps, {selection} selection and "
+             f"{update} updates with equal noise multipliers"]
     if self.delta is None:
       notes.append(f"delta = 1/n^2 = {delta:.3g} (default)")
     return notes
 
   def _decision(self, X: Any) -> np.ndarray:
     check_is_fitted(self)
-    X = validate_data(self, X, reset=False, dtype=np.float64)
-    X = np.clip(X, -self.feature_bound_, self.feature_bound_)
-    return X @ np.atleast_2d(self.coef_).T + self.intercept_
+    X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
+                      dtype=(np.float64, np.float32))
+    scores = clip_features(X, self.feature_bound_) @ np.atleast_2d(self.coef_).T
+    return np.asarray(scores) + self.intercept_
 
 
-def _solver_ledger(noise: float, steps: int) -> ledger_lib.Ledger:
-  return accounting.gcd_ledger(noise, noise, steps=steps, selection=SELECTION, update=UPDATE)
+def clip_features(X: Any, bound: np.ndarray) -> Any:
+  """``X`` (dense or scipy.sparse) with column j clipped to ``[-B_j, B_j]`` (zeros stay zero)."""
+  if not sparse.is_sparse(X):
+    return np.clip(X, -bound, bound)
+  X = X.tocsr(copy=True)
+  X.data = np.clip(X.data, -bound[X.indices], bound[X.indices])
+  return X
 
 
-def _bound_ledger(epsilon: float) -> ledger_lib.Ledger:
-  if epsilon == 0.0:
-    return ledger_lib.Ledger()
-  return ledger_lib.Ledger.of(("feature bound", events.PureDp(epsilon), 1))
+def update_noise(report: Any) -> float:
+  """The update noise multiplier of a DP-GCD run, read from its (public) privacy report."""
+  return next(e.event.noise for e in report.entries if e.label == "update")
+
+
+class Prepared(NamedTuple):
+  """A validated fit input: ``X``, (K, n) ``targets``, steps outside the guarantee, delta, key."""
+
+  X: Any
+  targets: np.ndarray
+  not_private: tuple[str, ...]
+  delta: float
+  key: jax.Array
+
+
+def scipy_sparse() -> Any:
+  """``scipy.sparse`` (imported when sparse input is used)."""
+  import scipy.sparse  # pylint: disable=import-outside-toplevel
+  return scipy.sparse
 
 
 class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
@@ -338,47 +430,66 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
     epsilon: total privacy budget, > 0.
     delta: total delta in (0, 1); None (default) uses ``1 / n^2`` for ``n`` training rows.
     fit_intercept: learn an intercept, as a coordinate of the same private run.
+    classes: the PUBLIC label set (a list of at least 2 labels). A label of ``y`` outside it is
+      a ValueError; a declared class absent from ``y`` is fine (its run sees only negatives).
+      None (default) reads the classes from ``y`` without noise: a ``PrivacyLeakWarning``,
+      and ``privacy_.not_private`` records it.
     feature_bound: PUBLIC bound ``B > 0`` on ``|x_ij|`` (scalar or (p,)), as diffprivlib's
       ``bounds``: features are clipped to ``[-B, B]`` at fit and predict time. None (default)
-      releases a bound privately with a share 0.1 of epsilon (private, accounted in
-      ``privacy_``; never read from the data without noise).
+      releases bounds privately (``scaling``), accounted in ``privacy_``.
+    scaling: how bounds are released when ``feature_bound`` is None: "private" (per-feature
+      private scales, :mod:`dpgcd_jax.privacy.scales`), "bound" (one private bound for every
+      feature) or "auto" (default): "private" when ``n`` is large enough for the per-feature
+      scales to be informative at this epsilon (a rule on public ``n``, ``p``, ``epsilon``:
+      :func:`dpgcd_jax.privacy.scales.scales_informative`, e.g. about 14,000 rows at p = 30
+      for a scale budget of 0.1), else "bound", with a warning when the released model
+      suggests it failed. Either way the features are used in units of their bound: DP-GCD
+      is equivariant to per-coordinate scaling, so this is a fit on ``x_ij / B_j``.
+    clipping: "coordinate" (default: the paper's per-coordinate clipping of ``phi' x_ij`` at
+      ``clip B_j``) or "derivative" (the scalar ``phi'`` clipped at ``clip``: the same
+      sensitivity ``2 clip B_j / n``; measured less accurate here, see DPGCDRegressor).
+    secure_noise: floating-point-safe noise (:mod:`dpgcd_jax.discrete_noise`): report-noisy-max
+      with discrete Laplace noise and discrete Gaussian updates on a public grid, accounted
+      as such. Several times slower per step.
     max_iter: DP-GCD steps ``T``, or "auto": ``round(n epsilon / sqrt(p))`` in [10, 1000]
       (``p`` counts the intercept).
     step_size: ``gamma`` in units of ``1 / M_j``, or "auto" (see above).
     clip: bound on ``|phi'|`` (per-example gradient ``phi' x_ij`` clipped at ``clip B_j``), or
       "auto" = 0.1 (see above).
-    random_state: an int, a ``RandomState``, a JAX key or None (fresh randomness); turned into
-      an explicit JAX key at fit.
+    random_state: None (default: a fresh key from the operating system's entropy), an int
+      (reproducibility only: the same int replays the same noise), a NumPy ``RandomState`` /
+      ``Generator``, or a JAX key.
 
   Attributes:
     coef_, intercept_: the private model.
-    feature_bound_: (p,) the public bound used (declared or privately released).
+    feature_bound_: (p,) the public bounds used (declared or privately released).
+    scaling_: how they were obtained: "declared", "private" or "bound".
     n_iter_, step_size_, clip_: the resolved hyperparameters.
     privacy_: the :class:`dpgcd_jax.privacy.PrivacyReport` of the fit (total epsilon, delta).
     n_features_in_, feature_names_in_: as in scikit-learn.
 
   Examples:
     >>> import numpy as np
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from sklearn.preprocessing import StandardScaler
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(400, 5))
-    >>> y = np.where(X[:, 0] - X[:, 1] > 0, "spam", "ham")
-    >>> model = make_pipeline(StandardScaler(),
-    ...                       DPGCDClassifier(epsilon=1.0, feature_bound=3.0, random_state=0))
+    >>> X = rng.normal(size=(400, 5)) * [1.0, 100.0, 1.0, 1.0, 1.0]   # known public ranges
+    >>> y = np.where(X[:, 0] - X[:, 1] / 100 > 0, "spam", "ham")
+    >>> model = DPGCDClassifier(classes=["ham", "spam"], epsilon=1.0,
+    ...                         feature_bound=[3.0, 300.0, 3.0, 3.0, 3.0], random_state=0)
     >>> model.fit(X, y).score(X, y) > 0.8
     True
-    >>> round(model[-1].privacy_.epsilon, 3)
-    1.0
+    >>> round(model.privacy_.epsilon, 3), model.privacy_.end_to_end
+    (1.0, True)
   """
 
   _curvature = losses_lib.logistic.curvature
 
   def __init__(self, *, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
-               delta=None, fit_intercept=True, feature_bound=None, max_iter=AUTO, step_size=AUTO,
-               clip=AUTO, random_state=None):
+               delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
+               clipping="coordinate", secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO,
+               random_state=None):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, max_iter=max_iter,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, random_state=random_state)
     self.classes = classes
 
@@ -441,15 +552,22 @@ class DPGCDRegressor(RegressorMixin, _DPGCDBase):
   """Differentially private least squares or Huber regression by DP-GCD.
 
   The same private run as :class:`DPGCDClassifier` with ``phi(z, y) = (z - y)^2 / 2``
-  (``beta = 1``, ``phi'`` = the residual, clipped at ``clip B_j`` per example and feature) or
-  the Huber loss with threshold ``huber_delta``. ``clip`` bounds the residual: the default 0.1
-  makes the clipped gradient that of a least absolute deviation fit (signs of residuals),
-  robust and low-noise, and a step moves predictions by at most ``step_size clip`` (0.5 with
-  the defaults). The defaults assume a target of scale about 1: divide ``y`` by a public scale
-  first (scaling it with its own standard deviation reads the data without noise), or set
-  ``clip`` and ``step_size`` to the target's scale.
+  (``beta = 1``, ``phi'`` = the residual) or the Huber loss with threshold ``huber_delta``,
+  on the target in units of a public bound ``T``: ``y`` is clipped to ``[-T, T]`` and divided
+  by ``T`` (``T`` declared as ``target_bound=``, or released privately inside the fit with a
+  share 0.1 of epsilon, :mod:`dpgcd_jax.estimators._released`); ``coef_``, ``intercept_`` and
+  ``predict`` are in raw units. ``clip`` bounds the residual in units of ``T``; "auto" is
+  0.3. Measured (R^2 on held-out data, 3 seeds; 600 x 5 Gaussian features at epsilon = 1, a
+  6000 x 5 set with features over 4 decades and a large offset at epsilon = 2, standardized
+  diabetes at epsilon = 5): coordinate clipping at 0.3 gave 0.80 / 0.92 / 0.30, at 0.1
+  0.96 / -0.81 / 0.37 (0.1 cannot move a large intercept far enough), derivative clipping
+  0.57-0.64 / -0.90-0.92 / 0.30-0.33 (the same sensitivity, a smaller signal when features
+  lie well inside their bounds). "auto" also caps ``step_size`` so that the noise the run
+  may add to a prediction stays below ``0.5 T`` (a function of the public noise multiplier,
+  ``n`` and the number of steps).
 
   Args:
+    target_bound: PUBLIC bound ``T > 0`` on ``|y|``; None (default) releases one privately.
     loss: "squared" (default) or "huber".
     huber_delta: the Huber threshold, > 0.
     others: as :class:`DPGCDClassifier` (``clip`` bounds the residual).
@@ -459,30 +577,44 @@ class DPGCDRegressor(RegressorMixin, _DPGCDBase):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(400, 5))
     >>> y = X @ np.array([1.0, -1.0, 0.0, 0.0, 0.5]) + 0.1 * rng.normal(size=400)
-    >>> reg = DPGCDRegressor(epsilon=1.0, feature_bound=3.0, random_state=0).fit(X, y)
-    >>> reg.score(X, y) > 0.8
+    >>> reg = DPGCDRegressor(epsilon=2.0, feature_bound=3.0, target_bound=4.0,
+    ...                      random_state=0).fit(X, y)
+    >>> reg.score(X, y) > 0.9
     True
   """
 
-  def __init__(self, *, loss="squared", huber_delta=1.0, penalty=None, alpha=1e-4, l1_ratio=0.5,
-               epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None, max_iter=AUTO,
-               step_size=AUTO, clip=AUTO, random_state=None):
+  def __init__(self, *, loss="squared", huber_delta=1.0, target_bound=None, penalty=None,
+               alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None, fit_intercept=True,
+               feature_bound=None, scaling=AUTO, clipping="coordinate", secure_noise=False,
+               max_iter=AUTO, step_size=AUTO, clip=AUTO, random_state=None):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, max_iter=max_iter,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, random_state=random_state)
     self.loss = loss
     self.huber_delta = huber_delta
+    self.target_bound = target_bound
 
   def _check_params(self) -> None:
     super()._check_params()
     _validate.check_choice("loss", self.loss, ("squared", "huber"))
     _validate.check_number("huber_delta", self.huber_delta, low=0.0, low_open=True)
+    if self.target_bound is not None:
+      _released.check_positive_bound("target_bound", self.target_bound)
+
+  def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
+                      ) -> Optional[_released.Released]:
+    return _released.release_target_bound(key, targets[0], target_bound=self.target_bound,
+                                          epsilon=float(self.epsilon))
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.squared if self.loss == "squared" else losses_lib.huber(float(self.huber_delta))
 
   def _targets(self, y: np.ndarray) -> tuple[list[np.ndarray], tuple[str, ...]]:
     return [np.asarray(y, float)], ()
+
+  _noise_cap = _released.NOISE_CAP
+  _auto_clip = AUTO_CLIP_REGRESSION
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef[0], float(intercept[0])

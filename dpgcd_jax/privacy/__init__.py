@@ -10,46 +10,97 @@
   ``RepeatAndSelect``.
 * :mod:`dpgcd_jax.privacy.accounting`: the solvers' calibrations (``calibrate_gcd`` ...), thin
   wrappers over the ledger.
+* :mod:`dpgcd_jax.privacy.scales`: private per-feature scales (a noisy binary search on a
+  public log grid), what the estimators' private scaling releases.
 * :mod:`dpgcd_jax.privacy.auditing`: the empirical audit; :mod:`dpgcd_jax.privacy.smoothness`:
   the private estimate of ``M``.
+
+Exports are imported on first use (:mod:`dpgcd_jax._lazy`): ``from dpgcd_jax.privacy import
+bounds`` does not load dp_accounting or the PLD accountants. One line in ``_EXPORTS`` per name.
 """
 
-from dpgcd_jax.privacy.accounting import Calibration
-from dpgcd_jax.privacy.accounting import calibrate_cd
-from dpgcd_jax.privacy.accounting import calibrate_gcd
-from dpgcd_jax.privacy.accounting import calibrate_sgd
-from dpgcd_jax.privacy.accounting import cd_epsilon
-from dpgcd_jax.privacy.accounting import cd_ledger
-from dpgcd_jax.privacy.accounting import gcd_epsilon
-from dpgcd_jax.privacy.accounting import gcd_ledger
-from dpgcd_jax.privacy.accounting import sgd_epsilon
-from dpgcd_jax.privacy.accounting import sgd_ledger
-from dpgcd_jax.privacy.auditing import AuditResult
-from dpgcd_jax.privacy.auditing import adversarial_neighbour
-from dpgcd_jax.privacy.auditing import adversarial_pair
-from dpgcd_jax.privacy.auditing import audit
-from dpgcd_jax.privacy.events import BoundedRange
-from dpgcd_jax.privacy.events import DeltaSlack
-from dpgcd_jax.privacy.events import Gaussian
-from dpgcd_jax.privacy.events import Laplace
-from dpgcd_jax.privacy.events import PoissonSampledGaussian
-from dpgcd_jax.privacy.events import PrivacyEvent
-from dpgcd_jax.privacy.events import PureDp
-from dpgcd_jax.privacy.events import ZCdp
-from dpgcd_jax.privacy.ledger import Entry
-from dpgcd_jax.privacy.ledger import Ledger
-from dpgcd_jax.privacy.ledger import PrivacyReport
-from dpgcd_jax.privacy.ledger import calibrate
-from dpgcd_jax.privacy.selection import RepeatAndSelect
-from dpgcd_jax.privacy.selection import calibrate_repeat_and_select
-from dpgcd_jax.privacy.selection import repeat_and_select_ledger
-from dpgcd_jax.privacy.smoothness import private_smoothness
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "AuditResult", "BoundedRange", "Calibration", "DeltaSlack", "Entry", "Gaussian", "Laplace",
-    "Ledger", "PoissonSampledGaussian", "PrivacyEvent", "PrivacyReport", "PureDp",
-    "RepeatAndSelect", "ZCdp", "calibrate_repeat_and_select", "repeat_and_select_ledger",
-    "adversarial_neighbour", "adversarial_pair", "audit", "calibrate", "calibrate_cd",
-    "calibrate_gcd", "calibrate_sgd", "cd_epsilon", "cd_ledger", "gcd_epsilon", "gcd_ledger",
-    "private_smoothness", "sgd_epsilon", "sgd_ledger",
-]
+from dpgcd_jax import _lazy
+
+# name -> the module defining it.
+_EXPORTS = {
+    "Calibration": "dpgcd_jax.privacy.accounting",
+    "calibrate_cd": "dpgcd_jax.privacy.accounting",
+    "calibrate_gcd": "dpgcd_jax.privacy.accounting",
+    "calibrate_sgd": "dpgcd_jax.privacy.accounting",
+    "cd_epsilon": "dpgcd_jax.privacy.accounting",
+    "cd_ledger": "dpgcd_jax.privacy.accounting",
+    "gcd_epsilon": "dpgcd_jax.privacy.accounting",
+    "gcd_ledger": "dpgcd_jax.privacy.accounting",
+    "sgd_epsilon": "dpgcd_jax.privacy.accounting",
+    "sgd_ledger": "dpgcd_jax.privacy.accounting",
+    "AuditResult": "dpgcd_jax.privacy.auditing",
+    "adversarial_neighbour": "dpgcd_jax.privacy.auditing",
+    "adversarial_pair": "dpgcd_jax.privacy.auditing",
+    "audit": "dpgcd_jax.privacy.auditing",
+    "BoundedRange": "dpgcd_jax.privacy.events",
+    "DeltaSlack": "dpgcd_jax.privacy.events",
+    "DiscreteGaussian": "dpgcd_jax.privacy.events",
+    "DiscreteLaplace": "dpgcd_jax.privacy.events",
+    "Gaussian": "dpgcd_jax.privacy.events",
+    "Laplace": "dpgcd_jax.privacy.events",
+    "PoissonSampledGaussian": "dpgcd_jax.privacy.events",
+    "PrivacyEvent": "dpgcd_jax.privacy.events",
+    "PureDp": "dpgcd_jax.privacy.events",
+    "ZCdp": "dpgcd_jax.privacy.events",
+    "Entry": "dpgcd_jax.privacy.ledger",
+    "Ledger": "dpgcd_jax.privacy.ledger",
+    "PrivacyReport": "dpgcd_jax.privacy.ledger",
+    "calibrate": "dpgcd_jax.privacy.ledger",
+    "RepeatAndSelect": "dpgcd_jax.privacy.selection",
+    "calibrate_repeat_and_select": "dpgcd_jax.privacy.selection",
+    "repeat_and_select_ledger": "dpgcd_jax.privacy.selection",
+    "private_smoothness": "dpgcd_jax.privacy.smoothness",
+    "scales": "dpgcd_jax.privacy.scales:",
+    "calibrate_scales": "dpgcd_jax.privacy.scales",
+    "min_informative_n": "dpgcd_jax.privacy.scales",
+    "private_feature_scales": "dpgcd_jax.privacy.scales",
+    "scales_informative": "dpgcd_jax.privacy.scales",
+    "scales_ledger": "dpgcd_jax.privacy.scales",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+  from dpgcd_jax.privacy import scales  # noqa: F401
+  from dpgcd_jax.privacy.scales import (calibrate_scales, min_informative_n,  # noqa: F401
+                                        private_feature_scales, scales_informative, scales_ledger)
+  from dpgcd_jax.privacy.accounting import Calibration  # noqa: F401
+  from dpgcd_jax.privacy.accounting import calibrate_cd  # noqa: F401
+  from dpgcd_jax.privacy.accounting import calibrate_gcd  # noqa: F401
+  from dpgcd_jax.privacy.accounting import calibrate_sgd  # noqa: F401
+  from dpgcd_jax.privacy.accounting import cd_epsilon  # noqa: F401
+  from dpgcd_jax.privacy.accounting import cd_ledger  # noqa: F401
+  from dpgcd_jax.privacy.accounting import gcd_epsilon  # noqa: F401
+  from dpgcd_jax.privacy.accounting import gcd_ledger  # noqa: F401
+  from dpgcd_jax.privacy.accounting import sgd_epsilon  # noqa: F401
+  from dpgcd_jax.privacy.accounting import sgd_ledger  # noqa: F401
+  from dpgcd_jax.privacy.auditing import AuditResult  # noqa: F401
+  from dpgcd_jax.privacy.auditing import adversarial_neighbour  # noqa: F401
+  from dpgcd_jax.privacy.auditing import adversarial_pair  # noqa: F401
+  from dpgcd_jax.privacy.auditing import audit  # noqa: F401
+  from dpgcd_jax.privacy.events import BoundedRange  # noqa: F401
+  from dpgcd_jax.privacy.events import DeltaSlack  # noqa: F401
+  from dpgcd_jax.privacy.events import DiscreteGaussian  # noqa: F401
+  from dpgcd_jax.privacy.events import DiscreteLaplace  # noqa: F401
+  from dpgcd_jax.privacy.events import Gaussian  # noqa: F401
+  from dpgcd_jax.privacy.events import Laplace  # noqa: F401
+  from dpgcd_jax.privacy.events import PoissonSampledGaussian  # noqa: F401
+  from dpgcd_jax.privacy.events import PrivacyEvent  # noqa: F401
+  from dpgcd_jax.privacy.events import PureDp  # noqa: F401
+  from dpgcd_jax.privacy.events import ZCdp  # noqa: F401
+  from dpgcd_jax.privacy.ledger import Entry  # noqa: F401
+  from dpgcd_jax.privacy.ledger import Ledger  # noqa: F401
+  from dpgcd_jax.privacy.ledger import PrivacyReport  # noqa: F401
+  from dpgcd_jax.privacy.ledger import calibrate  # noqa: F401
+  from dpgcd_jax.privacy.selection import RepeatAndSelect  # noqa: F401
+  from dpgcd_jax.privacy.selection import calibrate_repeat_and_select  # noqa: F401
+  from dpgcd_jax.privacy.selection import repeat_and_select_ledger  # noqa: F401
+  from dpgcd_jax.privacy.smoothness import private_smoothness  # noqa: F401

@@ -19,6 +19,8 @@ report-noisy-max with ``Lap(b Delta)`` noise   ``PureDp(2 / b)``
 exponential mechanism / Gumbel-max, scale b    ``BoundedRange(2 / b)``
 Laplace noise ``Lap(b Delta)`` on a value      ``Laplace(1 / b)``
 Gaussian noise ``N(0, (s Delta)^2)``           ``Gaussian(s)``
+discrete Laplace ``t >= b D`` on an integer     ``DiscreteLaplace(1 / b)`` (pure DP)
+discrete Gaussian ``sigma >= s D`` on integer  ``DiscreteGaussian(s)`` (zCDP)
 Poisson sampling (rate q) + Gaussian on a sum  ``PoissonSampledGaussian(s, q)``
 a total-variation / truncation slack           ``DeltaSlack(delta)``
 =============================================  ===========================================
@@ -182,6 +184,39 @@ class ZCdp(PrivacyEvent):
 
 
 @dataclasses.dataclass(frozen=True)
+class DiscreteLaplace(PureDp):
+  """The discrete Laplace mechanism on an integer (``dpgcd_jax.discrete_noise``): ``epsilon``-DP.
+
+  Integer value of sensitivity ``D``, noise ``P(z) ∝ exp(-|z| / t)`` with ``t >= D / epsilon``:
+  ``D / t <= epsilon``-DP. Accounted as any pure-DP release (randomized response dominates it);
+  the exact PLD of the continuous :class:`Laplace` is NOT claimed for it.
+  """
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteGaussian(PrivacyEvent):
+  """The discrete Gaussian mechanism with ``sigma >= noise * D`` on an integer of sensitivity ``D``.
+
+  Canonne, Kamath & Steinke (NeurIPS 2020, Thm 4): ``rho = D^2 / (2 sigma^2) <= 1 / (2 noise^2)``
+  zCDP, i.e. RDP ``alpha / (2 noise^2)``. Only the RDP route uses it (its privacy-loss
+  distribution is close to, but not claimed to be dominated by, the continuous Gaussian's).
+  """
+
+  noise: float
+
+  def __post_init__(self):
+    _check_noise(self)
+
+  @property
+  def rho(self) -> float:
+    """The zCDP parameter ``1 / (2 noise^2)``."""
+    return math.inf if self.noise == 0.0 else 0.5 / self.noise**2
+
+  def rdp(self, orders):
+    return np.asarray(orders, dtype=float) * self.rho
+
+
+@dataclasses.dataclass(frozen=True)
 class PoissonSampledGaussian(PrivacyEvent):
   """One DP-SGD step: Poisson sampling at rate ``sampling_rate``, Gaussian noise on the sum.
 
@@ -232,4 +267,4 @@ class DeltaSlack(PrivacyEvent):
 
 
 EVENT_TYPES = (PureDp, BoundedRange, Laplace, Gaussian, ZCdp, PoissonSampledGaussian,
-               DeltaSlack)
+               DeltaSlack, DiscreteLaplace, DiscreteGaussian)

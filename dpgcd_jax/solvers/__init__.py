@@ -1,13 +1,26 @@
 """Solvers: one module each (``Params``, ``State``, ``Info``, ``init``, ``step``, ``run``, ``fit``).
 
-The protocol they share, the scan driver and the result format are in :mod:`.base`.
+The protocol they share, the driver and the result format are in :mod:`.base`. Exports are
+imported on first use (:mod:`dpgcd_jax._lazy`): one line in ``_EXPORTS`` per name.
 """
 
-from dpgcd_jax.solvers import base
-from dpgcd_jax.solvers import dp_cd
-from dpgcd_jax.solvers import dp_gcd
-from dpgcd_jax.solvers import dp_sgd
-from dpgcd_jax.solvers import reference
-from dpgcd_jax.solvers.base import Result, Trace
+from typing import TYPE_CHECKING
 
-__all__ = ["Result", "Trace", "base", "dp_cd", "dp_gcd", "dp_sgd", "reference"]
+from dpgcd_jax import _lazy
+
+_EXPORTS = {
+    "base": "dpgcd_jax.solvers.base:",
+    "dp_cd": "dpgcd_jax.solvers.dp_cd:",
+    "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
+    "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
+    "reference": "dpgcd_jax.solvers.reference:",
+    "Result": "dpgcd_jax.solvers.base",
+    "Trace": "dpgcd_jax.solvers.base",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+  from dpgcd_jax.solvers import base, dp_cd, dp_gcd, dp_sgd, reference  # noqa: F401
+  from dpgcd_jax.solvers.base import Result, Trace  # noqa: F401

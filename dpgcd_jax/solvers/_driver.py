@@ -13,6 +13,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
+from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import bounds
@@ -49,7 +50,7 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
     warnings.warn(
         "fit uses a smoothness computed from the raw data (smoothness='from_data_nonprivate'): "
         "the (epsilon, delta) guarantee does NOT hold.", _validate.PrivacyLeakWarning,
-        stacklevel=base.caller_stacklevel())
+        stacklevel=4)
   needs_bound = source == "data"
   if needs_bound and problem.loss.curvature is None:
     raise ValueError(
@@ -72,18 +73,25 @@ def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) 
 
 
 def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, key: Array, *,
-            needs_bound: bool, bound_epsilon: float, batch: int | None) -> Result:
+            needs_bound: bool, bound_epsilon: float, batch: int | None,
+            targets: Array | None = None) -> Result:
   """Runs ``run(problem, key)`` (a jitted solver run) on the private path, for one key or a batch.
 
   With ``needs_bound`` the key is split: the first half releases the feature bound, the second
   runs the solver on the bounded problem; otherwise the key goes to the solver unchanged.
+  With ``targets`` (K, n), the solver runs once per row (``problem.y`` replaced by the row,
+  run ``k`` keyed by ``fold_in(key_run, k)``): the results have a leading axis K.
   """
 
   def one(key):
-    if not needs_bound:
-      return run(problem, key)
-    key_bound, key_run = jax.random.split(key)
-    return run(privately_bounded(problem, key_bound, bound_epsilon), key_run)
+    bounded, key_run = problem, key
+    if needs_bound:
+      key_bound, key_run = jax.random.split(key)
+      bounded = privately_bounded(problem, key_bound, bound_epsilon)
+    if targets is None:
+      return run(bounded, key_run)
+    keys = jax.vmap(lambda k: jax.random.fold_in(key_run, k))(jnp.arange(targets.shape[0]))
+    return jax.vmap(lambda y, k: run(dataclasses.replace(bounded, y=y), k))(targets, keys)
 
   return one(key) if batch is None else jax.jit(jax.vmap(one))(key)
 
@@ -101,6 +109,9 @@ def private_fit(
     solver_ledger: Callable[[float], Any],
     cache_key: tuple[Any, ...],
     store_objective: bool = False,
+    prior: ledger_lib.Ledger | None = None,
+    prior_key: tuple[Any, ...] = (),
+    targets: Any = None,
     **options: Any,
 ) -> Result:
   """The ``fit`` of every solver: public smoothness, one ledger, one calibration, the run.
@@ -114,28 +125,41 @@ def private_fit(
     solver_ledger: ``scale -> Ledger`` of the solver's releases at noise scale ``scale``
       (monotone: more scale, more privacy).
     cache_key: a hashable description of ``solver_ledger`` (calibrations are cached on it).
+    prior: releases already made from the same data toward the same budget (e.g. the
+      estimators' private feature scales): composed with the run in the one ledger that is
+      calibrated, so that everything together is ``(epsilon, delta)``-DP.
+    prior_key: a hashable description of ``prior`` (for the calibration cache).
+    targets: None, or (K, n) targets on the same features: the solver runs once per row
+      (e.g. one-vs-rest), and ``solver_ledger`` must count the K runs.
     **options: the run's static options (validated), as in the solvers' ``run``.
 
   Returns:
     The result with ``privacy`` = the :class:`dpgcd_jax.privacy.PrivacyReport` of everything
     spent (the feature bound, when one is released, composed with the solver in one ledger).
   """
+  _config.enable_compilation_cache()
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
                                         uses_smoothness=solver.uses_smoothness)
   bound_epsilon = float(epsilon) * float(bound_share) if needs_bound else 0.0
-  bound_entry = ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
+  spent = ledger_lib.Ledger() if prior is None else prior
+  if needs_bound:
+    spent = spent + ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
+  if targets is not None:
+    targets = jnp.asarray(targets, problem.y.dtype)
+    if targets.ndim != 2 or targets.shape[1] != problem.num_examples:
+      raise ValueError(f"Expected targets of shape (K, {problem.num_examples}), got "
+                       f"targets.shape={targets.shape}.")
 
-  def factory(scale):
-    ledger = solver_ledger(scale)
-    return ledger + bound_entry if needs_bound else ledger
-
-  scale, report = ledger_lib.calibrate(factory, float(epsilon), float(delta),
-                                       key=cache_key + (bound_epsilon,))
+  scale, report = ledger_lib.calibrate(lambda scale: solver_ledger(scale) + spent, float(epsilon),
+                                       float(delta), key=cache_key + (bound_epsilon,) + prior_key)
   params = base.cast_params(solver, problem, params_at(scale))
   static = tuple(sorted(options.items()))
   run = lambda pb, k: base.compiled_run(solver, pb, k, params, passes=passes,
-                                        store_objective=store_objective, options=static)
-  result = fit_run(run, problem, key, needs_bound=needs_bound, bound_epsilon=bound_epsilon, batch=batch)
+                                        store_objective=store_objective, options=static, trim=False)
+  result = fit_run(run, problem, key, needs_bound=needs_bound, bound_epsilon=bound_epsilon,
+                   batch=batch, targets=targets)
+  result = base.trim_trace(result, steps=base.total_steps(solver, problem, passes, **options),
+                           passes=passes)
   note = _smoothness_note(problem, needs_bound) if solver.uses_smoothness else "smoothness: not used"
   return result._replace(privacy=report.with_notes(note))
 
@@ -146,7 +170,8 @@ def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:
             "(privacy.bounds), features clipped to [-B, B]")
   return {
       "declared": "smoothness: public constants (declared)",
-      "feature_bound": "smoothness: M_j = beta B_j^2 from a declared public feature bound",
+      "feature_bound": ("smoothness: M_j = beta B_j^2 from a public feature bound (declared, or "
+                        "released by an entry of this ledger)"),
       "data_nonprivate": ("smoothness: computed from the raw data (NOT private: explicit opt-in); "
                           "the guarantee above does NOT hold"),
   }[problem.smoothness_source]

@@ -17,17 +17,16 @@ Every solver is one module (``dp_gcd``, ``dp_cd``, ``dp_sgd``) with the blackjax
   ``fit(problem, key, *, epsilon, delta, passes, ...)`` calls
   ``dpgcd_jax.solvers._driver.private_fit`` with the solver's privacy ledger.
 
-This module holds what they share: :class:`Result` and :class:`Trace`, the scan driver
-(step ``t`` draws from ``fold_in(key, t)``), the validation of ``run``'s arguments, the
-jitted run, the fail-closed guard, and the shims that keep the argument orders of version 0.1
-working (with a ``DeprecationWarning``) for one release.
+This module holds what they share: :class:`Result` and :class:`Trace`, the driver (step ``t``
+draws from ``fold_in(key, t)``; the number of passes is a runtime value of the compiled
+program, so a new ``passes`` or a new budget never recompiles), the validation of ``run``'s
+arguments, the jitted run and the fail-closed guard.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import sys
+import operator
 import warnings
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -35,12 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
 
 Array = jax.Array
-_SOLVERS_DIR = os.path.dirname(os.path.abspath(__file__))
-_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
 
 
 class Trace(NamedTuple):
@@ -93,6 +91,8 @@ class Solver(NamedTuple):
     uses_smoothness: whether the step reads the coordinate smoothness ``M`` (then a noisy
       run on a problem whose ``M`` comes from the raw data warns).
     dense_only: whether the step needs dense features.
+    info: the solver's ``Info`` NamedTuple (its fields tell :func:`run` whether there are
+      per-step coordinates to record); None: assume there are.
   """
 
   params: type
@@ -104,11 +104,14 @@ class Solver(NamedTuple):
   vector_clip: bool = True
   uses_smoothness: bool = True
   dense_only: bool = False
+  info: Optional[type] = None
 
 
 # ----------------------------------------------------------------------------------------
-# The scan driver.
+# The driver: a loop over passes whose trip count is a runtime value.
 # ----------------------------------------------------------------------------------------
+
+MIN_RECORDED_STEPS = 1024
 
 
 def step_key(key: Array, t: Array) -> Array:
@@ -116,38 +119,69 @@ def step_key(key: Array, t: Array) -> Array:
   return jax.random.fold_in(key, t)
 
 
+def pass_capacity(passes: int, steps_per_pass: int) -> int:
+  """The public bucket of a run's per-step records: how many passes its buffers hold.
+
+  The smallest power of two >= ``passes`` whose buffers hold at least
+  :data:`MIN_RECORDED_STEPS` steps, so that every run of up to 1024 DP-GCD iterations (and
+  nearby numbers of passes of the other solvers) shares one compiled program. A function of
+  public sizes only (``passes`` and the steps of a pass).
+  """
+  floor = -(-MIN_RECORDED_STEPS // max(1, int(steps_per_pass)))
+  return 1 << (max(int(passes), floor) - 1).bit_length()
+
+
 def run_steps(
     step: Callable[[Array, Any], tuple[Any, Any]],
     state: Any,
     key: Array,
     *,
-    steps: int,
-    record_every: int,
-    record: Optional[Callable[[Any], Array]],
+    passes: Any,
+    steps_per_pass: int,
+    capacity: Optional[int] = None,
+    record: Optional[Callable[[Any], Array]] = None,
 ) -> tuple[Any, Any, Optional[Array]]:
-  """Runs ``step(key_t, state) -> (state, output)`` for ``steps`` steps under ``lax.scan``.
+  """Runs ``passes`` passes of ``steps_per_pass`` steps of ``step(key_t, state) -> (state, output)``.
 
-  Every ``record_every`` steps (one pass over the data) it evaluates ``record(state)`` when
-  given. Returns the final state, the stacked per-step outputs and the records, the value
-  at the initial state first.
+  Step ``t`` draws from ``fold_in(key, t)``. ``passes`` may be a traced integer: the passes are a
+  ``lax.fori_loop`` with a runtime trip count (a ``while_loop``), each pass a ``lax.scan`` of
+  ``steps_per_pass`` steps, so a new number of passes reuses the compiled program. The
+  per-step outputs (when ``output`` is not None) go into a buffer of ``capacity *
+  steps_per_pass`` entries, and ``record(state)`` (when given) is evaluated at the initial state
+  and after every pass into a buffer of ``capacity + 1`` entries; ``capacity`` (static, >=
+  ``passes``) is required for either. Entries past ``passes * steps_per_pass`` (resp.
+  ``passes + 1``) are zeros: the caller keeps the leading ones.
+
+  Returns:
+    The final state, the (padded) per-step outputs or None, the (padded) records or None.
   """
-  if steps % record_every:
-    raise ValueError(f"Expected steps to be a multiple of {record_every} (one pass), got steps={steps}.")
+  ts_in_pass = jnp.arange(steps_per_pass)
+  output_shape = jax.eval_shape(lambda s: step(step_key(key, 0), s)[1], state)
+  has_outputs = bool(jax.tree.leaves(output_shape))
+  if (has_outputs or record is not None) and capacity is None:
+    raise ValueError("Expected a capacity (a static bound on passes) for the per-step outputs and records.")
+  outputs = None
+  if has_outputs:
+    outputs = jax.tree.map(lambda s: jnp.zeros((capacity * steps_per_pass,) + s.shape, s.dtype), output_shape)
+  records = None
+  if record is not None:
+    first = record(state)
+    records = jnp.zeros((capacity + 1,) + first.shape, first.dtype).at[0].set(first)
 
   def one_step(state, t):
     return step(step_key(key, t), state)
 
-  def one_pass(state, pass_index):
-    ts = pass_index * record_every + jnp.arange(record_every)
-    state, outputs = jax.lax.scan(one_step, state, ts)
-    return state, (outputs, None if record is None else record(state))
+  def one_pass(pass_index, carry):
+    state, outputs, records = carry
+    state, out = jax.lax.scan(one_step, state, pass_index * steps_per_pass + ts_in_pass)
+    if outputs is not None:
+      start = pass_index * steps_per_pass
+      outputs = jax.tree.map(lambda buf, o: jax.lax.dynamic_update_slice_in_dim(buf, o, start, 0), outputs, out)
+    if records is not None:
+      records = records.at[pass_index + 1].set(record(state))
+    return state, outputs, records
 
-  first = None if record is None else record(state)
-  state, (outputs, records) = jax.lax.scan(one_pass, state, jnp.arange(steps // record_every))
-  outputs = jax.tree.map(lambda x: x.reshape((steps,) + x.shape[2:]), outputs)
-  if record is not None:
-    records = jnp.concatenate([first[None], records])
-  return state, outputs, records
+  return jax.lax.fori_loop(0, passes, one_pass, (state, outputs, records))
 
 
 # ----------------------------------------------------------------------------------------
@@ -162,8 +196,11 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
   Validates the problem, the key and ``passes``, casts ``params`` to the solver's ``Params``
   in the problem's dtype (invalid values raise by name), warns when noise is added on a
   problem whose smoothness is not public, then calls :func:`compiled_run`. The solver's
-  own ``run`` validates its ``options`` first.
+  own ``run`` validates its ``options`` first. ``passes`` is a runtime value of the compiled
+  program: a new number of passes (or new hyperparameter values) does not recompile. The
+  first call turns on JAX's persistent compilation cache (:mod:`dpgcd_jax._config`).
   """
+  _config.enable_compilation_cache()
   passes = check_run_inputs(problem, key, passes, dense_only=solver.dense_only)
   params = cast_params(solver, problem, params)
   if solver.uses_smoothness:
@@ -172,16 +209,56 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
                       options=tuple(sorted(options.items())))
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "passes", "store_objective", "options"))
 def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *,
                  passes: int, store_objective: bool = False,
-                 options: tuple[tuple[str, Any], ...] = ()) -> Result:
+                 options: tuple[tuple[str, Any], ...] = (), trim: bool = True) -> Result:
   """The jitted run on validated, cast ``params``; ``options``: sorted ``(name, value)`` pairs.
 
   Scans ``solver.step`` from ``solver.init(problem)`` for ``passes * steps_per_pass`` steps,
   keeps ``info.coordinate`` (when the ``Info`` has one) and, with ``store_objective``, the
   NOT private objective after every pass. The final iterate goes through :func:`fail_closed`.
+
+  ``passes`` (a Python int) is an argument of the compiled program, not a constant of it; the
+  static structure is the solver, the options, the problem's shapes and, when something is
+  recorded per step or per pass, the public bucket :func:`pass_capacity`. The records come
+  back padded to that bucket and are cut by :func:`trim_trace`: with ``trim`` here; a caller
+  that maps this function (``jax.vmap`` / ``jax.jit`` around it, where a cut of a new length
+  would be a new program) passes ``trim=False`` and calls :func:`trim_trace` on the result.
   """
+  _config.enable_compilation_cache()
+  passes = operator.index(passes)
+  per_pass = int(solver.steps_per_pass(problem, **dict(options)))
+  records = store_objective or solver.info is None or "coordinate" in solver.info._fields
+  capacity = pass_capacity(passes, per_pass) if records else None
+  result = _compiled_passes(solver, problem, key, params, np.int32(passes), capacity=capacity,
+                            store_objective=store_objective, options=options)
+  return trim_trace(result, steps=passes * per_pass, passes=passes) if trim else result
+
+
+def trim_trace(result: Result, *, steps: int, passes: int) -> Result:
+  """``result`` with its padded trace cut to ``steps`` coordinates and ``passes + 1`` objectives.
+
+  Cuts the last axis (batched results keep their leading axes). On concrete arrays the cut is
+  done on the host (a device slice of a new length would compile a new program); on traced
+  ones it is part of the traced program.
+  """
+  coordinates, objectives = result.trace
+  return result._replace(trace=Trace(_leading(coordinates, steps), _leading(objectives, passes + 1)))
+
+
+def _leading(x: Optional[Array], n: int) -> Optional[Array]:
+  if x is None or x.shape[-1] == n:
+    return x
+  if isinstance(x, jax.core.Tracer):
+    return x[..., :n]
+  return jax.device_put(np.asarray(x)[..., :n])
+
+
+@functools.partial(jax.jit, static_argnames=("solver", "capacity", "store_objective", "options"))
+def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
+                     passes: Array, *, capacity: Optional[int], store_objective: bool,
+                     options: tuple[tuple[str, Any], ...]) -> Result:
+  """The compiled program of :func:`compiled_run`: records padded to ``capacity`` passes."""
   options = dict(options)
   per_pass = solver.steps_per_pass(problem, **options)
   step_options = solver.step_options(problem, **options)
@@ -194,8 +271,8 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
     return problem_lib.objective(problem, state.w, getattr(state, "margins", None))
 
   state, coordinates, objectives = run_steps(
-      one_step, solver.init(problem), key, steps=passes * per_pass, record_every=per_pass,
-      record=record if store_objective else None)
+      one_step, solver.init(problem), key, passes=passes, steps_per_pass=per_pass,
+      capacity=capacity, record=record if store_objective else None)
   return Result(fail_closed(params, state.w), Trace(coordinates, objectives))
 
 
@@ -280,7 +357,7 @@ def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) ->
         "run with noise on a problem whose smoothness M was computed from the raw data: M is not "
         "public, so the run is not differentially private. Declare smoothness= or feature_bound= "
         "in make_problem, or use fit (which releases a feature bound privately).",
-        _validate.PrivacyLeakWarning, stacklevel=caller_stacklevel())
+        _validate.PrivacyLeakWarning, stacklevel=4)  # the caller of a solver's run
 
 
 def fail_closed(params: Any, w: Array) -> Array:
@@ -292,91 +369,3 @@ def fail_closed(params: Any, w: Array) -> Array:
   ok = jnp.all(jnp.asarray([jnp.all(jnp.asarray(leaf) >= 0) for leaf in jax.tree.leaves(params)]))
   ok &= jnp.all(jnp.asarray(params.step_size) > 0) & jnp.all(jnp.asarray(params.clip) > 0)
   return jnp.where(ok, w, jnp.nan)
-
-
-# ----------------------------------------------------------------------------------------
-# The conventions of version 0.1, kept for one release with a DeprecationWarning.
-# ----------------------------------------------------------------------------------------
-
-
-def caller_stacklevel() -> int:
-  """The ``stacklevel`` of the first frame outside ``dpgcd_jax/solvers`` (the caller to blame).
-
-  For ``warnings.warn`` called by the function that calls this one.
-  """
-  frame, level = sys._getframe(1), 1  # pylint: disable=protected-access
-  while frame is not None and _is_internal(frame.f_code.co_filename):
-    frame, level = frame.f_back, level + 1
-  return level
-
-
-def _is_internal(filename: str) -> bool:
-  """Frames of this package's solvers and of JAX's tracing machinery (jit / vmap of a solver)."""
-  path = os.path.abspath(filename)
-  return os.path.dirname(path) == _SOLVERS_DIR or path.startswith(_JAX_DIR)
-
-
-def _deprecated(message: str) -> None:
-  warnings.warn(message, DeprecationWarning, stacklevel=caller_stacklevel())
-
-
-def accepts_old_step_order(step: Callable[..., Any]) -> Callable[..., Any]:
-  """Lets a solver's ``step`` also take the old order ``step(problem, params, key, state)``.
-
-  The old order is recognized by its first argument, a :class:`dpgcd_jax.Problem` (the new
-  one starts with a key); it warns with a ``DeprecationWarning`` and gives the same result.
-  """
-  solver = step.__module__.rsplit(".", 1)[-1]
-
-  @functools.wraps(step)
-  def wrapped(*args, **kwargs):
-    if not args or not isinstance(args[0], problem_lib.Problem):
-      return step(*args, **kwargs)
-    _deprecated(f"{solver}.step(problem, params, key, state) is deprecated and will be removed in "
-                f"the next release: use {solver}.step(key, state, problem, params).")
-    named = dict(zip(("problem", "params", "key", "state"), args))
-    named.update({name: kwargs.pop(name) for name in ("problem", "params", "key", "state") if name in kwargs})
-    return step(named["key"], named["state"], named["problem"], named["params"], *args[4:], **kwargs)
-
-  return wrapped
-
-
-def accepts_old_run_conventions(
-    *, steps_are_passes: bool = False,
-    old_order: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-  """Lets a solver's ``run`` / ``fit`` also take the old conventions (deprecated).
-
-  - ``run(problem, params, key, ...)``, recognized by a tuple (the ``Params`` NamedTuple) in
-    second position (the new order has the key there), becomes ``run(problem, key, params, ...)``;
-    (only with ``old_order``: ``fit`` never had that order);
-  - with ``steps_are_passes`` (DP-GCD, where one iteration is one pass over the data),
-    ``steps=T`` becomes ``passes=T``.
-
-  Each warns with a ``DeprecationWarning`` and gives the same result as the new convention.
-  """
-
-  def decorate(fn):
-    solver = fn.__module__.rsplit(".", 1)[-1]
-
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-      if (old_order and len(args) >= 2 and isinstance(args[1], (tuple, list))
-          and (len(args) == 2 or not isinstance(args[2], (tuple, list)))):
-        _deprecated(f"{solver}.{fn.__name__}(problem, params, key) is deprecated and will be removed in "
-                    f"the next release: use {solver}.{fn.__name__}(problem, key, params).")
-        problem, params, *rest = args
-        if rest:
-          args = (problem, rest[0], params, *rest[1:])
-        else:
-          args, kwargs = (problem,), dict(kwargs, params=params)
-      if steps_are_passes and "steps" in kwargs:
-        if "passes" in kwargs:
-          raise TypeError(f"{solver}.{fn.__name__} got both passes= and its deprecated alias steps=.")
-        _deprecated(f"{solver}.{fn.__name__}(..., steps=T) is deprecated and will be removed in the "
-                    f"next release: use passes=T (one {solver} iteration is one pass over the data).")
-        kwargs["passes"] = kwargs.pop("steps")
-      return fn(*args, **kwargs)
-
-    return wrapped
-
-  return decorate

@@ -77,7 +77,6 @@ def coordinate_of_step(key: Array, num_features: int) -> Array:
   return jax.random.randint(key, (), 0, num_features)
 
 
-@base.accepts_old_step_order
 def step(key: Array, state: State, problem: problem_lib.Problem, params: Params) -> tuple[State, Info]:
   """One DP-CD step (pure, jittable): the new state and the updated coordinate.
 
@@ -104,10 +103,9 @@ def _features_per_pass(problem: problem_lib.Problem) -> int:
   return problem.num_features
 
 
-SOLVER = base.Solver(Params, init, step, noises=("noise",), steps_per_pass=_features_per_pass)
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_features_per_pass)
 
 
-@base.accepts_old_run_conventions()
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int,
         store_objective: bool = False) -> base.Result:
   """Runs ``passes * p`` DP-CD steps under jit; the objective is recorded once per pass.
@@ -117,7 +115,8 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
     key: a JAX PRNG key (required).
     params: :class:`Params` (the noise multiplier from :func:`dpgcd_jax.privacy.calibrate_cd`
       with ``steps = passes * p``, or use :func:`fit` with a budget).
-    passes: number of passes over the data (static); steps = passes * p.
+    passes: number of passes over the data (a runtime value: a new one does not recompile);
+      steps = passes * p.
     store_objective: record the (NOT private) objective after every pass.
 
   Returns:

@@ -31,10 +31,12 @@ the same ``T`` mechanism invocations as ``steps=T``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
@@ -85,7 +87,6 @@ class Info(NamedTuple):
   coordinate: Array
 
 
-@base.accepts_old_step_order
 def step(
     key: Array,
     state: State,
@@ -95,6 +96,7 @@ def step(
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
+    clipping_mode: str = "coordinate",
 ) -> tuple[State, Info]:
   """One DP-GCD iteration (pure, jittable): the new state and the selected coordinate.
 
@@ -103,24 +105,23 @@ def step(
     state: from :func:`init` or the previous step.
     problem: from :func:`dpgcd_jax.make_problem`.
     params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    selection, update, rule: static; see :func:`run`.
+    selection, update, rule, clipping_mode: static; see :func:`run`.
 
   Returns:
     ``(State, Info)``.
   """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds)
+  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   j, new_wj = greedy.private_coordinate_step(
       key, g, state.w, M, thresholds, problem.num_examples, problem.penalty, params.step_size,
       params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule)
   return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
 
 
-SOLVER = base.Solver(Params, init, step, noises=("selection_noise", "update_noise"))
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"))
 
 
-@base.accepts_old_run_conventions(steps_are_passes=True)
 def run(
     problem: problem_lib.Problem,
     key: Array,
@@ -130,7 +131,9 @@ def run(
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
+    clipping_mode: str = "coordinate",
     store_objective: bool = False,
+    secure_noise: bool = False,
 ) -> base.Result:
   """Runs ``passes`` DP-GCD iterations (one iteration = one pass over the data) under jit.
 
@@ -139,12 +142,18 @@ def run(
     key: a JAX PRNG key (required; the same key gives the same result).
     params: :class:`Params` (noise multipliers from :func:`dpgcd_jax.privacy.calibrate_gcd`,
       or use :func:`fit` with a budget).
-    passes: number of iterations ``T`` (static); the deprecated alias ``steps=T`` still works
-      for one release.
+    passes: number of iterations ``T`` (a runtime value: a new one does not recompile).
     selection: "laplace" (paper-faithful noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian" noise on the selected coordinate gradient.
     rule: greedy rule "gs-s", "gs-r" or "gs-q" (identical when there is no penalty).
+    clipping_mode: "coordinate" (the paper's per-coordinate clipping) or "derivative" (clip the
+      scalar ``phi'`` of a GLM loss; features bounded by ``feature_bound``; same sensitivity,
+      see :func:`dpgcd_jax.problem.derivative_clip`).
     store_objective: record the (NOT private) objective after every iteration (off by default).
+    secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their
+      exact discrete counterparts on a public grid ("laplace" -> "discrete_laplace",
+      "gaussian" -> "discrete_gaussian"; "gumbel" raises), see :mod:`dpgcd_jax.mechanisms`.
+      The multipliers keep their meaning (the same events bound the discrete mechanisms).
 
   Returns:
     A :class:`dpgcd_jax.Result`: the final iterate and the trace (selected coordinates,
@@ -159,9 +168,18 @@ def run(
     >>> res.w.shape, res.trace.coordinates.shape
     ((8,), (10,))
   """
+  selection, update = _resolve(selection, update, secure_noise)
   _check_names(selection, update, rule)
+  problem_lib.check_clipping_mode(problem, clipping_mode)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
-                  selection=selection, update=update, rule=rule)
+                  selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)
+
+
+def _resolve(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
+  """The mechanisms actually run: their discrete counterparts when ``secure_noise``."""
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  return mechanisms.secure(selection, update) if secure_noise else (selection, update)
 
 
 def _check_names(selection: str, update: str, rule: str) -> None:
@@ -170,7 +188,6 @@ def _check_names(selection: str, update: str, rule: str) -> None:
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
 
 
-@base.accepts_old_run_conventions(steps_are_passes=True, old_order=False)
 def fit(
     problem: problem_lib.Problem,
     key: Array,
@@ -178,7 +195,7 @@ def fit(
     epsilon: float,
     delta: float,
     passes: int,
-    step_size: float = 1.0,
+    step_size: Any = 1.0,
     clip: Any = 1.0,
     selection: str = "laplace",
     update: str = "laplace",
@@ -186,6 +203,10 @@ def fit(
     selection_share: Optional[float] = None,
     bound_share: float = _driver.DEFAULT_BOUND_SHARE,
     store_objective: bool = False,
+    prior: Any = None,
+    targets: Any = None,
+    secure_noise: bool = False,
+    clipping_mode: str = "coordinate",
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD: the private path from data to model, with default arguments.
 
@@ -203,9 +224,11 @@ def fit(
       that leading axis (independent private runs, each spending the whole budget).
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    passes: iterations ``T`` (static; one iteration is one pass over the data); the
-      deprecated alias ``steps=T`` still works for one release.
-    step_size: ``gamma``; coordinate j moves by ``gamma / M_j`` times its noisy gradient.
+    passes: iterations ``T`` (one iteration is one pass over the data; a new value, like a
+      new ``epsilon``, does not recompile).
+    step_size: ``gamma``; coordinate j moves by ``gamma / M_j`` times its noisy gradient. Or a
+      function of the calibrated update noise multiplier ``s`` (public), e.g. to cap the noise
+      a step adds (the estimators' regressor does).
     clip: per-coordinate clipping, in units of ``sqrt(M_j / beta)`` (see
       :mod:`dpgcd_jax.clipping`): with features bounded by ``B``, ``C_j = clip B``, so
       ``clip`` bounds ``|phi'|`` (logistic: 1 clips nothing).
@@ -214,6 +237,18 @@ def fit(
       multipliers).
     bound_share: the share of ``epsilon`` spent on the feature bound when one is needed, in (0, 1).
     store_objective: also return ``trace.nonprivate_objective`` (NOT private; off by default).
+    prior: a :class:`dpgcd_jax.privacy.Ledger` of releases already made from the same data
+      toward this budget (e.g. private feature scales, :mod:`dpgcd_jax.privacy.scales`): the
+      run is calibrated so that ``prior`` and the run together are ``(epsilon, delta)``-DP.
+    targets: None, or (K, n) targets on the same features (e.g. one-vs-rest labels): one run
+      per row, run ``k`` keyed by ``fold_in(key, k)``, the K runs composed in the ledger;
+      the result's leaves get a leading axis K.
+    clipping_mode: "coordinate" (the paper's) or "derivative" (GLM losses: the scalar
+      ``phi'`` is clipped, the same sensitivity; see :func:`run`). A problem without a public
+      smoothness gets its feature bound released first, so "derivative" applies to it.
+    secure_noise: floating-point-safe noise (see :func:`run`); the ledger then holds the
+      discrete mechanisms' events (``PureDp`` selection, ``DiscreteLaplace`` or
+      ``DiscreteGaussian`` update) and calibrates them.
 
   Returns:
     A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
@@ -222,14 +257,22 @@ def fit(
   release.
   """
   passes = _validate.check_int("passes", passes, low=1)
+  selection, update = _resolve(selection, update, secure_noise)
   _check_names(selection, update, rule)
+  released = problem.smoothness_source == "data"  # fit releases a feature bound first
+  problem_lib.check_clipping_mode(
+      dataclasses.replace(problem, smoothness_source="feature_bound") if released else problem,
+      clipping_mode)
   share = accounting._check_share(selection_share)
   r_sel, r_upd = accounting._share_ratios(selection, update, share)
-  steps = base.total_steps(SOLVER, problem, passes)
+  runs = 1 if targets is None else int(np.shape(targets)[0])
+  steps = base.total_steps(SOLVER, problem, passes) * runs
   return _driver.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=lambda scale: Params(step_size, clip, scale * r_sel, scale * r_upd),
+      params_at=lambda scale: Params(step_size(scale * r_upd) if callable(step_size) else step_size,
+                                     clip, scale * r_sel, scale * r_upd),
       solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps,
                                                         selection=selection, update=update),
       cache_key=("dp_gcd", steps, selection, update, share), store_objective=store_objective,
-      selection=selection, update=update, rule=rule)
+      prior=prior, prior_key=() if prior is None else (prior,), targets=targets,
+      selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)

@@ -115,7 +115,6 @@ def sample_batch(key: Array, num_examples: int, sampling_rate: float, max_batch:
   return jnp.arange(num_examples), sampling.sample_mask(key, p)
 
 
-@base.accepts_old_step_order
 def step(key: Array, state: State, problem: problem_lib.Problem, params: Params, *,
          sampling_rate: float, max_batch: Optional[int] = None,
          X: Optional[Array] = None) -> tuple[State, Info]:
@@ -168,12 +167,11 @@ def _step_options(problem: problem_lib.Problem, *, batch_size: int) -> dict[str,
   return dict(sampling_rate=batch_size / n, max_batch=max_batch_size(n, batch_size / n), X=problem.XT.T)
 
 
-SOLVER = base.Solver(Params, init, step, noises=("noise",), steps_per_pass=_steps_per_pass,
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_steps_per_pass,
                      step_options=_step_options, vector_clip=False, uses_smoothness=False,
                      dense_only=True)
 
 
-@base.accepts_old_run_conventions()
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int, batch_size: int = 1,
         store_objective: bool = False) -> base.Result:
   """Runs ``passes * (n // batch_size)`` DP-SGD steps under jit (objective once per pass).
@@ -183,7 +181,7 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
     key: a JAX PRNG key (required).
     params: :class:`Params` (the noise multiplier from :func:`dpgcd_jax.privacy.calibrate_sgd`,
       or use :func:`fit` with a budget).
-    passes: number of passes over the data (static).
+    passes: number of passes over the data (a runtime value: a new one does not recompile).
     batch_size: expected batch size, 1 <= batch_size <= n (static); ``q = batch_size / n``.
     store_objective: record the (NOT private) objective after every pass.
 

@@ -35,6 +35,15 @@ Selection mechanisms (noise multiplier ``b`` in units of ``Delta_bar``):
 Update noise (multiplier ``s`` in units of ``Delta_j``) on the selected coordinate:
 ``"laplace"``: ``Lap(s Delta_j)``, ``eps = 1 / s``; ``"gaussian"``: ``N(0, (s Delta_j)^2)``,
 ``rho = 1 / (2 s^2)``. Both use fresh noise, independent of the selection.
+
+Floating-point-safe variants (``secure_noise=True``; :mod:`dpgcd_jax.mechanisms`,
+:mod:`dpgcd_jax.discrete_noise`): selection ``"discrete_laplace"`` is report-noisy-max of the
+scores snapped to a public power-of-two grid plus exact discrete Laplace noise, compared as
+integers (``< 2 / b``-DP: the snapping raises the sensitivity to ``ceil(Delta_bar / gran) + 1``
+grid steps and the integer scale is rounded up to cover it); updates ``"discrete_laplace"``
+(``< 1 / b'``-DP) and ``"discrete_gaussian"`` (``< 1 / (2 s^2)``-zCDP) release
+``(round(g_j / gran) + Z) gran``, a function of one integer. A sampler cap (probability
+``< 1e-18``) or an invalid multiplier makes the step NaN (fail closed).
 """
 
 from __future__ import annotations
@@ -103,14 +112,35 @@ def select(
 
   ``selection``: a name or a mechanism object of :mod:`dpgcd_jax.mechanisms`.
   """
+  j, _ = select_checked(key, g, w, M, penalty, multiplier, sensitivity, selection=selection,
+                        rule=rule)
+  return j
+
+
+def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.Penalty,
+                   multiplier: Array, sensitivity: Array, *, selection: Any,
+                   rule: str) -> tuple[Array, Array]:
+  """``(j, ok)``: :func:`select` and whether a discrete selection ran to completion.
+
+  ``ok`` is always True for the float mechanisms (their failures show as NaN scores).
+  """
+  mechanism = mechanisms.selection(selection)
+  if mechanisms.is_discrete(mechanism):
+    return mechanism.select(key, RULES[rule], g, w, M, penalty, multiplier, sensitivity, rule)
   scale = clipping.noise_scale(multiplier, sensitivity)
-  return mechanisms.selection(selection).select(key, RULES[rule], g, w, M, penalty, scale, rule)
+  return mechanism.select(key, RULES[rule], g, w, M, penalty, scale, rule), jnp.asarray(True)
 
 
 def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:
-  """``g_j`` plus the update mechanism's noise of scale ``multiplier * sensitivity``."""
+  """``g_j`` plus the update mechanism's noise of scale ``multiplier * sensitivity``.
+
+  A discrete mechanism returns ``(round(g_j / gran) + Z) gran`` instead (NaN when it fails).
+  """
+  mechanism = mechanisms.update(update)
+  if mechanisms.is_discrete(mechanism):
+    return mechanism.perturb(key, g_j, multiplier, sensitivity)
   scale = clipping.noise_scale(multiplier, sensitivity)
-  return mechanisms.update(update).perturb(key, g_j, scale)
+  return mechanism.perturb(key, g_j, scale)
 
 
 def private_coordinate_step(
@@ -136,12 +166,15 @@ def private_coordinate_step(
   ``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j (g_j + eta))``, ``gamma_j = step_size / M_j``.
 
   Returns:
-    ``(j, new w_j)``. An invalid (negative or NaN) step size gives NaN (fail closed).
+    ``(j, new w_j)``. An invalid (negative or NaN) step size, or a discrete sampler that hit
+    a cap, gives NaN (fail closed).
   """
   key_select, key_update = jax.random.split(key)
-  j = select(key_select, g, w, M, penalty, selection_noise,
-             selection_sensitivity(thresholds, M, num_examples), selection=selection, rule=rule)
+  j, ok = select_checked(key_select, g, w, M, penalty, selection_noise,
+                         selection_sensitivity(thresholds, M, num_examples),
+                         selection=selection, rule=rule)
   sensitivity_j = clipping.mean_sensitivity(thresholds[j], num_examples)
   noisy_g = privatize(key_update, g[j], update_noise, sensitivity_j, update=update)
+  noisy_g = jnp.where(ok, noisy_g, jnp.nan)  # a failed discrete selection: fail closed
   gamma = jnp.where(step_size > 0, step_size / M[j], jnp.nan)
   return j, penalties.coordinate(penalty, j).prox(w[j] - gamma * noisy_g, gamma)

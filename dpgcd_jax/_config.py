@@ -1,0 +1,111 @@
+"""Process-wide settings: JAX's persistent (on-disk) compilation cache.
+
+A first fit compiles a handful of XLA programs (seconds on a small machine); a second process
+that finds them on disk loads them instead (milliseconds). :func:`enable_compilation_cache`
+turns JAX's persistent cache on in a user cache directory the first time a solver's ``run`` or
+``fit`` is called (the estimators and the private driver call it too):
+
+- the directory is ``$DPGCD_JAX_COMPILATION_CACHE_DIR`` if set, else
+  ``$XDG_CACHE_HOME/dpgcd_jax/jax`` (``~/.cache/dpgcd_jax/jax`` without ``XDG_CACHE_HOME``;
+  ``~/Library/Caches/dpgcd_jax/jax`` on macOS, ``%LOCALAPPDATA%/dpgcd_jax/jax`` on Windows);
+- a cache directory the user already configured in ``jax.config`` (or ``JAX_COMPILATION_CACHE_DIR``)
+  is never overridden, and ``jax_enable_compilation_cache=False`` is respected;
+- opt out with the environment variable ``DPGCD_JAX_NO_COMPILATION_CACHE=1`` or
+  :func:`disable_compilation_cache` (before the first fit).
+
+When this module turns the cache on it also sets ``jax_persistent_cache_min_compile_time_secs``
+to 0 (unless the user set it, here or in ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``): JAX's
+default of 1 s would skip every program of a small fit. Both settings are process-wide (JAX has
+one cache per process), so programs the user compiles afterwards are cached there too.
+
+The cache holds compiled programs, no data; like any JAX compilation cache it is trusted code:
+keep it in a directory only you can write.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Optional
+
+OPT_OUT_ENV = "DPGCD_JAX_NO_COMPILATION_CACHE"
+DIR_ENV = "DPGCD_JAX_COMPILATION_CACHE_DIR"
+_JAX_MIN_TIME = "jax_persistent_cache_min_compile_time_secs"
+
+_lock = threading.Lock()
+_state = {"decided": False, "disabled": False, "dir": None}
+
+
+def default_cache_dir() -> str:
+  """The platform's user cache directory for this package's compiled programs."""
+  if os.environ.get(DIR_ENV):
+    return os.path.expanduser(os.environ[DIR_ENV])
+  if sys.platform == "darwin":
+    root = os.path.join(os.path.expanduser("~"), "Library", "Caches")
+  elif os.name == "nt":
+    root = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+  else:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return os.path.join(root, "dpgcd_jax", "jax")
+
+
+def _opted_out() -> bool:
+  return os.environ.get(OPT_OUT_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def disable_compilation_cache() -> None:
+  """Never turn the persistent cache on in this process (call before the first fit).
+
+  A cache already turned on stays on (JAX cannot turn it off for programs already cached).
+  """
+  with _lock:
+    _state["disabled"] = True
+
+
+def enable_compilation_cache(path: Optional[str] = None) -> Optional[str]:
+  """Turns JAX's persistent compilation cache on (once per process); returns its directory.
+
+  Cheap after the first call. Does nothing (returns the user's directory, or None) when the
+  user configured a cache directory in ``jax.config``, disabled JAX's cache, set
+  ``DPGCD_JAX_NO_COMPILATION_CACHE``, or called :func:`disable_compilation_cache`.
+
+  Args:
+    path: the directory (default :func:`default_cache_dir`); only the first call decides.
+  """
+  if _state["decided"]:
+    return _state["dir"]
+  with _lock:
+    if _state["decided"]:
+      return _state["dir"]
+    import jax  # pylint: disable=g-import-not-at-top
+    configured = jax.config.jax_compilation_cache_dir
+    if configured:
+      directory = configured  # the user's own cache: never overridden
+    elif _state["disabled"] or _opted_out() or not jax.config.jax_enable_compilation_cache:
+      directory = None
+    else:
+      directory = _turn_on(jax, path or default_cache_dir())
+    _state.update(decided=True, dir=directory)
+    return directory
+
+
+def _turn_on(jax, directory: str) -> Optional[str]:
+  try:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+  except OSError:
+    return None  # an unwritable home: run without a cache rather than fail the fit
+  jax.config.update("jax_compilation_cache_dir", directory)
+  if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ and getattr(jax.config, _JAX_MIN_TIME) == 1.0:
+    jax.config.update(_JAX_MIN_TIME, 0.0)
+  return directory
+
+
+def compilation_cache_dir() -> Optional[str]:
+  """The directory in use, or None (not yet decided, or off)."""
+  return _state["dir"]
+
+
+def _reset_for_tests() -> None:
+  with _lock:
+    _state.update(decided=False, disabled=False, dir=None)

@@ -1,0 +1,271 @@
+"""Compile once: the number of passes is a runtime value, and compiled programs persist on disk.
+
+Compilations are counted with JAX's own monitoring (``/jax/core/compile/backend_compile_duration``
+fires once per XLA compilation, ``/jax/compilation_cache/cache_hits`` once per program loaded
+from the persistent cache instead) and with the jitted program's ``_cache_size()``.
+"""
+
+import contextlib
+import functools
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpgcd_jax as dg
+from dpgcd_jax import _config
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.solvers import base
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def counting_compilations():
+  """Yields the list of the names of the programs XLA compiles inside the block."""
+  names = []
+
+  def listener(event, duration, **kwargs):
+    del duration
+    if event == COMPILE_EVENT:
+      names.append(kwargs.get("fun_name", "?"))
+
+  jax.monitoring.register_event_duration_secs_listener(listener)
+  try:
+    yield names
+  finally:
+    jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def _problem(n=40, p=6):
+  X = jax.random.normal(jax.random.key(0), (n, p))
+  return dg.make_problem(X, jnp.sign(X[:, 0] + 0.1), "logistic", l2=0.01, feature_bound=4.0)
+
+
+# name: (module, params, run options)
+SOLVERS = {
+    "dp_gcd": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0), {}),
+    "dp_gcd_gumbel": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0),
+                      dict(selection="gumbel", update="gaussian", rule="gs-q")),
+    "dp_cd": (dg.dp_cd, dg.dp_cd.Params(0.8, 1.0, 2.0), {}),
+    "dp_sgd": (dg.dp_sgd, dg.dp_sgd.Params(0.1, 1.0, 1.0), dict(batch_size=8)),
+}
+
+
+@functools.partial(jax.jit, static_argnames=("solver", "passes", "options"))
+def _static_run(solver, problem, key, params, *, passes, options):
+  """The driver before issue 19 (a scan over a static number of passes), as the reference."""
+  options = dict(options)
+  per_pass = solver.steps_per_pass(problem, **options)
+  step_options = solver.step_options(problem, **options)
+
+  def one_step(state, t):
+    state, info = solver.step(base.step_key(key, t), state, problem, params, **step_options)
+    return state, getattr(info, "coordinate", None)
+
+  def record(state):
+    return problem_lib.objective(problem, state.w, getattr(state, "margins", None))
+
+  def one_pass(state, pass_index):
+    state, outputs = jax.lax.scan(one_step, state, pass_index * per_pass + jnp.arange(per_pass))
+    return state, (outputs, record(state))
+
+  state = solver.init(problem)
+  first = record(state)
+  state, (outputs, records) = jax.lax.scan(one_pass, state, jnp.arange(passes))
+  coordinates = None if outputs is None else outputs.reshape(-1)
+  return base.fail_closed(params, state.w), coordinates, jnp.concatenate([first[None], records])
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_same_result_as_the_static_scan_for_the_same_key(name):
+  module, params, options = SOLVERS[name]
+  problem, key = _problem(), jax.random.key(3)
+  cast = base.cast_params(module.SOLVER, problem, params)
+  for passes in (1, 3):
+    result = module.run(problem, key, params, passes=passes, store_objective=True, **options)
+    w, coordinates, objective = _static_run(module.SOLVER, problem, key, cast, passes=passes,
+                                            options=tuple(sorted(options.items())))
+    np.testing.assert_array_equal(result.w, w)
+    np.testing.assert_array_equal(result.trace.nonprivate_objective, objective)
+    if coordinates is None:
+      assert result.trace.coordinates is None
+    else:
+      np.testing.assert_array_equal(result.trace.coordinates, coordinates)
+      assert result.trace.coordinates.shape == (base.total_steps(module.SOLVER, problem, passes, **options),)
+    assert result.trace.nonprivate_objective.shape == (passes + 1,)
+
+
+@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+def test_new_passes_compile_nothing(name):
+  module, params, options = SOLVERS[name]
+  problem = _problem(n=48, p=7)  # shapes no other test uses: the first run compiles here
+  runs = []
+  with counting_compilations() as compiled:
+    for passes, store in ((5, False), (7, False), (9, False), (5, True), (7, True), (9, True)):
+      before = len(compiled)
+      result = module.run(problem, jax.random.key(passes), params, passes=passes,
+                          store_objective=store, **options)
+      jax.block_until_ready(result)
+      runs.append(len(compiled) - before)
+      if store:
+        assert result.trace.nonprivate_objective.shape == (passes + 1,)
+  programs = [n for n in compiled if "_compiled_passes" in n]
+  assert len(programs) == 2, compiled  # one program without the objective, one with it
+  assert runs[1:3] == [0, 0] and runs[4:] == [0, 0], (runs, compiled)  # nothing at all: no slices either
+
+
+def test_fit_at_new_epsilons_and_passes_compiles_nothing():
+  problem = _problem(n=56, p=5)
+  kwargs = dict(delta=1e-5)
+  dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, passes=5, **kwargs)
+  size = base._compiled_passes._cache_size()  # pylint: disable=protected-access
+  with counting_compilations() as compiled:
+    for epsilon, passes in ((0.5, 7), (2.0, 9), (5.0, 40), (1.0, 5)):
+      result = dg.dp_gcd.fit(problem, jax.random.key(1), epsilon=epsilon, passes=passes, **kwargs)
+      jax.block_until_ready(result.w)
+      assert result.trace.coordinates.shape == (passes,)
+  assert compiled == [] and base._compiled_passes._cache_size() == size  # pylint: disable=protected-access
+
+
+def test_vmap_and_jit_over_keys_with_a_python_passes():
+  module, params, _ = SOLVERS["dp_gcd"]
+  problem = _problem()
+  keys = jax.random.split(jax.random.key(0), 3)
+  batched = jax.jit(jax.vmap(lambda k: module.run(problem, k, params, passes=4, store_objective=True)))(keys)
+  assert batched.trace.coordinates.shape == (3, 4) and batched.trace.nonprivate_objective.shape == (3, 5)
+  one = module.run(problem, keys[1], params, passes=4, store_objective=True)
+  np.testing.assert_allclose(batched.w[1], one.w, rtol=1e-12)
+  np.testing.assert_array_equal(batched.trace.coordinates[1], one.trace.coordinates)
+
+
+def test_a_mapped_run_trimmed_outside_compiles_nothing_new():
+  """The private driver's pattern: vmap over keys (or targets), padded records, cut on the host."""
+  module, params, _ = SOLVERS["dp_gcd"]
+  problem = _problem(n=44, p=6)
+  cast = base.cast_params(module.SOLVER, problem, params)
+  options = (("rule", "gs-s"), ("selection", "laplace"), ("update", "laplace"))
+  keys = jax.random.split(jax.random.key(0), 2)
+
+  def mapped(passes):
+    run = lambda k: base.compiled_run(module.SOLVER, problem, k, cast, passes=passes, store_objective=True,
+                                      options=options, trim=False)
+    return base.trim_trace(jax.vmap(run)(keys), steps=passes, passes=passes)
+
+  jax.block_until_ready(mapped(5))
+  with counting_compilations() as compiled:
+    for passes in (7, 9):
+      result = mapped(passes)
+      assert result.trace.coordinates.shape == (2, passes)
+      assert result.trace.nonprivate_objective.shape == (2, passes + 1)
+  assert compiled == []
+  one = module.run(problem, keys[1], params, passes=9, store_objective=True)
+  np.testing.assert_array_equal(result.trace.coordinates[1], one.trace.coordinates)
+
+
+def test_pass_capacity_is_a_public_power_of_two_bucket():
+  assert base.pass_capacity(5, 1) == base.pass_capacity(1000, 1) == 1024
+  assert base.pass_capacity(1025, 1) == 2048
+  assert {base.pass_capacity(p, 6) for p in (5, 7, 9)} == {256}
+  assert base.pass_capacity(3, 10**6) == 4 and base.pass_capacity(4, 10**6) == 4
+  for passes, per_pass in ((1, 1), (17, 3), (300, 40), (9, 5000)):
+    capacity = base.pass_capacity(passes, per_pass)
+    assert capacity >= passes and capacity & (capacity - 1) == 0
+
+
+# ----------------------------------------------------------------------------------------
+# The persistent compilation cache: a second process loads what the first compiled.
+# ----------------------------------------------------------------------------------------
+
+CACHE_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import jax
+    import numpy as np
+    counts = dict(compiles=0, hits=0, writes=0)
+    def on_duration(event, duration, **kwargs):
+      if event == "/jax/core/compile/backend_compile_duration":
+        counts["compiles"] += 1
+    def on_event(event, **kwargs):
+      if event == "/jax/compilation_cache/cache_hits":
+        counts["hits"] += 1
+      elif event == "/jax/compilation_cache/cache_misses":  # JAX's name for a write after a compile
+        counts["writes"] += 1
+    import dpgcd_jax as dg
+    from dpgcd_jax import _config
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    problem = dg.make_problem(X, np.sign(X[:, 0]), "logistic", feature_bound=3.0)
+    keys = jax.random.key(0), jax.random.key(1)  # compiled before the first run: not counted
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    jax.monitoring.register_event_listener(on_event)
+    params = dg.dp_gcd.Params(1.0, 1.0, 3.0, 3.0)
+    w = dg.dp_gcd.run(problem, keys[0], params, passes=5, store_objective=True).w
+    fit = dg.dp_gcd.fit(problem, keys[1], epsilon=1.0, delta=1e-5, passes=6)
+    counts["dir"] = _config.compilation_cache_dir()
+    counts["w"] = np.asarray(w).tolist() + np.asarray(fit.w).tolist()
+    print(json.dumps(counts))
+""")
+
+
+def _run_script(script, env):
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+  assert out.returncode == 0, out.stderr[-3000:]
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_compiles_nothing_new(tmp_path):
+  env = {k: v for k, v in os.environ.items() if k not in (_config.OPT_OUT_ENV, _config.DIR_ENV)
+         and not k.startswith("JAX_COMPILATION_CACHE")}
+  env.update(JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path))
+  first = _run_script(CACHE_SCRIPT, env)
+  second = _run_script(CACHE_SCRIPT, env)
+  cache_dir = os.path.join(str(tmp_path), "dpgcd_jax", "jax")
+  assert first["dir"] == second["dir"] == cache_dir and os.listdir(cache_dir)
+  assert first["compiles"] > 0 and first["writes"] == first["compiles"] and first["hits"] == 0
+  # The second process: every program comes from disk, nothing is compiled or written.
+  assert second["hits"] == second["compiles"] == first["compiles"] and second["writes"] == 0
+  assert first["w"] == second["w"]
+
+
+CONFIG_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import jax
+    from dpgcd_jax import _config
+    out = {}
+    os.environ[_config.OPT_OUT_ENV] = "1"
+    out["opted_out"] = _config.enable_compilation_cache()
+    _config._reset_for_tests()
+    del os.environ[_config.OPT_OUT_ENV]
+    _config.disable_compilation_cache()
+    out["disabled"] = _config.enable_compilation_cache()
+    _config._reset_for_tests()
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 2.0)
+    out["user"] = _config.enable_compilation_cache(sys.argv[2])
+    out["user_after"] = jax.config.jax_compilation_cache_dir
+    out["min_time"] = jax.config.jax_persistent_cache_min_compile_time_secs
+    print(json.dumps(out))
+""")
+
+
+def test_the_cache_respects_opt_outs_and_the_users_own_directory(tmp_path):
+  env = {k: v for k, v in os.environ.items() if k != _config.OPT_OUT_ENV}
+  env.update(JAX_PLATFORMS="cpu")
+  mine, ours = str(tmp_path / "mine"), str(tmp_path / "ours")
+  out = subprocess.run([sys.executable, "-c", CONFIG_SCRIPT, mine, ours], capture_output=True, text=True,
+                       env=env, timeout=120)
+  assert out.returncode == 0, out.stderr[-3000:]
+  got = json.loads(out.stdout.strip().splitlines()[-1])
+  assert got == dict(opted_out=None, disabled=None, user=mine, user_after=mine, min_time=2.0)
+  assert not os.path.exists(ours)
+
+
+def test_the_test_suite_opts_out():
+  assert os.environ.get(_config.OPT_OUT_ENV) == "1"
+  assert _config.compilation_cache_dir() is None or jax.config.jax_compilation_cache_dir is not None
