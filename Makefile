@@ -1,11 +1,11 @@
-# Two entry points: `make reproduce` (main job) and `make test` (whole suite).
-# Both create or reuse the virtual environment .venv with the package installed.
+# Entry points: `make reproduce` (main job), `make test` (whole suite), `make lint` (ruff, run by CI).
+# Each creates or reuses the virtual environment .venv with the package installed.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: reproduce test benchmark clean
+.PHONY: reproduce test lint typecheck benchmark clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,13 @@ reproduce: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+# Not yet part of lint: see [tool.mypy] in pyproject.toml.
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/bench_solver.py

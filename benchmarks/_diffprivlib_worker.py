@@ -59,8 +59,8 @@ def pipeline(task: str, eps: float, share: float, seed: int):
 
 
 def one(task: str, X_train, y_train, X_test, y_test, eps: float, share: float, seed: int) -> dict:
-  from diffprivlib.utils import PrivacyLeakWarning  # pylint: disable=g-import-not-at-top
   from diffprivlib.accountant import BudgetAccountant  # pylint: disable=g-import-not-at-top
+  from diffprivlib.utils import PrivacyLeakWarning  # pylint: disable=g-import-not-at-top
   BudgetAccountant.pop_default()  # a fresh default accountant (no budget cap) per fit
   record = {"eps": eps, "seed": seed, "score": None, "fit_s": None, "error": None}
   with warnings.catch_warnings(record=True) as caught:

@@ -29,7 +29,6 @@ from scipy import stats
 from dpgcd_jax import privacy
 from dpgcd_jax.privacy import _adapters
 from dpgcd_jax.privacy import _br
-from dpgcd_jax.privacy import _calibrate
 from dpgcd_jax.privacy import _fft_pld
 from dpgcd_jax.privacy import _laplace
 from dpgcd_jax.privacy import _pld
@@ -37,6 +36,7 @@ from dpgcd_jax.privacy import _rdp
 from dpgcd_jax.privacy import _routes
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import baseline_accounting
+from dpgcd_jax.privacy import calibration
 
 EPSILON, DELTA = 1.0, 1e-6
 STEPS = (10, 100, 1000)
@@ -51,7 +51,7 @@ def clear_caches() -> None:
              _fft_pld.single, _fft_pld.composed, _laplace.laplace_pmf, _pld.rr_tables,
              _rdp._psg_envelope, _adapters._single, _adapters.composed):  # pylint: disable=protected-access
     fn.cache_clear()
-  _calibrate._CACHE.clear()  # pylint: disable=protected-access
+  calibration._CACHE.clear()  # pylint: disable=protected-access
 
 
 def paper_closed_form(steps: int) -> float:
@@ -93,12 +93,12 @@ def tighter_table() -> str:
     after = privacy.calibrate_gcd(EPSILON, DELTA, method="bounded_range", **kw).update_noise
     ts = np.linspace(0.3, 0.7, 41)
     lower = optimize.brentq(lambda s: _non_adaptive_delta(
-        EPSILON, 2.0 / s, steps, math.sqrt(steps) / s, ts) - DELTA, 0.5 * before, before,
+        EPSILON, 2.0 / s, steps, math.sqrt(steps) / s, ts) - DELTA, 0.5 * before, before,  # noqa: B023
                             xtol=1e-3)
     rows.append(f"| gumbel + gaussian, T={steps}, eps=1 | {before:.2f} (rdp) | {after:.2f} "
                 f"(bounded_range) | non-adaptive optimum {lower:.2f} |")
   for eps in (1.0, 5.0):
-    rr = lambda s: _pld.pld_epsilon([(2.0 / s, 1000), (1.0 / s, 1000)], 0.0, DELTA) - eps
+    rr = lambda s: _pld.pld_epsilon([(2.0 / s, 1000), (1.0 / s, 1000)], 0.0, DELTA) - eps  # noqa: B023
     before = optimize.brentq(rr, 10.0, 1000.0, xtol=1e-4)
     cal = privacy.calibrate_gcd(eps, DELTA, steps=1000)
     gain = 1.0 - _pld.pld_epsilon([(2.0 / before, 1000)], 0.0, DELTA, (1.0 / before, 1000)) / eps

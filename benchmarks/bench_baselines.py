@@ -10,12 +10,12 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-import numpy as np  # pylint: disable=g-import-not-at-top
-from sklearn import linear_model  # pylint: disable=g-import-not-at-top
+import jax.numpy as jnp  # noqa: E402  # pylint: disable=g-import-not-at-top
+import numpy as np  # noqa: E402  # pylint: disable=g-import-not-at-top
+from sklearn import linear_model  # noqa: E402  # pylint: disable=g-import-not-at-top
 
-import dpgcd_jax as dg  # pylint: disable=g-import-not-at-top
-from dpgcd_jax import datasets  # pylint: disable=g-import-not-at-top
+import dpgcd_jax as dg  # noqa: E402  # pylint: disable=g-import-not-at-top
+from dpgcd_jax import datasets  # noqa: E402  # pylint: disable=g-import-not-at-top
 
 
 def timed(fn, repeats=3):
@@ -60,10 +60,10 @@ def main():
     solution = dg.reference.solve(exact, tol=tol)
     gap = (float(solution.objective) - f_star) / f_star
     if gap <= 1e-9:
-      results["ours"] = (tol, timed(lambda: dg.reference.solve(exact, tol=tol).w), gap)
+      results["ours"] = (tol, timed(lambda: dg.reference.solve(exact, tol=tol).w), gap)  # noqa: B023
       break
   for tol in (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10):
-    lasso = lambda: linear_model.Lasso(alpha=data.penalty_strength, fit_intercept=False, tol=tol,
+    lasso = lambda: linear_model.Lasso(alpha=data.penalty_strength, fit_intercept=False, tol=tol,  # noqa: B023
                                        max_iter=100_000).fit(data.X, data.y)
     w = lasso().coef_
     gap = (float(dg.objective(exact, jnp.asarray(w))) - f_star) / f_star

@@ -62,17 +62,22 @@ import sys
 import tempfile
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.linear_model import LinearRegression
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.pipeline import Pipeline
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from dpgcd_jax.estimators import (DPGCDClassifier, DPGCDClassifierCV, DPGCDRegressor,
-                                  DPGCDRegressorCV)
+from dpgcd_jax.estimators import DPGCDClassifier
+from dpgcd_jax.estimators import DPGCDClassifierCV
+from dpgcd_jax.estimators import DPGCDRegressor
+from dpgcd_jax.estimators import DPGCDRegressorCV
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,7 +279,7 @@ def run_sklearn(ds: DataSet, data: dict, seeds: list[int], epsilons: list[float]
   records = []
   for eps in epsilons:  # the same fit at every epsilon
     cell = [dict(rec, set=ds.name, method="sklearn", eps=eps, seed=seed)
-            for seed, rec in zip(seeds, per_seed)]
+            for seed, rec in zip(seeds, per_seed, strict=True)]
     records += cell
   log_cell(ds.name, "sklearn", "any", per_seed)
   return records
@@ -323,7 +328,8 @@ def log_cell(name: str, method: str, eps: Any, cell: list[dict]) -> None:
   errors = [r["error"] for r in cell if r["error"]]
   times = [r["fit_s"] for r in cell if r["fit_s"] is not None]
   eps_s = eps if isinstance(eps, str) else f"{eps:g}"
-  msg = (f"{name:17s} {method:12s} eps={eps_s:<4s} score={np.nanmean(scores) if np.isfinite(scores).any() else float('nan'):.3f} "
+  msg = (f"{name:17s} {method:12s} eps={eps_s:<4s} "
+         f"score={np.nanmean(scores) if np.isfinite(scores).any() else float('nan'):.3f} "
          f"+- {np.nanstd(scores) if np.isfinite(scores).any() else float('nan'):.3f}"
          f"  fit={np.median(times) if times else float('nan'):.2f}s")
   if errors:
@@ -429,7 +435,7 @@ def plot(records: list[dict], sets: list[str], methods: list[str], epsilons: lis
   style = {"ours": ("C0", "-", "o"), "ours_cv": ("C1", "-", "s"),
            "ours_scaled": ("C2", ":", "^"), "diffprivlib": ("C3", "-", "D"),
            "sklearn": ("k", "--", "")}
-  for ax, name in zip(axes.flat, sets):
+  for ax, name in zip(axes.flat, sets, strict=False):  # more panels than sets
     task = DATASETS[name].task
     clipped = []
     for m in methods:
@@ -476,9 +482,9 @@ def plot(records: list[dict], sets: list[str], methods: list[str], epsilons: lis
     ax.grid(alpha=0.3)
   for ax in list(axes.flat)[len(sets):]:
     ax.axis("off")
-  handles, labels = {}, {}
+  handles = {}
   for ax in axes.flat:
-    for h, l in zip(*ax.get_legend_handles_labels()):
+    for h, l in zip(*ax.get_legend_handles_labels(), strict=True):
       handles.setdefault(l, h)
   fig.tight_layout()
   fig.legend(list(handles.values()), list(handles.keys()), loc="upper center",

@@ -16,8 +16,9 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from dpgcd_jax import data  # pylint: disable=g-import-not-at-top
-from dpgcd_jax.experiments import runner, sweeps  # pylint: disable=g-import-not-at-top
+from dpgcd_jax import data  # noqa: E402  # pylint: disable=g-import-not-at-top
+from dpgcd_jax.experiments import runner  # noqa: E402  # pylint: disable=g-import-not-at-top
+from dpgcd_jax.experiments import sweeps  # noqa: E402  # pylint: disable=g-import-not-at-top
 
 SEEDS = 5
 CHUNK = runner.QUICK.chunk

@@ -120,9 +120,9 @@ def clipping_rows(n, p, steps, repeats, rng):
   v = jax.numpy.asarray(rng.normal(size=n).astype(np.float32))
   XT = problem.XT
   gemv = jax.jit(lambda: XT @ v)
-  fns = dict(exact=lambda f=run(PARAMS, "coordinate"): f(jax.random.key(1)),
-             plain=lambda f=run(plain, "coordinate"): f(jax.random.key(1)),
-             derivative=lambda f=run(PARAMS, "derivative"): f(jax.random.key(1)),
+  fns = dict(exact=lambda f=run(PARAMS, "coordinate"): f(jax.random.key(1)),  # noqa: B008
+             plain=lambda f=run(plain, "coordinate"): f(jax.random.key(1)),  # noqa: B008
+             derivative=lambda f=run(PARAMS, "derivative"): f(jax.random.key(1)),  # noqa: B008
              gemv=gemv)
   t = _cpu_best(fns, repeats)
   per = {k: t[k] / (1 if k == "gemv" else steps) for k in t}

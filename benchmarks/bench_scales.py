@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scales
@@ -48,7 +49,7 @@ def binary_search_indices(counts, n, noise, seeds):
 
 def histogram_indices(counts, n, epsilon, delta, seeds, p):
   """Candidate (a): one (p, K+1) Gaussian histogram (l2 sensitivity sqrt(2p)), total n known."""
-  s, _ = ledger_lib.calibrate(lambda k: ledger_lib.Ledger.of(("h", events.Gaussian(k), 1)),
+  s, _ = calibration.calibrate(lambda k: ledger_lib.Ledger.of(("h", events.Gaussian(k), 1)),
                               epsilon, delta)
   sigma = s * math.sqrt(2 * p)
   c = np.asarray(counts, float)
@@ -68,7 +69,7 @@ def histogram_indices(counts, n, epsilon, delta, seeds, p):
 
 def exponential_indices(counts, n, epsilon, delta, seeds, p):
   """Candidate (b): per feature Gumbel-max on -|N_jk - q n| (sensitivity 1), BoundedRange x p."""
-  b, _ = ledger_lib.calibrate(
+  b, _ = calibration.calibrate(
       lambda t: ledger_lib.Ledger.of(("em", events.BoundedRange(2.0 / t), p)), epsilon, delta)
   u = -np.abs(np.asarray(counts, float) - Q * n)
   rng = np.random.default_rng(0)

@@ -47,10 +47,11 @@ def main():
       for secure in (False, True):
         per_iter, res = _time_fit(problem, keys, passes, epsilon=2.0, delta=1e-5, clip=2.0,
                                   update=update, secure_noise=secure)
-        rel = np.asarray(jax.vmap(lambda w: problem_lib.objective(problem, w))(res.w)) / f0
+        rel = np.asarray(jax.vmap(lambda w: problem_lib.objective(problem, w))(res.w)) / f0  # noqa: B023
         rows.append((n, p, passes, update, secure, per_iter * 1e3, float(rel.mean()),
                      float(rel.std()), res.privacy.epsilon))
-  lines = ["| n | p | passes | update | secure_noise | ms / iteration | rel. objective (mean ± sd, 4 seeds) | epsilon |",
+  lines = ["| n | p | passes | update | secure_noise | ms / iteration "
+           "| rel. objective (mean ± sd, 4 seeds) | epsilon |",
            "|---|---|---|---|---|---|---|---|"]
   for n, p, passes, update, secure, ms, m, sd, eps in rows:
     lines.append(f"| {n} | {p} | {passes} | {update} | {secure} | {ms:.3f} | {m:.3f} ± {sd:.3f} | {eps:.4f} |")

@@ -71,8 +71,8 @@ def bench(name, X, y, loss, steps, configs):
   rng = np.random.default_rng(0)
   np_steps = max(steps // 4, 10)
   start = time.perf_counter()
-  numpy_reference.dp_gcd(X.astype(np.float32), y.astype(np.float32), loss, steps=np_steps, l2=1e-3, clip=1.0, selection_noise=5.0,
-                 update_noise=5.0, rng=rng)
+  numpy_reference.dp_gcd(X.astype(np.float32), y.astype(np.float32), loss, steps=np_steps, l2=1e-3, clip=1.0,
+                         selection_noise=5.0, update_noise=5.0, rng=rng)
   numpy_time = (time.perf_counter() - start) / np_steps
 
   keys = jax.random.split(jax.random.key(2), configs)
@@ -86,7 +86,7 @@ def bench(name, X, y, loss, steps, configs):
   vmapped = best_of(lambda: batched(grid, keys), repeats=2) / configs
   start = time.perf_counter()
   for i in range(configs):
-    jax.block_until_ready(dg.dp_gcd.run(problem, keys[i], jax.tree.map(lambda x: x[i], grid),
+    jax.block_until_ready(dg.dp_gcd.run(problem, keys[i], jax.tree.map(lambda x: x[i], grid),  # noqa: B023
                                         passes=steps, store_objective=False).w)
   separate = (time.perf_counter() - start) / configs
 

@@ -173,8 +173,8 @@ def main() -> None:
   parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                     "startup.md"))
   args = parser.parse_args()
-  from sklearn.datasets import load_breast_cancer  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
+  from sklearn.datasets import load_breast_cancer  # pylint: disable=g-import-not-at-top
   X, y = load_breast_cancer(return_X_y=True)
   imports = {module: measure_import(module, args.repeats) for module in ("jax", "dpgcd_jax")}
   with tempfile.TemporaryDirectory() as tmp:

@@ -50,14 +50,31 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
-  from dpgcd_jax import (clipping, discrete_noise, estimators, losses, mechanisms, penalties, privacy,  # noqa: F401
-                         seeding, transforms)
-  from dpgcd_jax.seeding import fresh_key  # noqa: F401
+  from dpgcd_jax import clipping  # noqa: F401
+  from dpgcd_jax import discrete_noise  # noqa: F401
+  from dpgcd_jax import estimators  # noqa: F401
+  from dpgcd_jax import losses  # noqa: F401
+  from dpgcd_jax import mechanisms  # noqa: F401
+  from dpgcd_jax import penalties  # noqa: F401
+  from dpgcd_jax import privacy  # noqa: F401
+  from dpgcd_jax import seeding  # noqa: F401
+  from dpgcd_jax import transforms  # noqa: F401
   from dpgcd_jax._validate import PrivacyLeakWarning  # noqa: F401
-  from dpgcd_jax.estimators import (DPGCDClassifier, DPGCDClassifierCV, DPGCDRegressor,  # noqa: F401
-                                    DPGCDRegressorCV)
-  from dpgcd_jax.losses import Loss, custom_loss, glm_loss  # noqa: F401
-  from dpgcd_jax.problem import Problem, make_problem, objective  # noqa: F401
-  from dpgcd_jax.solvers import dp_cd, dp_gcd, dp_sgd, reference  # noqa: F401
-  from dpgcd_jax.solvers.base import Result, Trace  # noqa: F401
+  from dpgcd_jax.estimators import DPGCDClassifier  # noqa: F401
+  from dpgcd_jax.estimators import DPGCDClassifierCV  # noqa: F401
+  from dpgcd_jax.estimators import DPGCDRegressor  # noqa: F401
+  from dpgcd_jax.estimators import DPGCDRegressorCV  # noqa: F401
+  from dpgcd_jax.losses import Loss  # noqa: F401
+  from dpgcd_jax.losses import custom_loss  # noqa: F401
+  from dpgcd_jax.losses import glm_loss  # noqa: F401
+  from dpgcd_jax.problem import Problem  # noqa: F401
+  from dpgcd_jax.problem import make_problem  # noqa: F401
+  from dpgcd_jax.problem import objective  # noqa: F401
+  from dpgcd_jax.seeding import fresh_key  # noqa: F401
+  from dpgcd_jax.solvers import dp_cd  # noqa: F401
+  from dpgcd_jax.solvers import dp_gcd  # noqa: F401
+  from dpgcd_jax.solvers import dp_sgd  # noqa: F401
+  from dpgcd_jax.solvers import reference  # noqa: F401
+  from dpgcd_jax.solvers.base import Result  # noqa: F401
+  from dpgcd_jax.solvers.base import Trace  # noqa: F401
   from dpgcd_jax.transforms import dp_greedy_coordinate  # noqa: F401

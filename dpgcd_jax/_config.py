@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Optional
 
 OPT_OUT_ENV = "DPGCD_JAX_NO_COMPILATION_CACHE"
 DIR_ENV = "DPGCD_JAX_COMPILATION_CACHE_DIR"
@@ -63,7 +62,7 @@ def disable_compilation_cache() -> None:
     _state["disabled"] = True
 
 
-def enable_compilation_cache(path: Optional[str] = None) -> Optional[str]:
+def enable_compilation_cache(path: str | None = None) -> str | None:
   """Turns JAX's persistent compilation cache on (once per process); returns its directory.
 
   Cheap after the first call. Does nothing (returns the user's directory, or None) when the
@@ -90,7 +89,7 @@ def enable_compilation_cache(path: Optional[str] = None) -> Optional[str]:
     return directory
 
 
-def _turn_on(jax, directory: str) -> Optional[str]:
+def _turn_on(jax, directory: str) -> str | None:
   try:
     os.makedirs(directory, mode=0o700, exist_ok=True)
   except OSError:
@@ -101,7 +100,7 @@ def _turn_on(jax, directory: str) -> Optional[str]:
   return directory
 
 
-def compilation_cache_dir() -> Optional[str]:
+def compilation_cache_dir() -> str | None:
   """The directory in use, or None (not yet decided, or off)."""
   return _state["dir"]
 

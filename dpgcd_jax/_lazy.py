@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from typing import Any, Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
 
 
 def attach(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

@@ -80,6 +80,15 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
   shape = jnp.shape(x)
   if len(shape) != ndim:
     raise ValueError(f"Expected {name} to have {ndim} dimension(s), got {name}.shape={shape}.")
+  if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and not x.is_fully_addressable:
+    # A global array over several processes (jax.distributed): no process can read it, so the
+    # count is a reduction on the devices; every process gets the same count (and raises alike).
+    if not jnp.issubdtype(x.dtype, jnp.number):
+      raise ValueError(f"Expected {name} to be numeric, got dtype {x.dtype} ({type(x).__name__}).")
+    n_bad = int(_count_nonfinite(x))
+    if n_bad:
+      raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
+    return
   if is_concrete(x):
     v = np.asarray(x)
     if not np.issubdtype(v.dtype, np.number):
@@ -88,6 +97,20 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
     n_bad = sum(int(np.sum(~np.isfinite(v[i:i + rows]))) for i in range(0, max(len(v), 1), rows))
     if n_bad:
       raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
+
+
+def host_values(x: Any) -> np.ndarray:
+  """``np.asarray(x)``; a global array over several processes (jax.distributed) is gathered
+  first, so every process gets all of it (for vectors such as ``y``, not for ``X``)."""
+  if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and not x.is_fully_addressable:
+    from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+  return np.asarray(x)
+
+
+@jax.jit
+def _count_nonfinite(x: jax.Array) -> jax.Array:
+  return jnp.sum(~jnp.isfinite(x))
 
 
 def check_key(name: str, key: Any) -> None:

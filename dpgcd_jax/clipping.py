@@ -51,12 +51,12 @@ machine epsilon) so that its own float evaluation (at most five roundings, ``n``
 rounding above ``2^24``) never falls below it: ``Delta_j = (2 C_j / n + 2 r C_j)(1 + 8 eps)``.
 Every noise scale (``multiplier x Delta``) uses it, so the ledger, which counts in units of
 ``Delta``, is unchanged. Relative cost on the noise: ``n r`` (float32: 6e-5 at n = 1000,
-0.6% at 1e5, 6% at 1e6, 36% at 6e6; float64: none measurable). Carrying ``g`` in higher precision until the noise is added would avoid
-the cost, but every later float32 operation before the noise (adding the public ``l2 w_j``,
-the score ``g_j / sqrt(M_j)`` of the selection) rounds again by a relative ``u``: carrying
-only pays if the whole selection and update run in higher precision. That arithmetic after
-the data-dependent sum (public offsets, scores, the noise draw and its addition) is treated,
-like every floating-point DP implementation without snapping, as the mechanism's own
+0.6% at 1e5, 6% at 1e6, 36% at 6e6; float64: none measurable). Carrying ``g`` in higher precision
+until the noise is added would avoid the cost, but every later float32 operation before the noise
+(adding the public ``l2 w_j``, the score ``g_j / sqrt(M_j)`` of the selection) rounds again by a
+relative ``u``: carrying only pays if the whole selection and update run in higher precision. That
+arithmetic after the data-dependent sum (public offsets, scores, the noise draw and its addition)
+is treated, like every floating-point DP implementation without snapping, as the mechanism's own
 arithmetic; the secure-noise option is what closes that gap (Mironov 2012).
 
 Grid resolution: ``h_j <= 2^-22 C_j`` (float32; ``2^-50`` float64 at moderate ``n``), a

@@ -65,7 +65,6 @@ References:
 from __future__ import annotations
 
 import decimal
-import math
 
 import jax
 import jax.numpy as jnp

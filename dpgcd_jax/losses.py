@@ -33,7 +33,7 @@ constants ``smoothness=`` to :func:`dpgcd_jax.make_problem` to avoid both.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -56,8 +56,8 @@ class Loss:
 
   fn: PerExampleLoss
   name: str
-  phi: Optional[MarginLoss] = None
-  curvature: Optional[float] = None
+  phi: MarginLoss | None = None
+  curvature: float | None = None
 
   @property
   def is_glm(self) -> bool:
@@ -74,7 +74,7 @@ class _MarginComposition:
     return self.phi(jnp.dot(x, w), y)
 
 
-def glm_loss(phi: MarginLoss, *, curvature: Optional[float] = None, name: str = "glm") -> Loss:
+def glm_loss(phi: MarginLoss, *, curvature: float | None = None, name: str = "glm") -> Loss:
   """A loss ``l(w; x, y) = phi(<x, w>, y)``; ``curvature`` bounds ``phi''`` if known."""
   if curvature is not None and not curvature > 0:
     raise ValueError(f"Expected curvature > 0, got curvature={curvature!r}.")

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp

@@ -38,7 +38,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +54,6 @@ from dpgcd_jax import sparse
 Array = jax.Array
 PrivacyLeakWarning = _validate.PrivacyLeakWarning
 FROM_DATA_NONPRIVATE = "from_data_nonprivate"
-SOURCES = ("declared", "feature_bound", "data", "data_nonprivate")
 
 
 @functools.partial(
@@ -78,8 +78,8 @@ class Problem:
     l2: strength of the smooth ridge term ``l2 / 2 ||w||^2``.
     penalty: separable penalty ``psi`` (see :mod:`dpgcd_jax.penalties`).
     loss: the per-example loss.
-    smoothness_source: where ``smoothness`` comes from, one of :data:`SOURCES` (see the
-      module docstring).
+    smoothness_source: where ``smoothness`` comes from: "declared", "feature_bound", "data" or
+      "data_nonprivate" (see the module docstring).
   """
 
   XT: Array
@@ -111,11 +111,6 @@ class Problem:
     """``beta``, the loss's curvature bound (1 when unknown): the unit of a scalar ``clip``."""
     return 1.0 if self.loss.curvature is None else float(self.loss.curvature)
 
-  @property
-  def smoothness_is_public(self) -> bool:
-    """Whether ``smoothness`` may be used by a private run (declared or from a public bound)."""
-    return self.smoothness_source in ("declared", "feature_bound")
-
 
 def make_problem(
     X: Any,
@@ -123,9 +118,9 @@ def make_problem(
     loss: losses_lib.Loss | str | Callable[..., Any] = "squared",
     *,
     l2: float = 0.0,
-    penalty: Optional[penalties.Penalty] = None,
-    smoothness: Optional[Any] = None,
-    feature_bound: Optional[Any] = None,
+    penalty: penalties.Penalty | None = None,
+    smoothness: Any | None = None,
+    feature_bound: Any | None = None,
 ) -> Problem:
   """Validates the inputs and builds a :class:`Problem`.
 
@@ -175,7 +170,7 @@ def make_problem(
         f"{getattr(out, 'shape', out)}."
     )
   if loss is losses_lib.logistic:
-    labels = np.unique(np.asarray(y))
+    labels = np.unique(_validate.host_values(y))
     if not set(labels.tolist()) <= {-1.0, 1.0}:
       raise ValueError(
           f"Expected y in {{-1, +1}} for the logistic loss, got labels {labels[:5].tolist()}"
@@ -227,7 +222,7 @@ _DIRECT_BYTES = 1 << 26  # up to 64 MB: one transpose (one compiled shape, a tra
 _CHUNK_BYTES = 1 << 20  # above: 1 MB row chunks (16 MB chunks left 2.26x X at peak, 1 MB 2.02x)
 
 
-def _dense_columns(X: Any, dtype: Any, bound: Optional[Array]) -> Array:
+def _dense_columns(X: Any, dtype: Any, bound: Array | None) -> Array:
   """``XT = X.T`` in ``dtype`` on the device (clipped to ``bound`` when given).
 
   Memory: a host array over 64 MB is transposed in row chunks of about 1 MB written in place
@@ -347,14 +342,14 @@ def is_sparse(problem: Problem) -> bool:
   return isinstance(problem.XT, sparse.SparseColumns)
 
 
-def init_margins(problem: Problem, w: Array) -> Optional[Array]:
+def init_margins(problem: Problem, w: Array) -> Array | None:
   """The cache of the GLM fast path: margins ``Xw`` (None for other losses)."""
   if not problem.loss.is_glm:
     return None
   return problem.XT.margins(w) if is_sparse(problem) else w @ problem.XT
 
 
-def update_margins(problem: Problem, margins: Optional[Array], j: Array, change: Array) -> Optional[Array]:
+def update_margins(problem: Problem, margins: Array | None, j: Array, change: Array) -> Array | None:
   """Margins after ``w_j += change``: O(n) dense, O(nnz of column j) sparse."""
   if margins is None:
     return None
@@ -367,7 +362,7 @@ def _dphi(problem: Problem, margins: Array) -> Array:
   return jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
 
 
-def per_example_gradients_t(problem: Problem, w: Array, margins: Optional[Array]) -> Array:
+def per_example_gradients_t(problem: Problem, w: Array, margins: Array | None) -> Array:
   """(p, n) gradients of the per-example losses (data term only), one column per example."""
   if problem.loss.is_glm:
     return problem.XT * _dphi(problem, margins)[None, :]
@@ -405,7 +400,7 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
   return jnp.clip(clipping.finite_or_zero(dphi), -c, c)
 
 
-def clipped_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array,
+def clipped_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                      mode: str = "coordinate") -> Array:
   """Gradient of ``f`` with coordinate-wise per-example clipping of the data term.
 
@@ -468,7 +463,7 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
   return jax.lax.cond(jnp.all(jnp.isfinite(thresholds)), exact, plain, None)
 
 
-def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Optional[Array], thresholds: Array,
+def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                                 j: Array, mode: str = "coordinate") -> Array:
   """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
   if mode == "derivative":
@@ -482,7 +477,7 @@ def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Optional[Ar
   return clipped_gradient(problem, w, margins, thresholds)[j]
 
 
-def smooth_objective(problem: Problem, w: Array, margins: Optional[Array] = None) -> Array:
+def smooth_objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
   """``f(w)``: data term plus the l2 term."""
   if problem.loss.is_glm:
     margins = init_margins(problem, w) if margins is None else margins
@@ -492,7 +487,7 @@ def smooth_objective(problem: Problem, w: Array, margins: Optional[Array] = None
   return data + 0.5 * problem.l2 * jnp.sum(w**2)
 
 
-def objective(problem: Problem, w: Array, margins: Optional[Array] = None) -> Array:
+def objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
   """``F(w) = f(w) + psi(w)``. NOT private: a diagnostic computed from the raw data."""
   return smooth_objective(problem, w, margins) + problem.penalty.value(w)
 

@@ -79,14 +79,19 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpgcd_jax._poisson_plan import (MAX_STEP_TOTAL_VARIATION, PoissonPlan, default_capacity, plan,
-                                     step_total_variation, total_variation_slack)
+from dpgcd_jax._poisson_plan import MAX_STEP_TOTAL_VARIATION
+from dpgcd_jax._poisson_plan import PoissonPlan
+from dpgcd_jax._poisson_plan import default_capacity
+from dpgcd_jax._poisson_plan import plan
+from dpgcd_jax._poisson_plan import step_total_variation
+from dpgcd_jax._poisson_plan import total_variation_slack
 
 Array = jax.Array
 __all__ = ["Batch", "MAX_STEP_TOTAL_VARIATION", "PoissonPlan", "complete_mask", "default_capacity", "plan",
@@ -178,7 +183,7 @@ def sample_gaps(key: Array, p: PoissonPlan, num: int) -> Array:
 
 def _batch(outcomes: Array, n: int) -> Batch:
   positions = jnp.cumsum(outcomes + 1) - 1
-  if outcomes.shape[0] * (n + 1) < 2**31:  # no int32 overflow: positions increase
+  if outcomes.shape[0] * (n + 1) < 2**31:  # no int32 overflow: positions increase  # noqa: SIM108
     valid = positions < n
   else:
     # Every gap is at most n + 1 and n < 2^30: the first position past n is below 2^31,

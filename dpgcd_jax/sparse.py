@@ -158,6 +158,12 @@ def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
     if X.n_batch or X.n_dense or X.ndim != 2:
       raise ValueError(f"Expected X to be a 2-D BCOO matrix without batch or dense dimensions, "
                        f"got X with shape {X.shape}, n_batch={X.n_batch}, n_dense={X.n_dense}.")
+    if not all(getattr(a, "is_fully_addressable", True) for a in (X.data, X.indices)):
+      raise ValueError(
+          "Expected X (sparse) to be held by this process, got a BCOO matrix whose entries span "
+          "several processes (jax.distributed): sparse features are not sharded (a sparse problem "
+          "runs on one device). Pass a dense X sharded over examples "
+          "(jax.make_array_from_process_local_data), or fit the sparse X in one process.")
     indices = np.asarray(X.indices)
     X = scipy.sparse.coo_matrix((np.asarray(X.data), (indices[:, 0], indices[:, 1])), shape=X.shape)
   if X.ndim != 2:

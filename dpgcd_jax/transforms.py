@@ -38,7 +38,8 @@ amplification is claimed). Account for the number of calls with
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -135,7 +136,7 @@ def dp_greedy_coordinate(
       raise ValueError("Expected per_example_grads with a leading batch axis on every leaf.")
     n = leaves[0].shape[0]
     if params is not None:
-      for leaf, p in zip(leaves, jax.tree.leaves(params)):
+      for leaf, p in zip(leaves, jax.tree.leaves(params), strict=False):
         if leaf.shape != (n,) + jnp.shape(p):
           raise ValueError(
               f"Expected per_example_grads with a leading batch axis: leaves of shape (batch,) + "

@@ -6,8 +6,6 @@ with an independent implementation step for step.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 _DPHI = {
@@ -33,7 +31,7 @@ def dp_gcd(
     clip: float = np.inf,
     selection_noise: float = 0.0,
     update_noise: float = 0.0,
-    rng: Optional[np.random.Generator] = None,
+    rng: np.random.Generator | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
   """DP-GCD (Laplace selection inside |.|, Laplace update, no penalty) in plain NumPy.
 

@@ -4,10 +4,10 @@ import math
 import time
 
 import dp_accounting
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 import numpy as np
 import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from scipy import special
 from scipy import stats
 
@@ -188,7 +188,7 @@ def test_sgd_rdp_route_upper_bounds_replace_pair_rdp(q, s):
   acc = dp_accounting.rdp.RdpAccountant(list(orders))
   acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), 1)
   alpha, bound = accounting._replace_from_add_remove(orders, np.asarray(acc.rdp))
-  for a, r in zip(alpha, bound):
+  for a, r in zip(alpha, bound, strict=False):
     exact = (special.logsumexp(a * lp + (1 - a) * lq) + math.log(x[1] - x[0])) / (a - 1)
     assert r >= exact * (1 - 1e-6) - 1e-12
 

@@ -269,3 +269,17 @@ def test_the_cache_respects_opt_outs_and_the_users_own_directory(tmp_path):
 def test_the_test_suite_opts_out():
   assert os.environ.get(_config.OPT_OUT_ENV) == "1"
   assert _config.compilation_cache_dir() is None or jax.config.jax_compilation_cache_dir is not None
+
+
+def test_an_estimator_fit_at_a_new_epsilon_compiles_nothing():
+  """Issue 19: epsilon (hence the number of steps and every noise scale) is a runtime value."""
+  from sklearn.datasets import load_breast_cancer  # pylint: disable=import-outside-toplevel
+
+  from dpgcd_jax.estimators import DPGCDClassifier  # pylint: disable=import-outside-toplevel
+  X, y = load_breast_cancer(return_X_y=True)
+  DPGCDClassifier(classes=[0, 1], epsilon=1.0, random_state=0).fit(X, y)
+  with counting_compilations() as names:
+    for epsilon in (0.5, 2.0, 5.0):
+      model = DPGCDClassifier(classes=[0, 1], epsilon=epsilon, random_state=0).fit(X, y)
+  assert names == [], names
+  assert model.n_iter_ != DPGCDClassifier(classes=[0, 1], epsilon=0.5).fit(X, y).n_iter_

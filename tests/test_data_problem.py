@@ -25,7 +25,7 @@ def diabetes():
 def _numpy_objective(ds: data.Dataset, w: np.ndarray) -> float:
   """F(w) in float64 NumPy, written from the module docstring's conventions."""
   z = ds.X @ w
-  if ds.loss is losses.squared:
+  if ds.loss is losses.squared:  # noqa: SIM108
     data_term = np.mean(0.5 * (z - ds.y) ** 2)
   else:
     data_term = np.mean(np.logaddexp(0.0, -ds.y * z))

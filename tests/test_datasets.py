@@ -19,12 +19,14 @@ import warnings
 import numpy as np
 import pytest
 from scipy import sparse
-from sklearn.linear_model import Lasso, LogisticRegression
+from sklearn.linear_model import Lasso
+from sklearn.linear_model import LogisticRegression
 
 from dpgcd_jax import data
 from dpgcd_jax import losses
 from dpgcd_jax import penalties
 from dpgcd_jax.data import _registry
+
 
 def _assert_standardized(x: np.ndarray) -> None:
   assert x.dtype == np.float64

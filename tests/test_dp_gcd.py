@@ -3,11 +3,11 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy_reference
 import pytest
 from sklearn import linear_model
 
 import dpgcd_jax as dg
-import numpy_reference
 
 
 def _regression(n=100, p=12, seed=0):
@@ -93,7 +93,7 @@ def test_vmap_over_every_hyperparameter_equals_a_python_loop(problem):
   key = jax.random.key(5)
   batched = jax.vmap(lambda prm: dg.dp_gcd.run(problem, key, prm, passes=10).w)(grid)
   for i in range(2):
-    single = dg.dp_gcd.run(problem, key, jax.tree.map(lambda x: x[i], grid), passes=10).w
+    single = dg.dp_gcd.run(problem, key, jax.tree.map(lambda x: x[i], grid), passes=10).w  # noqa: B023
     np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
 
 

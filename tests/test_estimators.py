@@ -15,7 +15,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpgcd_jax as dg
-from dpgcd_jax.estimators import DPGCDClassifier, DPGCDRegressor
+from dpgcd_jax.estimators import DPGCDClassifier
+from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.privacy import PureDp
 
 # Every check of scikit-learn runs and passes except the sample-weight checks: fit rejects any

@@ -12,8 +12,11 @@ import pytest
 import scipy.sparse
 from sklearn.preprocessing import StandardScaler
 
-from dpgcd_jax.estimators import (DPGCDClassifier, DPGCDClassifierCV, DPGCDRegressor,
-                                  DPGCDRegressorCV, _released)
+from dpgcd_jax.estimators import DPGCDClassifier
+from dpgcd_jax.estimators import DPGCDClassifierCV
+from dpgcd_jax.estimators import DPGCDRegressor
+from dpgcd_jax.estimators import DPGCDRegressorCV
+from dpgcd_jax.estimators import _released
 
 
 def _heterogeneous(n=12_000, p=12, seed=0):

@@ -7,13 +7,13 @@ turns x64 off for its body, builds float32 problems and compares with float32 to
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy_reference
 import optax
 import pytest
 import scipy.sparse
 from scipy import stats
 
 import dpgcd_jax as dg
-import numpy_reference
 
 
 @pytest.fixture(autouse=True)

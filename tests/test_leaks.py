@@ -19,8 +19,10 @@ import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import seeding
-from dpgcd_jax.estimators import (DPGCDClassifier, DPGCDClassifierCV, DPGCDRegressor,
-                                  DPGCDRegressorCV)
+from dpgcd_jax.estimators import DPGCDClassifier
+from dpgcd_jax.estimators import DPGCDClassifierCV
+from dpgcd_jax.estimators import DPGCDRegressor
+from dpgcd_jax.estimators import DPGCDRegressorCV
 from dpgcd_jax.estimators._linear import key_from
 
 

@@ -1,16 +1,24 @@
 """Tests of the privacy events, the ledger, its report and the generic calibrate()."""
 
+import dataclasses
 import math
 
 import dp_accounting
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
 import numpy as np
 import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpgcd_jax import privacy
-from dpgcd_jax.privacy import BoundedRange, DeltaSlack, Gaussian, Laplace, Ledger
-from dpgcd_jax.privacy import PoissonSampledGaussian, PureDp, ZCdp, calibrate
+from dpgcd_jax.privacy import BoundedRange
+from dpgcd_jax.privacy import DeltaSlack
+from dpgcd_jax.privacy import Gaussian
+from dpgcd_jax.privacy import Laplace
+from dpgcd_jax.privacy import Ledger
+from dpgcd_jax.privacy import PoissonSampledGaussian
+from dpgcd_jax.privacy import PureDp
+from dpgcd_jax.privacy import ZCdp
 from dpgcd_jax.privacy import _routes
+from dpgcd_jax.privacy import calibrate
 
 DELTA = 1e-6
 
@@ -29,7 +37,7 @@ def test_events_are_frozen_hashable_and_typed():
   assert PureDp(0.1) == PureDp(0.1) and hash(PureDp(0.1)) == hash(PureDp(1e-1))
   assert PureDp(0.1) != BoundedRange(0.1) != Laplace(0.1)
   assert PureDp(1) == PureDp(1.0) and isinstance(PureDp(1).epsilon, float)
-  with pytest.raises(Exception):
+  with pytest.raises(dataclasses.FrozenInstanceError):
     PureDp(0.1).epsilon = 0.2
   assert {PureDp(0.1), PureDp(0.1), Gaussian(3.0)} == {PureDp(0.1), Gaussian(3.0)}
   assert Gaussian(4.0).mu == 0.25 and Gaussian(0.0).mu == math.inf
@@ -76,7 +84,7 @@ def test_ledger_is_an_immutable_hashable_sequence():
   assert len(both) == 3 and len(led) == 2
   # Identical events are merged (counts summed) before accounting.
   assert dict(both.aggregated())[PureDp(0.1)] == 5
-  with pytest.raises(Exception):
+  with pytest.raises(dataclasses.FrozenInstanceError):
     led.entries = ()
 
 

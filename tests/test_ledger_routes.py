@@ -8,15 +8,19 @@ import math
 import time
 
 import dp_accounting
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
 import numpy as np
 import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy import optimize
 from scipy import special
 from scipy import stats
 
 from dpgcd_jax import privacy
-from dpgcd_jax.privacy import BoundedRange, Gaussian, Laplace, Ledger, PoissonSampledGaussian
+from dpgcd_jax.privacy import BoundedRange
+from dpgcd_jax.privacy import Gaussian
+from dpgcd_jax.privacy import Laplace
+from dpgcd_jax.privacy import Ledger
+from dpgcd_jax.privacy import PoissonSampledGaussian
 from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.privacy import _br
 from dpgcd_jax.privacy import _laplace
@@ -46,7 +50,10 @@ def _adaptive_two_steps(x, eps, n_t=1501):
   return float(np.max(p * v1(x - (1.0 - ts) * eps) + (1.0 - p) * v1(x + ts * eps)))
 
 
-def _non_adaptive_optimum(epsilon, eps, steps, mu, ts=np.linspace(0.05, 0.95, 181)):
+_COMMON_T = np.linspace(0.05, 0.95, 181)
+
+
+def _non_adaptive_optimum(epsilon, eps, steps, mu, ts=_COMMON_T):
   """max over a common t of B_t^T composed with mu-GDP: a LOWER bound on any valid route."""
   best = 0.0
   k = np.arange(steps + 1)

@@ -3,12 +3,16 @@
 import math
 
 import dp_accounting
-from dp_accounting import dp_event
 import numpy as np
 import pytest
+from dp_accounting import dp_event
 
 from dpgcd_jax import privacy
-from dpgcd_jax.privacy import DeltaSlack, Gaussian, Ledger, PureDp, RepeatAndSelect
+from dpgcd_jax.privacy import DeltaSlack
+from dpgcd_jax.privacy import Gaussian
+from dpgcd_jax.privacy import Ledger
+from dpgcd_jax.privacy import PureDp
+from dpgcd_jax.privacy import RepeatAndSelect
 from dpgcd_jax.privacy import selection
 
 DELTA = 1e-6

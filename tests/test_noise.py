@@ -4,7 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
@@ -125,8 +126,8 @@ def test_laplace_selection_has_the_noisy_argmax_probabilities():
     pdf = lambda t: lap.pdf(t - u) + lap.pdf(-t - u)
     probs = []
     for j in range(len(u)):
-      others = lambda t: np.prod(np.delete(cdf(t), j))
-      probs.append(integrate.quad(lambda t: pdf(t)[j] * others(t), 0, np.inf, limit=200)[0])
+      others = lambda t: np.prod(np.delete(cdf(t), j))  # noqa: B023
+      probs.append(integrate.quad(lambda t: pdf(t)[j] * others(t), 0, np.inf, limit=200)[0])  # noqa: B023
     probs = np.array(probs)
     assert abs(probs.sum() - 1) < 1e-6
     return probs

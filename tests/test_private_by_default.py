@@ -8,7 +8,6 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 import dpgcd_jax as dg

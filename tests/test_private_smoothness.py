@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 import dpgcd_jax as dg
-from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy.smoothness import private_smoothness
 
 DRAWS = 3000
@@ -43,7 +43,7 @@ def test_laplace_noise_has_scale_p_c_over_n_epsilon(clip):
 
 def test_gaussian_noise_has_scale_s_sqrt_p_c_over_n():
   epsilon, delta, clip = 4.0, 1e-6, 2.0
-  s = accounting.calibrate_cd(epsilon, delta, steps=1).update_noise
+  s = baseline_accounting.calibrate_cd(epsilon, delta, steps=1).update_noise
   expected_scale = s * np.sqrt(P) * clip / N
   mean = _clipped_mean(X, 1.0, clip)
   assert np.all(mean / expected_scale > 6)  # the floor never binds: pure noise below

@@ -47,7 +47,7 @@ def test_gap_total_variation_bound_holds_against_the_exact_law():
   mass = _alias_masses(p)
   rho = 1 - Fraction(0.3)
   pmf = [rho**o * (1 - rho) for o in range(50)] + [rho**50]  # min(G, n + 1) - 1
-  tv = sum(abs(Fraction(w, 1 << 128) - e) for w, e in zip(mass, pmf)) / 2
+  tv = sum(abs(Fraction(w, 1 << 128) - e) for w, e in zip(mass, pmf, strict=False)) / 2
   assert 0 < tv <= p.gap_total_variation < 1e-35
 
 
@@ -104,7 +104,7 @@ def _chi_square_pvalue(observed, probs, min_expected=5.0):
   """Chi-square goodness of fit, adjacent bins merged until each expects >= min_expected."""
   total = observed.sum()
   obs_bins, exp_bins, o_acc, e_acc = [], [], 0.0, 0.0
-  for o, e in zip(observed, probs * total):
+  for o, e in zip(observed, probs * total, strict=False):
     o_acc, e_acc = o_acc + o, e_acc + e
     if e_acc >= min_expected:
       obs_bins.append(o_acc)

@@ -128,7 +128,7 @@ def test_released_counts_move_by_at_most_sqrt_p_along_every_search_path():
   keys = jax.random.split(jax.random.key(1), 200)
   for noise in (0.0, 0.05, 1.0):
     for counts in (c1, c2):
-      queried = np.asarray(jax.vmap(lambda k: scales.noisy_search(k, counts, noise, 0.9 * n))(
+      queried = np.asarray(jax.vmap(lambda k: scales.noisy_search(k, counts, noise, 0.9 * n))(  # noqa: B023
           keys).queried)  # (runs, L, p)
       diff = (np.asarray(c1) - np.asarray(c2))[np.arange(p), queried]
       l2 = np.sqrt(np.sum(diff.astype(float) ** 2, axis=-1))

@@ -15,7 +15,6 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import events
 
-
 # ---------------------------------------------------------------------------------------
 # (a) Mironov-style distinguisher.
 # ---------------------------------------------------------------------------------------
@@ -45,7 +44,7 @@ def test_mironov_distinguisher_succeeds_on_float_laplace_and_fails_on_secure_noi
   sens, s = jnp.float32(1e-3), jnp.float32(1.0)
   gran = float(dn.grid_step(s * sens))
   for update in (mechanisms.DiscreteLaplaceNoise(), mechanisms.DiscreteGaussianNoise()):
-    perturb = jax.jit(jax.vmap(lambda k, v: update.perturb(k, v, s, sens), in_axes=(0, None)))
+    perturb = jax.jit(jax.vmap(lambda k, v: update.perturb(k, v, s, sens), in_axes=(0, None)))  # noqa: B023
     keys = jax.random.split(jax.random.key(2), 4000)
     y0 = np.asarray(perturb(keys, jnp.float32(0.0)), dtype=np.float64)
     y1 = np.asarray(perturb(keys, jnp.float32(1e-3)), dtype=np.float64)
@@ -81,13 +80,13 @@ def test_discrete_samplers_match_their_pmf_and_reject_a_wrong_scale(sampler, pmf
   cut = 3 * t
   assert _chi2_pvalue(z, lambda k: pmf(k, t), cut) > 1e-3
   for wrong in (1.5, 1 / 1.5):
-    assert _chi2_pvalue(z, lambda k: pmf(k, t * wrong), cut) < 1e-6, wrong
+    assert _chi2_pvalue(z, lambda k: pmf(k, t * wrong), cut) < 1e-6, wrong  # noqa: B023
 
 
 def test_bernoulli_exp_is_exact_in_mean():
   keys = jax.random.key(4)
   for num, den in ((1, 1), (5, 2), (7, 3), (0, 5)):
-    b, ok = jax.jit(lambda k: dn.bernoulli_exp(k, jnp.full((40000,), num), den))(keys)
+    b, ok = jax.jit(lambda k: dn.bernoulli_exp(k, jnp.full((40000,), num), den))(keys)  # noqa: B023
     p = math.exp(-num / den)
     assert bool(np.all(ok))
     assert abs(np.mean(b) - p) < 5 * math.sqrt(p * (1 - p) / 40000) + 1e-12

@@ -8,9 +8,12 @@ import pytest
 from dp_accounting import dp_event
 from sklearn.base import clone
 
+from dpgcd_jax.estimators import DPGCDClassifierCV
+from dpgcd_jax.estimators import DPGCDRegressorCV
 from dpgcd_jax.estimators._cv import check_param_grid
-from dpgcd_jax.estimators import DPGCDClassifierCV, DPGCDRegressorCV
-from dpgcd_jax.privacy import Gaussian, Laplace, Ledger
+from dpgcd_jax.privacy import Gaussian
+from dpgcd_jax.privacy import Laplace
+from dpgcd_jax.privacy import Ledger
 from dpgcd_jax.privacy import _rdp
 from dpgcd_jax.privacy import selection
 

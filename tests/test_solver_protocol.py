@@ -38,7 +38,7 @@ SOLVERS = {
 
 
 def _assert_same(a, b):
-  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 

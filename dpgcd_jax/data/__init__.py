@@ -55,40 +55,47 @@ machine with network can be dropped in. Downloads go through pooch.
 # Importing these modules fills the registry: generators first, then real data (listing order).
 from dpgcd_jax.data import _synthetic  # noqa: F401  isort: skip
 from dpgcd_jax.data import _real  # noqa: F401  isort: skip
-from dpgcd_jax.data._cache import (
-    CACHE_ENV_VAR,
-    CACHE_FORMAT_VERSION,
-    DatasetNotAvailable,
-    Retriever,
-    UrllibDownloader,
-    default_cache_dir,
-)
+from dpgcd_jax.data._cache import CACHE_ENV_VAR
+from dpgcd_jax.data._cache import CACHE_FORMAT_VERSION
+from dpgcd_jax.data._cache import DatasetNotAvailable
+from dpgcd_jax.data._cache import Retriever
+from dpgcd_jax.data._cache import UrllibDownloader
+from dpgcd_jax.data._cache import default_cache_dir
 from dpgcd_jax.data._cli import main
-from dpgcd_jax.data._dataset import (
-    Dataset,
-    Raw,
-    column_mean_squares,
-    lambda_max,
-    prepare_dense,
-    prepare_sparse_binary,
-    standardize,
-)
-from dpgcd_jax.data._parsers import read_arff, read_sparse_binary
-from dpgcd_jax.data._real import breast_cancer, california, diabetes, dorothea, madelon, mtp, permeability_qsar
-from dpgcd_jax.data._registry import (
-    DATASETS,
-    KINDS,
-    DatasetSpec,
-    download,
-    fetch,
-    get,
-    load_cached,
-    names,
-    register,
-    spec,
-    write_cache,
-)
-from dpgcd_jax.data._synthetic import dorothea_synth, log1, log1_ls, log2, log2_ls, madelon_synth, square
+from dpgcd_jax.data._dataset import Dataset
+from dpgcd_jax.data._dataset import Raw
+from dpgcd_jax.data._dataset import column_mean_squares
+from dpgcd_jax.data._dataset import lambda_max
+from dpgcd_jax.data._dataset import prepare_dense
+from dpgcd_jax.data._dataset import prepare_sparse_binary
+from dpgcd_jax.data._dataset import standardize
+from dpgcd_jax.data._parsers import read_arff
+from dpgcd_jax.data._parsers import read_sparse_binary
+from dpgcd_jax.data._real import breast_cancer
+from dpgcd_jax.data._real import california
+from dpgcd_jax.data._real import diabetes
+from dpgcd_jax.data._real import dorothea
+from dpgcd_jax.data._real import madelon
+from dpgcd_jax.data._real import mtp
+from dpgcd_jax.data._real import permeability_qsar
+from dpgcd_jax.data._registry import DATASETS
+from dpgcd_jax.data._registry import KINDS
+from dpgcd_jax.data._registry import DatasetSpec
+from dpgcd_jax.data._registry import download
+from dpgcd_jax.data._registry import fetch
+from dpgcd_jax.data._registry import get
+from dpgcd_jax.data._registry import load_cached
+from dpgcd_jax.data._registry import names
+from dpgcd_jax.data._registry import register
+from dpgcd_jax.data._registry import spec
+from dpgcd_jax.data._registry import write_cache
+from dpgcd_jax.data._synthetic import dorothea_synth
+from dpgcd_jax.data._synthetic import log1
+from dpgcd_jax.data._synthetic import log1_ls
+from dpgcd_jax.data._synthetic import log2
+from dpgcd_jax.data._synthetic import log2_ls
+from dpgcd_jax.data._synthetic import madelon_synth
+from dpgcd_jax.data._synthetic import square
 
 __all__ = [
     "CACHE_ENV_VAR", "CACHE_FORMAT_VERSION", "CACHED", "DATASETS", "Dataset", "DatasetNotAvailable", "DatasetSpec",

@@ -29,7 +29,8 @@ import pathlib
 import tempfile
 import urllib.request
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 import pooch
@@ -39,7 +40,7 @@ from dpgcd_jax import _validate
 
 CACHE_ENV_VAR = "DPGCD_DATA"
 CACHE_FORMAT_VERSION = 1
-PathLike = Union[str, os.PathLike]
+PathLike: TypeAlias = str | os.PathLike
 _GZIP_MAGIC = b"\x1f\x8b"
 _CSR_KEYS = ("X_data", "X_indices", "X_indptr", "X_shape")
 

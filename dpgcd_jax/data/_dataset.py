@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
-from typing import Any, Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import Any
+from typing import NamedTuple
+from typing import TypeAlias
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +21,7 @@ from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties as penalties_lib
 from dpgcd_jax import problem as problem_lib
 
-Matrix = Union[np.ndarray, sparse.csr_array]
+Matrix: TypeAlias = np.ndarray | sparse.csr_array
 PenaltyFactory = Callable[[float], Any]
 
 

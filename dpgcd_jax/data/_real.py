@@ -13,9 +13,13 @@ import numpy as np
 from dpgcd_jax import losses
 from dpgcd_jax import penalties
 from dpgcd_jax.data import _parsers
-from dpgcd_jax.data._dataset import Raw, import_module, prepare_sparse_binary
-from dpgcd_jax.data._parsers import OPENML_API, Retrieve
-from dpgcd_jax.data._registry import register, spec
+from dpgcd_jax.data._dataset import Raw
+from dpgcd_jax.data._dataset import import_module
+from dpgcd_jax.data._dataset import prepare_sparse_binary
+from dpgcd_jax.data._parsers import OPENML_API
+from dpgcd_jax.data._parsers import Retrieve
+from dpgcd_jax.data._registry import register
+from dpgcd_jax.data._registry import spec
 
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 _CALIFORNIA_URL = "https://www.dcc.fc.up.pt/~ltorgo/Regression/cal_housing.tgz"

@@ -24,8 +24,10 @@ import inspect
 import pathlib
 import tempfile
 import types
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Literal
 
 import numpy as np
 
@@ -33,7 +35,10 @@ from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties as penalties_lib
 from dpgcd_jax.data import _cache
-from dpgcd_jax.data._dataset import Dataset, PenaltyFactory, Raw, prepare_dense
+from dpgcd_jax.data._dataset import Dataset
+from dpgcd_jax.data._dataset import PenaltyFactory
+from dpgcd_jax.data._dataset import Raw
+from dpgcd_jax.data._dataset import prepare_dense
 
 Kind = Literal["generator", "offline", "cached"]
 KINDS: tuple[str, ...] = ("generator", "offline", "cached")

@@ -14,7 +14,10 @@ from scipy import sparse
 from dpgcd_jax import _validate
 from dpgcd_jax import losses
 from dpgcd_jax import penalties
-from dpgcd_jax.data._dataset import Raw, import_module, standardize, to_labels
+from dpgcd_jax.data._dataset import Raw
+from dpgcd_jax.data._dataset import import_module
+from dpgcd_jax.data._dataset import standardize
+from dpgcd_jax.data._dataset import to_labels
 from dpgcd_jax.data._registry import register
 
 LOG_L2 = 1e-3

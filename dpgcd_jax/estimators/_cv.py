@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -38,7 +40,10 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
-from dpgcd_jax.privacy import accounting, events, ledger as ledger_lib
+from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import calibration
+from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import selection
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
@@ -71,7 +76,7 @@ def check_param_grid(param_grid: Any, allowed: Sequence[str]) -> list[dict[str, 
         raise ValueError(f"Expected param_grid[{name!r}] to be a non-empty list, got {values!r}.")
     names = sorted(grid)
     for values in itertools.product(*(list(grid[k]) for k in names)):
-      candidates.append(dict(zip(names, values)))
+      candidates.append(dict(zip(names, values, strict=True)))
   return candidates
 
 
@@ -121,7 +126,7 @@ class _SearchMixin:
     _validate.check_number("validation_fraction", self.validation_fraction, low=0.0, high=1.0,
                            low_open=True, high_open=True)
 
-  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "_SearchMixin":
+  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _SearchMixin:
     """Selects the hyperparameters and fits the model privately (see the module docstring).
 
     Args:
@@ -179,7 +184,7 @@ class _SearchMixin:
       event = selection.RepeatAndSelect(parts, mean, shape)
       return prior + ledger_lib.Ledger.of(("hyperparameter selection", event, 1))
 
-    u, report = ledger_lib.calibrate(
+    u, report = calibration.calibrate(
         factory, epsilon, delta,
         key=("dpgcd_jax.estimators.cv", tuple(steps), prior, mean, shape, selection_name, update_name))
     perm = np.asarray(jax.random.permutation(key_split, n))
@@ -285,7 +290,8 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
     super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
                      alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
-                     clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip, random_state=random_state)
+                     clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip,
+                     random_state=random_state)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape

@@ -27,15 +27,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, NamedTuple, Optional
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator
+from sklearn.base import ClassifierMixin
+from sklearn.base import RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import validate_data
 
+from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
@@ -43,8 +48,8 @@ from dpgcd_jax import penalties
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _released
-from dpgcd_jax.problem import make_problem
 from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.problem import make_problem
 from dpgcd_jax.solvers import dp_gcd
 
 SELECTION, UPDATE = "gumbel", "gaussian"
@@ -131,7 +136,7 @@ class _DPGCDBase(BaseEstimator):
 
   _curvature = 1.0
   _auto_clip = AUTO_CLIP
-  _noise_cap: Optional[float] = None
+  _noise_cap: float | None = None
 
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=AUTO, clipping="coordinate",
@@ -260,7 +265,7 @@ class _DPGCDBase(BaseEstimator):
     return tags
 
   def _set_model(self, W: np.ndarray, released: _released.Released, hyper: Hyper, n: int,
-                 noise: float, target: Optional[_released.Released] = None) -> None:
+                 noise: float, target: _released.Released | None = None) -> None:
     """Stores the model in raw units and warns from released values (:func:`_released.diagnose`).
 
     ``noise``: the runs' (public) update noise multiplier.
@@ -285,6 +290,7 @@ class _DPGCDBase(BaseEstimator):
 
   def _prepare(self, X: Any, y: Any, sample_weight: Any = None) -> Prepared:
     """Validated data, the targets, the steps outside the guarantee, delta and the key."""
+    _config.enable_compilation_cache()  # before the first compilation of the fit
     self._check_params()
     if sample_weight is not None:
       raise ValueError(
@@ -298,7 +304,7 @@ class _DPGCDBase(BaseEstimator):
     delta = 1.0 / X.shape[0] ** 2 if self.delta is None else float(self.delta)
     return Prepared(X, np.stack(targets), not_private, delta, key)
 
-  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "_DPGCDBase":
+  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _DPGCDBase:
     """Fits the model privately; ``privacy_`` reports the total ``(epsilon, delta)``.
 
     Args:
@@ -316,7 +322,7 @@ class _DPGCDBase(BaseEstimator):
     """
     return self._fit_prepared(self._prepare(X, y, sample_weight))
 
-  def _fit_prepared(self, data: Prepared, note: Optional[str] = None) -> "_DPGCDBase":
+  def _fit_prepared(self, data: Prepared, note: str | None = None) -> _DPGCDBase:
     """The private fit on validated data (``note``: one more line for ``privacy_``)."""
     epsilon, (n, p) = float(self.epsilon), data.X.shape
     hyper = self._hyper(n, p, epsilon)
@@ -336,7 +342,7 @@ class _DPGCDBase(BaseEstimator):
     return self
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
-                      ) -> Optional[_released.Released]:
+                      ) -> _released.Released | None:
     del key, targets, delta
     return None  # classifiers: labels are +-1
 
@@ -603,7 +609,7 @@ class DPGCDRegressor(RegressorMixin, _DPGCDBase):
       _released.check_positive_bound("target_bound", self.target_bound)
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
-                      ) -> Optional[_released.Released]:
+                      ) -> _released.Released | None:
     return _released.release_target_bound(key, targets[0], target_bound=self.target_bound,
                                           epsilon=float(self.epsilon))
 

@@ -32,15 +32,18 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import sparse as sparse_lib
-from dpgcd_jax.privacy import bounds, events, scales
+from dpgcd_jax.privacy import bounds
+from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.privacy import scales
 
 AUTO = "auto"
 SCALINGS = (AUTO, "private", "bound")
@@ -75,7 +78,7 @@ def check_scaling(scaling: Any) -> None:
     raise ValueError(f"Expected scaling in {SCALINGS}, got scaling={scaling!r}.")
 
 
-def check_positive_bound(name: str, bound: Any, shape: Optional[tuple[int, ...]] = None) -> np.ndarray:
+def check_positive_bound(name: str, bound: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
   """A declared public bound: finite, > 0, a scalar or of ``shape``; ValueError naming ``name``."""
   values = np.asarray(bound, dtype=float) if _is_numeric(bound) else None
   if values is None or values.ndim > 1 or (values.ndim == 1 and shape is not None and values.shape != shape) \
@@ -94,7 +97,7 @@ def _is_numeric(x: Any) -> bool:
     return False
 
 
-def scale_share(n: int, p: int, epsilon: float, delta: float) -> Optional[float]:
+def scale_share(n: int, p: int, epsilon: float, delta: float) -> float | None:
   """The smallest share of :data:`SCALE_SHARES` at which per-feature private scales are
   informative (:func:`dpgcd_jax.privacy.scales.scales_informative`), or None: public only."""
   for share in SCALE_SHARES:
@@ -166,8 +169,8 @@ def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, ep
 
 
 def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray, how: str, *,
-             n: int, epsilon: float, target_bound: Optional[float] = None,
-             prediction_noise: float = 0.0, informative_n: Optional[int] = None) -> list[str]:
+             n: int, epsilon: float, target_bound: float | None = None,
+             prediction_noise: float = 0.0, informative_n: int | None = None) -> list[str]:
   """Warnings from RELEASED or public values only: the model, the public bounds, ``n``, ``epsilon``.
 
   Args:

@@ -9,8 +9,15 @@ Command line: ``python -m dpgcd_jax.experiments reproduce [--quick] [--datasets 
 * :mod:`~dpgcd_jax.experiments.report`: records, table and figure.
 """
 
-from dpgcd_jax.experiments.report import markdown_table, plot, write_results
-from dpgcd_jax.experiments.runner import ALGORITHMS, FULL, PRESETS, QUICK, Preset, run_experiment
+from dpgcd_jax.experiments.report import markdown_table
+from dpgcd_jax.experiments.report import plot
+from dpgcd_jax.experiments.report import write_results
+from dpgcd_jax.experiments.runner import ALGORITHMS
+from dpgcd_jax.experiments.runner import FULL
+from dpgcd_jax.experiments.runner import PRESETS
+from dpgcd_jax.experiments.runner import QUICK
+from dpgcd_jax.experiments.runner import Preset
+from dpgcd_jax.experiments.runner import run_experiment
 
 __all__ = ["ALGORITHMS", "FULL", "PRESETS", "Preset", "QUICK", "markdown_table", "plot",
            "run_experiment", "write_results"]

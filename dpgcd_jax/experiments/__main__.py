@@ -9,7 +9,8 @@ import sys
 
 import jax
 
-from dpgcd_jax.experiments import report, runner
+from dpgcd_jax.experiments import report
+from dpgcd_jax.experiments import runner
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,8 @@ clips are per coordinate (:func:`clip_scale`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments import grids
 from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import dp_cd
@@ -103,7 +105,7 @@ def _sgd_steps(problem: problem_lib.Problem, passes: int) -> int:
 def _sgd_calibrate(problem, delta, passes):
   steps = _sgd_steps(problem, passes)
   slack = (1.0 + np.exp(EPSILON)) * steps * dp_sgd.TRUNCATION_PROBABILITY
-  return accounting.calibrate_sgd(EPSILON, delta - slack, steps=steps,
+  return baseline_accounting.calibrate_sgd(EPSILON, delta - slack, steps=steps,
                                   sampling_rate=sgd_batch_size(problem) / problem.num_examples).update_noise
 
 
@@ -119,7 +121,7 @@ def _sgd_ledger(problem, noise, passes):
   steps = _sgd_steps(problem, passes)
   q = sgd_batch_size(problem) / problem.num_examples
   slack = (1.0 + np.exp(EPSILON)) * steps * dp_sgd.TRUNCATION_PROBABILITY
-  return accounting.sgd_ledger(noise, steps=steps, sampling_rate=q) + ledger_lib.Ledger.of(
+  return baseline_accounting.sgd_ledger(noise, steps=steps, sampling_rate=q) + ledger_lib.Ledger.of(
       ("sampler total variation", events.DeltaSlack(slack), 1))
 
 
@@ -144,9 +146,9 @@ ALGORITHMS = {
         lambda g, c, noise: dp_cd.Params(g, c, noise),
         make_step=lambda pb: (lambda key, state, params: dp_cd.step(key, state, pb, params)[0]),
         init=dp_cd.init, steps_per_pass=lambda pb: pb.num_features,
-        calibrate=lambda pb, delta, passes: accounting.calibrate_cd(
+        calibrate=lambda pb, delta, passes: baseline_accounting.calibrate_cd(
             EPSILON, delta, steps=passes * pb.num_features).update_noise,
-        ledger=lambda pb, noise, passes: accounting.cd_ledger(noise, steps=passes * pb.num_features),
+        ledger=lambda pb, noise, passes: baseline_accounting.cd_ledger(noise, steps=passes * pb.num_features),
         step_sizes=CD_STEPS, clips=COORDINATE_CLIPS,
         run=lambda pb, k, prm, passes: dp_cd.run(pb, k, prm, passes=passes)),
     "dp_sgd": Algorithm(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -108,7 +108,7 @@ def edge_sides(axes: Sequence[Axis], best: Sequence[float]) -> list[tuple[str, s
   if len(best) != len(axes):
     raise ValueError(f"Expected best to have {len(axes)} values, got best={tuple(best)!r}.")
   sides = []
-  for axis, value in zip(axes, best):
+  for axis, value in zip(axes, best, strict=True):
     if math.isclose(value, axis.values[0], rel_tol=1e-9):
       sides.append((axis.name, LOW))
     elif math.isclose(value, axis.values[-1], rel_tol=1e-9):

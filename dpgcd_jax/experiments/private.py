@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from typing import TYPE_CHECKING
 from typing import Any
 
 import jax
@@ -45,11 +46,13 @@ from dpgcd_jax import data as data_lib
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments import algorithms
 from dpgcd_jax.experiments import prepared as prepared_lib
-from dpgcd_jax.experiments import runner
 from dpgcd_jax.experiments import sweeps
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import selection
+
+if TYPE_CHECKING:  # the runner imports this module: a type only, no import circle
+  from dpgcd_jax.experiments.runner import Preset
 
 SCORE_EPSILON = 0.5  # score budget of one repetition at scale k = 1 (eps_s = SCORE_EPSILON / k)
 SHAPE = 1.0  # geometric number of repetitions
@@ -241,7 +244,7 @@ def private_scores(rng: np.random.Generator, scores: np.ndarray, cap: float, n: 
 
 
 def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec: PublicSpec, passes: int,
-                preset: runner.Preset) -> dict:
+                preset: Preset) -> dict:
   """Runs ``preset.seeds`` independent private selections; their released models' relative errors."""
   problem = prepared.private
   n = problem.num_examples
@@ -276,7 +279,8 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
   errors = np.asarray(errors)
   return dict(dataset=prepared.dataset.name.removesuffix("_public"), algorithm=algorithm.name,
               passes=int(passes), mean=float(errors.mean()), std=float(errors.std()), min=float(errors.min()),
-              max=float(errors.max()), median=float(np.median(errors)), errors=errors.tolist(), selected=released, repetitions=reps,
-              mean_repetitions=mean, candidates=len(grid), scale=float(k), noise=runner.json_noise(noise),
+              max=float(errors.max()), median=float(np.median(errors)), errors=errors.tolist(), selected=released,
+              repetitions=reps,
+              mean_repetitions=mean, candidates=len(grid), scale=float(k), noise=sweeps.json_noise(noise),
               score_epsilon=float(score_epsilon), score_cap=spec.score_cap, feature_bound=spec.feature_bound,
               epsilon=float(report.epsilon), delta=float(report.delta), route=report.route, report=str(report))

@@ -165,7 +165,7 @@ def plot(results: dict, path: pathlib.Path) -> None:
   passes = results["preset"]["passes"]
   greedy = {(g["dataset"], g["passes"]): g["relative_error"] for g in results.get("greedy", [])}
   floor = 1e-4
-  for ax, name in zip(axes.ravel(), names):
+  for ax, name in zip(axes.ravel(), names, strict=False):  # more panels than names
     for a in algorithms:
       pts: list[Any] = [best[(name, a, t)] for t in passes if (name, a, t) in best]
       if not pts:
@@ -205,7 +205,7 @@ def plot(results: dict, path: pathlib.Path) -> None:
     ax.axis("off")
   handles, labels = {}, []
   for ax in axes.ravel()[:len(names)]:
-    for h, l in zip(*ax.get_legend_handles_labels()):
+    for h, l in zip(*ax.get_legend_handles_labels(), strict=True):
       if l not in handles:
         handles[l] = h
         labels.append(l)

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -38,9 +40,16 @@ import tqdm
 from dpgcd_jax import data as data_lib
 from dpgcd_jax.experiments import grids
 from dpgcd_jax.experiments import stats
-from dpgcd_jax.experiments.algorithms import ALGORITHMS, EPSILON, Algorithm
-from dpgcd_jax.experiments.prepared import Prepared, build, relative_error
-from dpgcd_jax.experiments.sweeps import independent, seed_keys, sweep
+from dpgcd_jax.experiments import sweeps
+from dpgcd_jax.experiments.algorithms import ALGORITHMS
+from dpgcd_jax.experiments.algorithms import EPSILON
+from dpgcd_jax.experiments.algorithms import Algorithm
+from dpgcd_jax.experiments.prepared import Prepared
+from dpgcd_jax.experiments.prepared import build
+from dpgcd_jax.experiments.prepared import relative_error
+from dpgcd_jax.experiments.sweeps import independent
+from dpgcd_jax.experiments.sweeps import seed_keys
+from dpgcd_jax.experiments.sweeps import sweep
 
 TOP_K = 10
 
@@ -134,7 +143,7 @@ def grid_search(algorithm: Algorithm, prepared: Prepared, noise: Any, passes: in
       w = sweep(algorithm, prepared.private, pts, noise, keys, passes, preset.chunk)
       errors = relative_error(prepared, w)
       nnz = np.count_nonzero(w, axis=-1)
-      for p, e, k in zip(pts, errors, nnz):
+      for p, e, k in zip(pts, errors, nnz, strict=False):
         search.errors[p], search.nnz[p] = e, k
     if not search.step(preset.max_extensions):
       return search
@@ -162,7 +171,7 @@ def best_row(name: str, algorithm: Algorithm, passes: int, noise: Any, search: g
   errors = search.errors[(step_size, clip)]
   return dict(dataset=name, algorithm=algorithm.name, passes=int(passes), step_size=step_size, clip=clip,
               **_summary(errors), errors=[float(x) for x in errors],
-              nnz=float(np.mean(search.nnz[(step_size, clip)])), noise=json_noise(noise),
+              nnz=float(np.mean(search.nnz[(step_size, clip)])), noise=sweeps.json_noise(noise),
               edges=[f"{a}:{s}" for a, s in search.edges()], no_progress=search.no_progress(),
               extensions=search.rounds, extended=[f"{a}:{s}" for a, s in search.extended],
               step_grid=list(search.axes[0].values), clip_grid=list(search.axes[1].values),
@@ -277,7 +286,7 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
         row = best_row(name, algorithm, passes, noise, search, time.perf_counter() - s0)
         rows_by_passes[passes].append(row)
         for (step_size, clip), errs in search.errors.items():
-          for seed, (err, k) in enumerate(zip(errs, search.nnz[(step_size, clip)])):
+          for seed, (err, k) in enumerate(zip(errs, search.nnz[(step_size, clip)], strict=False)):
             runs.append(dict(dataset=name, algorithm=algo_name, passes=passes, step_size=step_size, clip=clip,
                              seed=seed, relative_error=float(err), nnz=int(k)))
         bar.update()
@@ -303,10 +312,6 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
   return dict(runs=runs, best=best, greedy=greedy, private=private_rows, skipped=skipped, datasets=info,
               epsilon=EPSILON, preset=dataclasses.asdict(preset), seconds=time.perf_counter() - started,
               versions=versions())
-
-
-def json_noise(noise: Any) -> Any:
-  return [float(x) for x in noise] if isinstance(noise, tuple) else float(noise)
 
 
 def versions() -> dict:

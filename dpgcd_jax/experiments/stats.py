@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats as sp_stats

@@ -11,14 +11,18 @@ batch size, which must not be batched); the coordinate methods vmap over every
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import problem as problem_lib
-from dpgcd_jax.experiments.algorithms import ALGORITHMS, Algorithm, clip_scale
+from dpgcd_jax.experiments.algorithms import ALGORITHMS
+from dpgcd_jax.experiments.algorithms import Algorithm
+from dpgcd_jax.experiments.algorithms import clip_scale
 from dpgcd_jax.solvers import base
 
 ROOT_SEED = 20230425
@@ -33,7 +37,7 @@ def _one_run(algorithm: Algorithm) -> Callable:
   return one
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(name: str) -> Callable:
   """The jitted sweep of an algorithm (JAX caches one executable per data-set shape).
 
@@ -53,7 +57,7 @@ def _compiled(name: str) -> Callable:
   return jax.jit(shared)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled_sequential(name: str) -> Callable:
   """``(problem, params[R], keys[R], steps) -> w[R, p]`` by ``lax.map``: independent DP-SGD runs.
 
@@ -130,3 +134,8 @@ def seed_keys(seeds: int, stream: int = 0) -> jax.Array:
   """``seeds`` keys of one stream (0: the grid seeds; 1: confirmation; 2: the private column)."""
   root = jax.random.key(ROOT_SEED)
   return jax.random.split(root if stream == 0 else jax.random.fold_in(root, stream), seeds)
+
+
+def json_noise(noise: Any) -> Any:
+  """A noise multiplier (or a pair of them) as JSON numbers."""
+  return [float(x) for x in noise] if isinstance(noise, tuple) else float(noise)

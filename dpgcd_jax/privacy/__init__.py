@@ -26,15 +26,15 @@ from dpgcd_jax import _lazy
 # name -> the module defining it.
 _EXPORTS = {
     "Calibration": "dpgcd_jax.privacy.accounting",
-    "calibrate_cd": "dpgcd_jax.privacy.accounting",
+    "calibrate_cd": "dpgcd_jax.privacy.baseline_accounting",
     "calibrate_gcd": "dpgcd_jax.privacy.accounting",
-    "calibrate_sgd": "dpgcd_jax.privacy.accounting",
-    "cd_epsilon": "dpgcd_jax.privacy.accounting",
-    "cd_ledger": "dpgcd_jax.privacy.accounting",
+    "calibrate_sgd": "dpgcd_jax.privacy.baseline_accounting",
+    "cd_epsilon": "dpgcd_jax.privacy.baseline_accounting",
+    "cd_ledger": "dpgcd_jax.privacy.baseline_accounting",
     "gcd_epsilon": "dpgcd_jax.privacy.accounting",
     "gcd_ledger": "dpgcd_jax.privacy.accounting",
-    "sgd_epsilon": "dpgcd_jax.privacy.accounting",
-    "sgd_ledger": "dpgcd_jax.privacy.accounting",
+    "sgd_epsilon": "dpgcd_jax.privacy.baseline_accounting",
+    "sgd_ledger": "dpgcd_jax.privacy.baseline_accounting",
     "AuditResult": "dpgcd_jax.privacy.auditing",
     "adversarial_neighbour": "dpgcd_jax.privacy.auditing",
     "adversarial_pair": "dpgcd_jax.privacy.auditing",
@@ -52,7 +52,7 @@ _EXPORTS = {
     "Entry": "dpgcd_jax.privacy.ledger",
     "Ledger": "dpgcd_jax.privacy.ledger",
     "PrivacyReport": "dpgcd_jax.privacy.ledger",
-    "calibrate": "dpgcd_jax.privacy.ledger",
+    "calibrate": "dpgcd_jax.privacy.calibration",
     "RepeatAndSelect": "dpgcd_jax.privacy.selection",
     "calibrate_repeat_and_select": "dpgcd_jax.privacy.selection",
     "repeat_and_select_ledger": "dpgcd_jax.privacy.selection",
@@ -70,22 +70,21 @@ __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
   from dpgcd_jax.privacy import scales  # noqa: F401
-  from dpgcd_jax.privacy.scales import (calibrate_scales, min_informative_n,  # noqa: F401
-                                        private_feature_scales, scales_informative, scales_ledger)
   from dpgcd_jax.privacy.accounting import Calibration  # noqa: F401
-  from dpgcd_jax.privacy.accounting import calibrate_cd  # noqa: F401
   from dpgcd_jax.privacy.accounting import calibrate_gcd  # noqa: F401
-  from dpgcd_jax.privacy.accounting import calibrate_sgd  # noqa: F401
-  from dpgcd_jax.privacy.accounting import cd_epsilon  # noqa: F401
-  from dpgcd_jax.privacy.accounting import cd_ledger  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_epsilon  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_ledger  # noqa: F401
-  from dpgcd_jax.privacy.accounting import sgd_epsilon  # noqa: F401
-  from dpgcd_jax.privacy.accounting import sgd_ledger  # noqa: F401
   from dpgcd_jax.privacy.auditing import AuditResult  # noqa: F401
   from dpgcd_jax.privacy.auditing import adversarial_neighbour  # noqa: F401
   from dpgcd_jax.privacy.auditing import adversarial_pair  # noqa: F401
   from dpgcd_jax.privacy.auditing import audit  # noqa: F401
+  from dpgcd_jax.privacy.baseline_accounting import calibrate_cd  # noqa: F401
+  from dpgcd_jax.privacy.baseline_accounting import calibrate_sgd  # noqa: F401
+  from dpgcd_jax.privacy.baseline_accounting import cd_epsilon  # noqa: F401
+  from dpgcd_jax.privacy.baseline_accounting import cd_ledger  # noqa: F401
+  from dpgcd_jax.privacy.baseline_accounting import sgd_epsilon  # noqa: F401
+  from dpgcd_jax.privacy.baseline_accounting import sgd_ledger  # noqa: F401
+  from dpgcd_jax.privacy.calibration import calibrate  # noqa: F401
   from dpgcd_jax.privacy.events import BoundedRange  # noqa: F401
   from dpgcd_jax.privacy.events import DeltaSlack  # noqa: F401
   from dpgcd_jax.privacy.events import DiscreteGaussian  # noqa: F401
@@ -99,7 +98,11 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.ledger import Entry  # noqa: F401
   from dpgcd_jax.privacy.ledger import Ledger  # noqa: F401
   from dpgcd_jax.privacy.ledger import PrivacyReport  # noqa: F401
-  from dpgcd_jax.privacy.ledger import calibrate  # noqa: F401
+  from dpgcd_jax.privacy.scales import calibrate_scales  # noqa: F401
+  from dpgcd_jax.privacy.scales import min_informative_n  # noqa: F401
+  from dpgcd_jax.privacy.scales import private_feature_scales  # noqa: F401
+  from dpgcd_jax.privacy.scales import scales_informative  # noqa: F401
+  from dpgcd_jax.privacy.scales import scales_ledger  # noqa: F401
   from dpgcd_jax.privacy.selection import RepeatAndSelect  # noqa: F401
   from dpgcd_jax.privacy.selection import calibrate_repeat_and_select  # noqa: F401
   from dpgcd_jax.privacy.selection import repeat_and_select_ledger  # noqa: F401

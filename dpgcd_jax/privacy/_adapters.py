@@ -43,8 +43,8 @@ def _rr_noise(eps: float) -> float:
 @functools.lru_cache(maxsize=128)
 def _single(event: ev.PrivacyEvent, count: int, discretization: float):
   """PLD of ``count`` releases of ``event`` (None for a free one, raises if non-private)."""
-  from dp_accounting.pld import privacy_loss_distribution as pld  # pylint: disable=g-import-not-at-top
   import dp_accounting  # pylint: disable=g-import-not-at-top
+  from dp_accounting.pld import privacy_loss_distribution as pld  # pylint: disable=g-import-not-at-top
   kw = dict(value_discretization_interval=discretization, pessimistic_estimate=True)
   if isinstance(event, (ev.PureDp, ev.BoundedRange, ev.Laplace)):
     eps = event.epsilon

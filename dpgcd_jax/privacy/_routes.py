@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

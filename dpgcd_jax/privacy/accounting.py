@@ -3,7 +3,7 @@
 Everything here is NumPy / SciPy on the host (never JAX, never inside ``jit``). Each solver's
 mechanisms are privacy events (:mod:`dpgcd_jax.privacy.events`); one iteration's events go
 into a :class:`~dpgcd_jax.privacy.ledger.Ledger`, which composes them by the best valid route;
-:func:`~dpgcd_jax.privacy.ledger.calibrate` bisects the noise scale. ``*_epsilon`` turns noise
+:func:`~dpgcd_jax.privacy.calibration.calibrate` bisects the noise scale. ``*_epsilon`` turns noise
 multipliers into the epsilon of an (epsilon, delta)-DP guarantee; ``calibrate_*`` turns a
 budget into the smallest noise multipliers that meet it. The string arguments
 (``selection="gumbel"``, ``update="gaussian"``...) are sugar for the events below.
@@ -54,7 +54,7 @@ update: 298.44). DP-SGD: see :mod:`dpgcd_jax.privacy.baseline_accounting`.
 
 Calibration
 -----------
-One scalar is bisected in log space (:func:`dpgcd_jax.privacy.ledger.calibrate`): the common
+One scalar is bisected in log space (:func:`dpgcd_jax.privacy.calibration.calibrate`): the common
 multiplier (``selection_share=None``) or a scale ``k`` with the ratio of the two multipliers
 fixed by the share. The returned multipliers are feasible and within 0.02% of the smallest
 feasible ones; results are cached per (solver, steps, mechanisms, share, method, epsilon,
@@ -86,12 +86,11 @@ from dpgcd_jax import _validate
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import _pld
 from dpgcd_jax.privacy import _rdp
+from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
 
-SELECTIONS = ("laplace", "gumbel")  # the names of dpgcd_jax.mechanisms (objects are accepted too)
-UPDATES = ("laplace", "gaussian")
-_REL_TOL = ledger_lib.REL_TOL
+_REL_TOL = calibration.REL_TOL
 
 # Historical private names (used by tests and notebooks).
 _rr_rdp = _rdp.rr_rdp
@@ -103,7 +102,7 @@ _rdp_epsilon = _rdp.rdp_epsilon
 _replace_from_add_remove = _rdp.replace_from_add_remove
 _pld_delta = lambda eps, groups, mu: _pld.pld_delta(eps, groups, mu)
 _pld_epsilon = lambda groups, mu, delta: _pld.pld_epsilon(groups, mu, delta)
-_bisect_scale = ledger_lib.bisect_scale
+_bisect_scale = calibration.bisect_scale
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +263,8 @@ def gcd_epsilon(
   _check_delta(delta)
   mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
   mechanisms.update(update)
-  _validate.check_choice("method", method, _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
+  _validate.check_choice("method", method,
+                         _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
   if method == "closed_form":
     return _closed_form(b_sel, b_upd, steps, float(delta))
   ledger = gcd_ledger(b_sel, b_upd, steps=steps, selection=selection, update=update)
@@ -342,7 +342,8 @@ def calibrate_gcd(
   mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
   mechanisms.update(update)
   share = _check_share(selection_share)
-  _validate.check_choice("method", method, _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
+  _validate.check_choice("method", method,
+                         _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
   return _calibrate_gcd(float(epsilon), float(delta), steps, selection, update, share, method)
 
 
@@ -362,17 +363,8 @@ def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method) -> C
                        steps=steps, method="closed_form",
                        report=factory(k).report(delta).with_notes(
                            "calibrated by advanced composition (closed form)"))
-  k, report = ledger_lib.calibrate(factory, epsilon, delta, guess=guess, route=_to_route(method),
+  k, report = calibration.calibrate(factory, epsilon, delta, guess=guess, route=_to_route(method),
                                    key=("gcd", steps, selection, update, share))
   return Calibration(selection_noise=k * r_sel, update_noise=k * r_upd, epsilon=report.epsilon,
                      delta=delta, steps=steps, method=_from_route(report.route, update),
                      report=report)
-
-
-# DP-CD and DP-SGD live in baseline_accounting.py (re-exported here).
-from dpgcd_jax.privacy.baseline_accounting import calibrate_cd  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy.baseline_accounting import calibrate_sgd  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy.baseline_accounting import cd_epsilon  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy.baseline_accounting import cd_ledger  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy.baseline_accounting import sgd_epsilon  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy.baseline_accounting import sgd_ledger  # pylint: disable=g-import-not-at-top,wrong-import-position

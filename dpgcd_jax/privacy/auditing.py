@@ -63,7 +63,9 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -124,7 +126,7 @@ def adversarial_neighbour(
     *,
     index: int = 0,
     feature_scale: float = 1e3,
-    target: Optional[float] = None,
+    target: float | None = None,
 ) -> problem_lib.Problem:
   """``D'``: record ``index`` replaced by an extreme record whose gradient opposes the original.
 
@@ -193,7 +195,7 @@ def adversarial_pair(
     *,
     index: int = 0,
     feature_scale: float = 1e3,
-    target: Optional[float] = None,
+    target: float | None = None,
 ) -> tuple[problem_lib.Problem, problem_lib.Problem]:
   """``(D, D')``, both with an extreme record ``index``, of opposite gradients.
 
@@ -290,7 +292,7 @@ def _choose_test(null: np.ndarray, alt: np.ndarray, delta: float, alpha: float
 # ----------------------------------------------------------------------------------------
 
 
-def _batched(mechanism: Mechanism, statistic: Optional[Callable[[Array], Array]]):
+def _batched(mechanism: Mechanism, statistic: Callable[[Array], Array] | None):
   def one(key, problem):
     out = mechanism(key, problem)
     if statistic is None:
@@ -313,7 +315,7 @@ def audit(
     key: Array,
     runs: int,
     delta: float,
-    statistic: Optional[Callable[[Array], Array]] = None,
+    statistic: Callable[[Array], Array] | None = None,
     confidence: float = 0.95,
     chunk: int = 10_000,
 ) -> AuditResult:

@@ -19,10 +19,11 @@ import functools
 import math
 
 from dpgcd_jax import _validate
+from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.privacy.accounting import Calibration
 from dpgcd_jax.privacy.accounting import _REL_TOL
+from dpgcd_jax.privacy.accounting import Calibration
 from dpgcd_jax.privacy.accounting import _check_budget
 from dpgcd_jax.privacy.accounting import _check_delta
 from dpgcd_jax.privacy.accounting import _check_noise
@@ -89,7 +90,7 @@ def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "bes
 def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
   route = "pld" if method == "best" else method
   guess = math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
-  s, report = ledger_lib.calibrate(lambda s: cd_ledger(s, steps=steps), epsilon, delta,
+  s, report = calibration.calibrate(lambda s: cd_ledger(s, steps=steps), epsilon, delta,
                                    guess=guess, route=route, key=("cd", steps))
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=report.route, report=report)
@@ -175,7 +176,7 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
 @functools.lru_cache(maxsize=256)
 def _calibrate_sgd(epsilon, delta, steps, q, method) -> Calibration:
   guess = q * math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
-  s, report = ledger_lib.calibrate(
+  s, report = calibration.calibrate(
       lambda s: sgd_ledger(s, steps=steps, sampling_rate=q), epsilon, delta,
       guess=max(guess, 0.5), route=_sgd_route(method), key=("sgd", steps, q),
       rel_tol=_REL_TOL)

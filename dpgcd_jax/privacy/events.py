@@ -265,6 +265,3 @@ class DeltaSlack(PrivacyEvent):
   def rdp(self, orders):
     return np.zeros(np.shape(orders))
 
-
-EVENT_TYPES = (PureDp, BoundedRange, Laplace, Gaussian, ZCdp, PoissonSampledGaussian,
-               DeltaSlack, DiscreteLaplace, DiscreteGaussian)

@@ -58,12 +58,12 @@ def _entry(x) -> Entry:
   return Entry(entry.label, entry.event, int(entry.count))
 
 
-def _check_budget_delta(delta: float) -> float:
+def check_budget_delta(delta: float) -> float:
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   return float(delta)
 
 
-def _check_budget_epsilon(epsilon: float) -> float:
+def check_budget_epsilon(epsilon: float) -> float:
   _validate.check_number("epsilon", epsilon, low=0.0)
   return float(epsilon)
 
@@ -82,15 +82,15 @@ class Ledger:
     object.__setattr__(self, "entries", tuple(_entry(e) for e in self.entries))
 
   @classmethod
-  def of(cls, *entries) -> "Ledger":
+  def of(cls, *entries) -> Ledger:
     """``Ledger.of(("selection", BoundedRange(0.01), 1000), ...)``."""
     return cls(tuple(entries))
 
-  def add(self, label: str, event: ev.PrivacyEvent, count: int = 1) -> "Ledger":
+  def add(self, label: str, event: ev.PrivacyEvent, count: int = 1) -> Ledger:
     """A new ledger with one more entry."""
     return Ledger(self.entries + (Entry(label, event, count),))
 
-  def __add__(self, other: "Ledger") -> "Ledger":
+  def __add__(self, other: Ledger) -> Ledger:
     if not isinstance(other, Ledger):
       return NotImplemented
     return Ledger(self.entries + other.entries)
@@ -123,7 +123,7 @@ class Ledger:
     agg = self.aggregated()
     if route == "best":
       names = [n for n, r in _routes.ROUTES.items() if r.supports(agg) and r.in_best(agg)]
-      for i, n in enumerate(names):  # An exact route makes the others pointless.
+      for n in names:  # An exact route makes the others pointless.
         if _routes.ROUTES[n].exact(agg):
           return [n]
       return sorted(names, key=lambda n: (_routes.ROUTES[n].priority, _routes.ROUTES[n].cost))
@@ -134,7 +134,7 @@ class Ledger:
 
   def epsilon_and_route(self, delta: float, route: str = "best") -> tuple[float, str]:
     """The smallest certified epsilon at ``delta`` and the route that certifies it."""
-    delta = _check_budget_delta(delta)
+    delta = check_budget_delta(delta)
     names = self._candidates(route)
     slack, agg = self.slack, self.aggregated()
     if delta <= slack:
@@ -150,7 +150,7 @@ class Ledger:
 
   def delta_and_route(self, epsilon: float, route: str = "best") -> tuple[float, str]:
     """The smallest certified delta at ``epsilon`` and the route that certifies it."""
-    epsilon = _check_budget_epsilon(epsilon)
+    epsilon = check_budget_epsilon(epsilon)
     names = self._candidates(route)
     slack, agg = self.slack, self.aggregated()
     if not agg:
@@ -175,7 +175,7 @@ class Ledger:
     return self.epsilon_and_route(delta)[1]
 
   def report(self, delta: float, *, route: str = "best", notes: tuple[str, ...] = ()
-             ) -> "PrivacyReport":
+             ) -> PrivacyReport:
     """The :class:`PrivacyReport` of this ledger at ``delta``."""
     eps, name = self.epsilon_and_route(delta, route)
     return PrivacyReport(self.entries, eps, float(delta), name, tuple(notes))
@@ -212,11 +212,11 @@ class PrivacyReport:
   def ledger(self) -> Ledger:
     return Ledger(self.entries)
 
-  def with_notes(self, *notes: str) -> "PrivacyReport":
+  def with_notes(self, *notes: str) -> PrivacyReport:
     """A copy with more notes."""
     return dataclasses.replace(self, notes=self.notes + tuple(notes))
 
-  def with_not_private(self, *steps: str) -> "PrivacyReport":
+  def with_not_private(self, *steps: str) -> PrivacyReport:
     """A copy that records data-dependent steps outside the guarantee."""
     return dataclasses.replace(self, not_private=self.not_private + tuple(steps))
 
@@ -231,9 +231,3 @@ class PrivacyReport:
     lines += [f"note: {n}" for n in self.notes]
     lines += [f"NOT PRIVATE: {s}" for s in self.not_private]
     return "\n".join(lines)
-
-
-# Calibration lives in _calibrate.py (re-exported here).
-from dpgcd_jax.privacy._calibrate import REL_TOL  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy._calibrate import bisect_scale  # pylint: disable=g-import-not-at-top,wrong-import-position
-from dpgcd_jax.privacy._calibrate import calibrate  # pylint: disable=g-import-not-at-top,wrong-import-position

@@ -103,7 +103,8 @@ References:
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -111,6 +112,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import sparse as sparse_lib
+from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 
@@ -301,7 +303,7 @@ def calibrate_scales(epsilon: float, delta: float, *, grid: Any = GRID) -> float
   _validate.check_positive("epsilon", epsilon)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   rounds = num_rounds(grid)
-  scale, _ = ledger_lib.calibrate(
+  scale, _ = calibration.calibrate(
       lambda s: ledger_lib.Ledger.of((LABEL, events.Gaussian(s), rounds)), float(epsilon),
       float(delta), key=("feature scales", rounds))
   return float(scale)

@@ -52,12 +52,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _rdp
+from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
 
@@ -267,7 +270,7 @@ def calibrate_repeat_and_select(
     ``(scale, report)`` as :func:`dpgcd_jax.privacy.calibrate`.
   """
   factory = lambda k: repeat_and_select_ledger(inner_factory(k), mean=mean, shape=shape)
-  return ledger_lib.calibrate(
+  return calibration.calibrate(
       factory, epsilon, delta, guess=guess,
       key=None if key is None else ("repeat_and_select", key, float(mean), float(shape)))
 

@@ -19,7 +19,7 @@ record moves each mean by at most ``c / n``; the vector of means moves by at mos
   sensitivity ``p c / n``: pure ``epsilon``-DP.
 * ``noise="gaussian"``: ``xi_j ~ N(0, (s sqrt(p) c / n)^2)``, the Gaussian mechanism with l2
   sensitivity ``sqrt(p) c / n``, where ``s`` is the exact (Balle & Wang 2018) multiplier for one
-  Gaussian release at ``(epsilon, delta)`` (:func:`dpgcd_jax.privacy.accounting.calibrate_cd`
+  Gaussian release at ``(epsilon, delta)`` (:func:`dpgcd_jax.privacy.baseline_accounting.calibrate_cd`
   with one step): ``(epsilon, delta)``-DP. Its noise grows as ``sqrt(p)`` instead of ``p``:
   better in high dimension.
 
@@ -64,7 +64,7 @@ References:
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -83,7 +83,7 @@ def smoothness_noise_scale(
     *,
     epsilon: float,
     noise: str = "laplace",
-    delta: Optional[float] = None,
+    delta: float | None = None,
 ) -> np.ndarray:
   """Per-coordinate noise scale of :func:`private_smoothness` (host side, public inputs).
 
@@ -95,8 +95,8 @@ def smoothness_noise_scale(
   p = clip.shape[0]
   if noise == "laplace":
     return p * clip / (num_examples * float(epsilon))
-  from dpgcd_jax.privacy import accounting  # pylint: disable=g-import-not-at-top
-  s = accounting.calibrate_cd(float(epsilon), float(delta), steps=1).update_noise
+  from dpgcd_jax.privacy import baseline_accounting  # pylint: disable=g-import-not-at-top
+  s = baseline_accounting.calibrate_cd(float(epsilon), float(delta), steps=1).update_noise
   return s * math.sqrt(p) * clip / num_examples
 
 
@@ -108,8 +108,8 @@ def private_smoothness(
     key: Array,
     clip: Any,
     noise: str = "laplace",
-    delta: Optional[float] = None,
-    floor: Optional[float] = None,
+    delta: float | None = None,
+    floor: float | None = None,
 ) -> Array:
   """``epsilon``-DP (Laplace) or ``(epsilon, delta)``-DP (Gaussian) estimate of ``M_j``.
 

@@ -22,5 +22,10 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-  from dpgcd_jax.solvers import base, dp_cd, dp_gcd, dp_sgd, reference  # noqa: F401
-  from dpgcd_jax.solvers.base import Result, Trace  # noqa: F401
+  from dpgcd_jax.solvers import base  # noqa: F401
+  from dpgcd_jax.solvers import dp_cd  # noqa: F401
+  from dpgcd_jax.solvers import dp_gcd  # noqa: F401
+  from dpgcd_jax.solvers import dp_sgd  # noqa: F401
+  from dpgcd_jax.solvers import reference  # noqa: F401
+  from dpgcd_jax.solvers.base import Result  # noqa: F401
+  from dpgcd_jax.solvers.base import Trace  # noqa: F401

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,7 @@ class State(NamedTuple):
   """
 
   w: Array
-  margins: Optional[Array]
+  margins: Array | None
 
 
 def init(problem: problem_lib.Problem) -> State:

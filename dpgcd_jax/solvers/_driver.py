@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +18,7 @@ from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import bounds
+from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
@@ -150,7 +152,7 @@ def private_fit(
       raise ValueError(f"Expected targets of shape (K, {problem.num_examples}), got "
                        f"targets.shape={targets.shape}.")
 
-  scale, report = ledger_lib.calibrate(lambda scale: solver_ledger(scale) + spent, float(epsilon),
+  scale, report = calibration.calibrate(lambda scale: solver_ledger(scale) + spent, float(epsilon),
                                        float(delta), key=cache_key + (bound_epsilon,) + prior_key)
   params = base.cast_params(solver, problem, params_at(scale))
   static = tuple(sorted(options.items()))

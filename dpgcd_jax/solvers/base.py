@@ -28,7 +28,9 @@ from __future__ import annotations
 import functools
 import operator
 import warnings
-from typing import Any, Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,8 +55,8 @@ class Trace(NamedTuple):
       None when ``store_objective=False``.
   """
 
-  coordinates: Optional[Array]
-  nonprivate_objective: Optional[Array]
+  coordinates: Array | None
+  nonprivate_objective: Array | None
 
 
 class Result(NamedTuple):
@@ -104,7 +106,7 @@ class Solver(NamedTuple):
   vector_clip: bool = True
   uses_smoothness: bool = True
   dense_only: bool = False
-  info: Optional[type] = None
+  info: type | None = None
 
 
 # ----------------------------------------------------------------------------------------
@@ -138,9 +140,9 @@ def run_steps(
     *,
     passes: Any,
     steps_per_pass: int,
-    capacity: Optional[int] = None,
-    record: Optional[Callable[[Any], Array]] = None,
-) -> tuple[Any, Any, Optional[Array]]:
+    capacity: int | None = None,
+    record: Callable[[Any], Array] | None = None,
+) -> tuple[Any, Any, Array | None]:
   """Runs ``passes`` passes of ``steps_per_pass`` steps of ``step(key_t, state) -> (state, output)``.
 
   Step ``t`` draws from ``fold_in(key, t)``. ``passes`` may be a traced integer: the passes are a
@@ -246,7 +248,7 @@ def trim_trace(result: Result, *, steps: int, passes: int) -> Result:
   return result._replace(trace=Trace(_leading(coordinates, steps), _leading(objectives, passes + 1)))
 
 
-def _leading(x: Optional[Array], n: int) -> Optional[Array]:
+def _leading(x: Array | None, n: int) -> Array | None:
   if x is None or x.shape[-1] == n:
     return x
   if isinstance(x, jax.core.Tracer):
@@ -256,7 +258,7 @@ def _leading(x: Optional[Array], n: int) -> Optional[Array]:
 
 @functools.partial(jax.jit, static_argnames=("solver", "capacity", "store_objective", "options"))
 def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
-                     passes: Array, *, capacity: Optional[int], store_objective: bool,
+                     passes: Array, *, capacity: int | None, store_objective: bool,
                      options: tuple[tuple[str, Any], ...]) -> Result:
   """The compiled program of :func:`compiled_run`: records padded to ``capacity`` passes."""
   options = dict(options)

@@ -22,7 +22,8 @@ the trace are NOT private.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,11 +31,11 @@ import jax.numpy as jnp
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import greedy
-from dpgcd_jax.privacy import accounting
 
 Array = jax.Array
 
@@ -140,5 +141,5 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   return _driver.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size, clip, scale),
-      solver_ledger=lambda scale: accounting.cd_ledger(scale, steps=steps),
+      solver_ledger=lambda scale: baseline_accounting.cd_ledger(scale, steps=steps),
       cache_key=("dp_cd", steps), store_objective=store_objective)

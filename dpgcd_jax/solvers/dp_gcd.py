@@ -11,7 +11,8 @@ One iteration, from ``w^0 = prox(0)`` (``0`` for the built-in penalties):
    j_t &= \\text{private greedy choice of } j \\text{ with rule GS-s / GS-r / GS-q on } g
          \\quad (\\text{noise } b\\,\\bar\\Delta) \\\\
    w^{t+1}_{j_t} &= \\mathrm{prox}_{\\gamma_{j_t} \\psi_{j_t}}\\big(w^t_{j_t} - \\gamma_{j_t} (g_{j_t} + \\eta_t)\\big),
-   \\quad \\gamma_j = \\gamma / M_j, \\quad \\eta_t \\sim \\mathrm{Lap}(s \\Delta_{j_t}) \\text{ or } N(0, (s \\Delta_{j_t})^2)
+   \\quad \\gamma_j = \\gamma / M_j,
+   \\quad \\eta_t \\sim \\mathrm{Lap}(s \\Delta_{j_t}) \\text{ or } N(0, (s \\Delta_{j_t})^2)
 
 with ``Delta_j = 2 C_j / n`` and ``Delta_bar = max_j Delta_j / sqrt(M_j)``.
 
@@ -32,7 +33,8 @@ the same ``T`` mechanism invocations as ``steps=T``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Optional
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,11 +44,11 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.privacy import accounting
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import greedy
-from dpgcd_jax.privacy import accounting
 
 Array = jax.Array
 
@@ -200,7 +202,7 @@ def fit(
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
-    selection_share: Optional[float] = None,
+    selection_share: float | None = None,
     bound_share: float = _driver.DEFAULT_BOUND_SHARE,
     store_objective: bool = False,
     prior: Any = None,

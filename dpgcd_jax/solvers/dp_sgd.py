@@ -29,7 +29,8 @@ so ``fit`` releases no feature bound. The objective values in the trace are NOT 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,10 +40,10 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sampling
-from dpgcd_jax.solvers import _driver
-from dpgcd_jax.solvers import base
 from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import events
+from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import base
 
 Array = jax.Array
 # Per-step total-variation distance of the sampler to exact Poisson(q) (no batch is truncated any
@@ -116,8 +117,8 @@ def sample_batch(key: Array, num_examples: int, sampling_rate: float, max_batch:
 
 
 def step(key: Array, state: State, problem: problem_lib.Problem, params: Params, *,
-         sampling_rate: float, max_batch: Optional[int] = None,
-         X: Optional[Array] = None) -> tuple[State, Info]:
+         sampling_rate: float, max_batch: int | None = None,
+         X: Array | None = None) -> tuple[State, Info]:
   """One DP-SGD step (pure, jittable): the new state and the realized batch size.
 
   Args:

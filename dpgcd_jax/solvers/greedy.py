@@ -48,7 +48,8 @@ grid steps and the integer scale is rounded up to cover it); updates ``"discrete
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -58,8 +59,6 @@ from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 
 Array = jax.Array
-SELECTIONS = tuple(mechanisms.SELECTIONS)
-UPDATES = tuple(mechanisms.UPDATES)
 
 
 def gs_s(g: Array, w: Array, M: Array, penalty: penalties.Penalty) -> Array:
@@ -77,18 +76,6 @@ def gs_q(g: Array, w: Array, M: Array, penalty: penalties.Penalty) -> Array:
 
 
 RULES: dict[str, Callable[..., Array]] = {"gs-s": gs_s, "gs-r": gs_r, "gs-q": gs_q}
-
-
-def noise_inside_score(rule: str, penalty: penalties.Penalty) -> bool:
-  """Whether Laplace selection may add its noise inside the score (the paper's form).
-
-  Only for GS-s with a penalty whose subdifferential is a single point (none, or the l2
-  penalty): the score is then ``|u_j + c_j|``, V-shaped with slopes +-1 and no plateau. A
-  plateau (l1 or elastic net at ``w_j = 0``, a box at a bound) lets every score be 0 at once,
-  and the all-zero tie then has a probability that can change by about ``exp(log(p) / b)``
-  between neighbours: the ``2 / b`` argument fails, so those cases use report-noisy-max.
-  """
-  return rule == "gs-s" and isinstance(penalty, (penalties.Zero, penalties.L2))
 
 
 def selection_sensitivity(thresholds: Array, M: Array, num_examples: int) -> Array:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
 
 from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _routes
 from dpgcd_jax.privacy.ledger import Ledger
 from dpgcd_jax.privacy.ledger import PrivacyReport
-from dpgcd_jax.privacy.ledger import _check_budget_delta
+from dpgcd_jax.privacy.ledger import check_budget_delta
 
 REL_TOL = 2e-4
 _CACHE: collections.OrderedDict = collections.OrderedDict()
@@ -213,7 +214,7 @@ def calibrate(
     ValueError: for a bad argument (the message names it), or when no finite scale works.
   """
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
-  delta = _check_budget_delta(delta)
+  delta = check_budget_delta(delta)
   epsilon = float(epsilon)
   if guess is not None:
     _validate.check_positive("guess", guess)
@@ -242,11 +243,11 @@ def calibrate(
     if _routes.ROUTES[name].upper is not None:
       # The route's delta is below its upper bound: feasible where the bound is.
       g_up = lambda k, name=name: _margin(factory(k), name, epsilon, delta, bound="upper")
-      hi = min(hi, bisect_scale(lambda k: g_up(k) <= 0.0, hi, 1e-3, step=1.02))
+      hi = min(hi, bisect_scale(lambda k: g_up(k) <= 0.0, hi, 1e-3, step=1.02))  # noqa: B023
     if _routes.ROUTES[name].lower is not None:
       # The route's delta is above its lower bound: infeasible where the bound is.
       g_low = lambda k, name=name: _margin(factory(k), name, epsilon, delta, bound="lower")
-      lo = bisect_scale(lambda k: g_low(k) <= 0.0, hi, 1e-3, step=1.02) / (1.0 + 1e-3)
+      lo = bisect_scale(lambda k: g_low(k) <= 0.0, hi, 1e-3, step=1.02) / (1.0 + 1e-3)  # noqa: B023
       if lo >= hi:
         continue
       f_lo = g_low(lo)
