@@ -164,11 +164,13 @@ def quantize(per_example_grads: Array, thresholds: Array, scale: Array) -> Array
   return (clipped * scale).astype(_int_dtype(per_example_grads.dtype))
 
 
-def block_sums(q: Array, axis: int = -1) -> Array:
+def block_sums(q: Array, axis: int = -1, bits: int | None = None) -> Array:
   """Exact partial sums of the integers ``q`` along ``axis`` (moved last): (..., blocks).
 
-  int32 terms below ``2^(k+1)`` (``k`` from :func:`grid_bits` for float32 and this length)
-  are summed in groups of ``m = 2^(30 - k)`` (plus a shorter tail group): no overflow,
+  int32 terms below ``2^(k+1)`` (``k = bits``, the grid of the quantization; default
+  :func:`grid_bits` for float32 and this length, which is only right when the terms were
+  quantized for this length: a column of ``K`` stored entries of an ``n``-record problem was
+  quantized for ``n``) are summed in groups of ``m = 2^(30 - k)`` (plus a shorter tail group): no overflow,
   whatever the order of the additions. The groups are strided (the head is viewed as (m,
   n // m) and summed over the first axis: vector adds of contiguous rows, about 1.5x faster
   on CPU than contiguous groups); any partition is exact. int64 terms: one group.
@@ -177,7 +179,7 @@ def block_sums(q: Array, axis: int = -1) -> Array:
   if q.dtype == jnp.int64:
     return jnp.sum(q, axis=-1, keepdims=True)
   n = q.shape[-1]
-  block = 1 << (_BLOCK_BITS - grid_bits(jnp.float32, n))
+  block = 1 << (_BLOCK_BITS - (grid_bits(jnp.float32, n) if bits is None else bits))
   head = (n // block) * block
   parts = []
   if head:
@@ -195,9 +197,9 @@ def exact_total(blocks: Array) -> Array:
     return jnp.sum(blocks.astype(jnp.float64), axis=-1)  # integers below 2^53: exact
 
 
-def exact_sum(q: Array, axis: int = -1) -> Array:
+def exact_sum(q: Array, axis: int = -1, bits: int | None = None) -> Array:
   """The exact integer sum of ``q`` along ``axis`` (see :func:`block_sums`)."""
-  return exact_total(block_sums(q, axis))
+  return exact_total(block_sums(q, axis, bits))
 
 
 def exact_mean(total: Array, scale: Array, num_examples: int, dtype: Any) -> Array:

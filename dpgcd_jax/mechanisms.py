@@ -158,6 +158,10 @@ class DiscreteLaplaceNoisyMax:
     z = discrete_noise.discrete_laplace(key, t, scores.shape)
     j = jnp.argmax(_snap_int(scores, gran) + jnp.where(z == discrete_noise.FAILED, 0, z))
     ok = valid & jnp.all(z != discrete_noise.FAILED)
+    # Not ok (a scale out of the samplers' range, or a capped draw): j would be released
+    # with too little noise, so the released index is 0, independent of the data, and the
+    # step releases NaN.
+    j = jnp.where(ok, j, 0)
     return jnp.where(multiplier == 0, jnp.argmax(scores), j), (multiplier == 0) | ok
 
   def event(self, multiplier: float) -> events.PrivacyEvent:

@@ -113,9 +113,10 @@ class SparseColumns:
     c = thresholds[j]
 
     def exact(_):
-      scale = clipping.grid_scale(c, clipping.grid_bits(self.dtype, n))
+      bits = clipping.grid_bits(self.dtype, n)  # the grid of n records, not of this column
+      scale = clipping.grid_scale(c, bits)
       q = clipping.quantize(dphi[rows] * vals, c, scale)
-      return clipping.exact_mean(clipping.exact_sum(q), scale, n, self.dtype)
+      return clipping.exact_mean(clipping.exact_sum(q, bits=bits), scale, n, self.dtype)
 
     plain = lambda _: jnp.sum(clipping.clip_coordinates(dphi[rows] * vals, c)) / n
     return jax.lax.cond(jnp.isfinite(c), exact, plain, None)

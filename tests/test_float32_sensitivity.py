@@ -148,3 +148,19 @@ def test_infinite_clip_is_the_plain_float_mean():
   problem = dg.make_problem(X, y, "squared", feature_bound=4.0)
   g = _gradient(problem, jnp.full(12, jnp.inf, jnp.float32))
   np.testing.assert_allclose(g, -(np.clip(X, -4, 4).T @ y) / 500, rtol=1e-5, atol=1e-6)
+
+
+def test_a_sparse_column_longer_than_one_int32_group_does_not_overflow():
+  """Review finding: a column of 257-1024 stored entries in a problem of n > 1024 records was
+  summed in one int32 group sized for its own length (the grid is sized for n): it wrapped."""
+  n, nnz = 2000, 285
+  rows = np.arange(nnz)
+  X = scipy.sparse.csc_matrix((np.ones(nnz), (rows, np.zeros(nnz, int))), shape=(n, 1))
+  y = np.full(n, -10.0)  # residuals +10: every stored term clips at +C
+  with jax.enable_x64(False):
+    problem = dg.make_problem(X.astype(np.float32), y.astype(np.float32), "squared", feature_bound=1.0)
+    w = jnp.zeros(1, jnp.float32)
+    margins = problem_lib.init_margins(problem, w)
+    C = jnp.full(1, 0.9, jnp.float32)
+    g = problem_lib.clipped_coordinate_gradient(problem, w, margins, C, jnp.asarray(0))
+  np.testing.assert_allclose(float(g), 0.9 * nnz / n, rtol=1e-5)  # wrapped: -0.12775

@@ -192,3 +192,18 @@ def test_secure_epsilon_matches_closed_forms():
   # Discrete Laplace selection: the event of report-noisy-max with Laplace, PureDp(2 / b).
   assert mechanisms.selection("discrete_laplace").event(8.0) == events.PureDp(0.25)
   assert mechanisms.update("discrete_gaussian").event(3.0).rho == pytest.approx(1 / 18)
+
+
+def test_an_out_of_range_secure_scale_releases_a_data_independent_index_and_nan():
+  """Review finding: with a noise scale beyond the samplers' range the selection ran with a
+  substitute scale 1 (about 4-DP per step) and released its index; it now releases 0 and NaN."""
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(200, 6))
+  y = np.sign(X[:, 3] + 0.01)
+  problem = dg.make_problem(X, y, "logistic", feature_bound=4.0)
+  params = dg.dp_gcd.Params(1.0, 1.0, 1e6, 1e6)  # far beyond discrete_noise.MAX_SCALE
+  result = dg.dp_gcd.run(problem, jax.random.key(0), params, passes=5, selection="discrete_laplace",
+                         update="discrete_gaussian")
+  assert np.all(np.asarray(result.trace.coordinates) == 0)
+  assert np.all(np.isnan(np.asarray(result.w)) | (np.asarray(result.w) == 0))
+  assert np.isnan(np.asarray(result.w)).any()

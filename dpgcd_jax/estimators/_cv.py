@@ -166,10 +166,10 @@ class _SearchMixin:
     for c in candidates:  # every candidate is valid before anything runs
       _validate.check_number("alpha", c.get("alpha", self.alpha), low=0.0)
       _validate.check_number("l1_ratio", c.get("l1_ratio", self.l1_ratio), low=0.0, high=1.0)
-    key_bound, key_split, key_run, key_host = jax.random.split(key, 4)
+    key_bound, key_target, key_split, key_run, key_host = jax.random.split(key, 5)
     released = _released.release_feature_bounds(key_bound, X, feature_bound=self.feature_bound,
                                                 scaling=self.scaling, epsilon=epsilon, delta=delta)
-    target = self._release_target(jax.random.fold_in(key_bound, 1), targets, delta)
+    target = self._release_target(key_target, targets, delta)
     prior = released.ledger
     if target is not None:
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger

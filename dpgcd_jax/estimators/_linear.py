@@ -87,8 +87,10 @@ def key_from(random_state: Any) -> jax.Array:
   - an int in [0, 2^64): that seed, for reproducibility only (the same seed replays the same
     noise: two fits with one seed on neighbouring data sets are not private against anyone who
     knows the seed).
-  - a ``numpy.random.RandomState`` or ``Generator``: 64 bits drawn from it (the caller's
-    generator: as private as its own seeding).
+  - a ``numpy.random.RandomState`` or ``Generator``: 64 bits drawn from it, for
+    reproducibility only: scikit-learn's ``clone`` (``cross_val_score``, ``GridSearchCV``)
+    deep-copies the generator, so every clone draws the same key and replays the same noise.
+    Only None gives fresh noise at every fit.
   - a JAX key: used as given.
   """
   dtype = getattr(random_state, "dtype", None)
@@ -456,7 +458,10 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
       sensitivity ``2 clip B_j / n``; measured less accurate here, see DPGCDRegressor).
     secure_noise: floating-point-safe noise (:mod:`dpgcd_jax.discrete_noise`): report-noisy-max
       with discrete Laplace noise and discrete Gaussian updates on a public grid, accounted
-      as such. Several times slower per step.
+      as such. Several times slower per step. Not covered: the released bounds' mechanisms
+      (their noisy counts are only compared, never released), the CV estimators' validation
+      scores (float Laplace), and float rounding before the snap (module docstring of
+      :mod:`dpgcd_jax.discrete_noise`).
     max_iter: DP-GCD steps ``T``, or "auto": ``round(n epsilon / sqrt(p))`` in [10, 1000]
       (``p`` counts the intercept).
     step_size: ``gamma`` in units of ``1 / M_j``, or "auto" (see above).

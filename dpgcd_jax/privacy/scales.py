@@ -207,6 +207,10 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
 
   Returns:
     A :class:`Search`.
+
+  Precision: the counts are compared in the default float dtype, exact for ``n < 2^24`` in
+  float32 (``2^53`` in float64); above, a count's rounding can add up to 1 to the
+  sensitivity of a query (not accounted: use x64 for such ``n``).
   """
   p, K = counts.shape
   rounds = max(1, math.ceil(math.log2(K)))
