@@ -22,6 +22,7 @@ _EXPORTS = {
     "penalties": "dpgcd_jax.penalties:",
     "privacy": "dpgcd_jax.privacy:",
     "dp_cd": "dpgcd_jax.solvers.dp_cd:",
+    "dp_fw": "dpgcd_jax.solvers.dp_fw:",
     "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
@@ -72,6 +73,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax.problem import objective  # noqa: F401
   from dpgcd_jax.seeding import fresh_key  # noqa: F401
   from dpgcd_jax.solvers import dp_cd  # noqa: F401
+  from dpgcd_jax.solvers import dp_fw  # noqa: F401
   from dpgcd_jax.solvers import dp_gcd  # noqa: F401
   from dpgcd_jax.solvers import dp_sgd  # noqa: F401
   from dpgcd_jax.solvers import reference  # noqa: F401

@@ -47,7 +47,7 @@ def _deprecations(caught):
 
 
 def test_public_modules_and_result_types():
-  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_sgd", "reference", "Result", "Trace"}
+  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_fw", "dp_sgd", "reference", "Result", "Trace"}
   assert dg.Result is dg.solvers.Result is base.Result
   assert dg.Trace is dg.solvers.Trace is base.Trace
   for module in (dg.dp_gcd, dg.dp_cd, dg.dp_sgd):

@@ -11,6 +11,7 @@ from dpgcd_jax import _lazy
 _EXPORTS = {
     "base": "dpgcd_jax.solvers.base:",
     "dp_cd": "dpgcd_jax.solvers.dp_cd:",
+    "dp_fw": "dpgcd_jax.solvers.dp_fw:",
     "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
@@ -24,6 +25,7 @@ __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 if TYPE_CHECKING:
   from dpgcd_jax.solvers import base  # noqa: F401
   from dpgcd_jax.solvers import dp_cd  # noqa: F401
+  from dpgcd_jax.solvers import dp_fw  # noqa: F401
   from dpgcd_jax.solvers import dp_gcd  # noqa: F401
   from dpgcd_jax.solvers import dp_sgd  # noqa: F401
   from dpgcd_jax.solvers import reference  # noqa: F401
