@@ -63,6 +63,21 @@ Grid resolution: ``h_j <= 2^-22 C_j`` (float32; ``2^-50`` float64 at moderate ``
 per-term truncation at most one grid step, comparable with a float32 rounding of ``C_j``.
 ``C_j = inf`` (clipping off: infinite sensitivity, non-private runs only) uses a plain float
 sum instead.
+
+DP-SGD's sums (:func:`quantize_l2`, :func:`masked_float64_sum`). The sum of l2-clipped rows
+over a Poisson batch is exact too, and needs no fold: the noise is added to the exact sum.
+
+1. Per record: ``q_i = trunc(g_i m_i)`` with ``m_i = min(1, C' / ||g_i||_2) / h``, the norm
+   and factor in float64, ``C' = C`` :func:`l2_shrink` ``(dtype, p)`` (``1 - 2e-6`` for float32)
+   covering every rounding before the truncation, so ``||q_i h||_2 <= C`` in real arithmetic:
+   each record moves the sum by at most ``C`` (add / remove), ``2 C`` (replace-one), whatever
+   the ledger's relation. Grid ``h = 2^(e - 1 - k)`` (``C = m 2^e``), ``k =``
+   :func:`l2_grid_bits` ``(n) = min(50, 52 - ceil(log2 n))``: ``n``, the largest batch the
+   sampler can produce (its exact completion branch sums all ``n`` rows).
+2. ``Q = sum_{i in B} q_i`` in float64: integers below ``n 2^(k+1) <= 2^53``, exact in any order.
+3. The release: ``((Q h + Z) / (q n))`` in float64 (``Q h`` exact, ``Z`` the float32 noise),
+   rounded once to the data's dtype: post-processing of the noisy exact sum, so the ledger's
+   unit ``C`` holds as is (the noise addition itself is the mechanism's own arithmetic, as above).
 """
 
 from __future__ import annotations
@@ -243,3 +258,88 @@ def noise_scale(multiplier: Array, sensitivity: Array) -> Array:
   valid = (multiplier >= 0) & (sensitivity >= 0)
   scale = jnp.where(multiplier > 0, multiplier * sensitivity, jnp.zeros_like(multiplier * sensitivity))
   return jnp.where(valid, scale, jnp.nan)
+
+
+# ----------------------------------------------------------------------------------------
+# Exact sums of l2-clipped vectors (DP-SGD; module docstring, "DP-SGD's sums").
+# ----------------------------------------------------------------------------------------
+
+
+def l2_grid_bits(num_terms: int) -> int:
+  """``k`` for sums of up to ``num_terms`` quantized vectors accumulated in float64.
+
+  ``|q| < 2^(k+1)`` and ``num_terms 2^(k+1) <= 2^53``: every partial sum is an integer that
+  float64 holds exactly, in any order. ``k <= 50``, whatever the data's dtype.
+  """
+  log_n = max(1, math.ceil(math.log2(max(num_terms, 2))))
+  return min(50, 52 - log_n)
+
+
+def l2_shrink(dtype: Any, num_features: int) -> float:
+  """``1 - 32 u - (p + 64) 2^-50`` (``u``: the dtype's unit roundoff): the norm :func:`quantize_l2`
+  clips to, in units of ``C``.
+
+  It covers every rounding between the row and its quantized value: the float64 sum of squares
+  (in any order: at most ``p 2^-53`` relative), the square root, ``C'``, the factor (two more
+  float64 roundings if the division becomes a product by a reciprocal square root), the
+  per-row multiplier rounded to the data's dtype and the product by it (``2 u``): in all at most
+  ``2 u + (p / 2 + 7) 2^-53`` relative, which the margin exceeds 16 times. The computed quantized
+  row therefore has REAL l2 norm ``<= C``. Exact in float64 (a multiple of ``2^-53`` in [1/2, 1]).
+  """
+  u = float(np.finfo(dtype).eps) / 2
+  return 1.0 - 32 * u - (num_features + 64) * 2.0**-50
+
+
+def quantize_l2(per_example_grads: Array, clip: Array, scale: Array) -> Array:
+  """Row-wise ``trunc(clip_2(g_i, C) / h)``: integer-valued, in the rows' dtype (``C`` finite).
+
+  ``clip_2(v, C) = v min(1, C' / ||v||_2)``, ``C' = C`` :func:`l2_shrink`, with the norm and
+  the factor computed in float64 (the squares of float32 entries are exact there, and the sum
+  errs by at most ``p 2^-53`` relative in any order), then one multiplier per row
+  ``m_i = factor_i / h`` rounded to the rows' dtype and ``q_ij = trunc(g_ij m_i)``: truncation
+  toward zero never increases a magnitude, so ``||q_i h||_2 <= C`` in real arithmetic (the
+  shrink covers every rounding before the truncation). Every ``|q_ij| < 2^(bits + 1)``: an
+  integer that float32 or float64 holds exactly. A row with a non-finite norm (a NaN or
+  infinite entry, an overflowing norm), or whose multiplier would be subnormal (``C`` below
+  about ``2^-100`` times the row's norm), is 0: a zero row meets any bound. ``C = inf``
+  (clipping off, infinite sensitivity) returns the rows with non-finite rows zeroed (a plain sum).
+
+  Args:
+    per_example_grads: (k, p) per-example gradients (float32 or float64).
+    clip: ``C``, a scalar in the rows' dtype (may be a tracer).
+    scale: ``1 / h = 2^(bits + 1 - e)`` from ``grid_scale(C, l2_grid_bits(n))``.
+
+  Returns:
+    (k, p) in the rows' dtype.
+  """
+  g = per_example_grads
+  dtype = g.dtype
+  with jax.enable_x64(True):
+    norms = jnp.sqrt(jnp.sum(jnp.square(g.astype(jnp.float64)), axis=-1, keepdims=True))
+    c = jnp.asarray(clip).astype(jnp.float64)
+    factor = jnp.minimum(1.0, c * l2_shrink(dtype, g.shape[-1]) / jnp.maximum(norms, jnp.finfo(jnp.float64).tiny))
+    finite_c = jnp.isfinite(c)
+    multiplier = (factor * jnp.where(finite_c, jnp.asarray(scale).astype(jnp.float64), 1.0)).astype(dtype)
+    keep = jnp.isfinite(norms) & (multiplier >= jnp.finfo(dtype).tiny)
+  multiplier = jnp.where(keep, multiplier, jnp.zeros((), dtype))
+  scaled = jnp.where(keep, g, jnp.zeros((), dtype)) * multiplier
+  return jnp.where(finite_c, jnp.trunc(scaled), scaled)
+
+
+def masked_float64_sum(values: Array, mask: Array) -> Array:
+  """``sum(where(mask, values, 0), axis=0)`` in float64.
+
+  Exact when ``values`` are integers and every partial sum stays below ``2^53`` (then any
+  order of the additions gives the same result). A reduction, not a product by the mask:
+  ``dot_general``'s batching rule (``jax.vmap`` of a ``lax.switch``, which re-traces the branch
+  outside this function's ``enable_x64``) would truncate a float64 accumulation to float32.
+  """
+  with jax.enable_x64(True):
+    kept = jnp.where(mask.reshape(mask.shape + (1,) * (values.ndim - 1)), values, jnp.zeros((), values.dtype))
+    return jnp.sum(kept.astype(jnp.float64), axis=0)
+
+
+def grid_step(clip: Array, scale: Array) -> Array:
+  """``h = 1 / scale`` in float64 (exact: a power of two) when ``C`` is finite, else 1."""
+  with jax.enable_x64(True):
+    return jnp.where(jnp.isfinite(jnp.asarray(clip)), 1.0 / jnp.asarray(scale).astype(jnp.float64), 1.0)

@@ -252,7 +252,8 @@ def _masked_sum(values: Array, mask: Array) -> Array:
 
 
 def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Array], *,
-                  with_size: bool = False) -> Array | tuple[Array, Array]:
+                  with_size: bool = False,
+                  reduce: Callable[[Array, Array], Array] | None = None) -> Array | tuple[Array, Array]:
   """``sum_{i in S} per_example(i)`` over a Poisson(``q``) sample ``S`` (fixed shapes).
 
   ``per_example`` maps an int32 index vector of shape (k,) to values of shape (k, ...).
@@ -271,12 +272,16 @@ def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Arr
     p: a :class:`PoissonPlan` (static).
     per_example: the per-example function (traced once per branch).
     with_size: also return ``|S|`` (an int32 scalar, counted in the branch taken).
+    reduce: ``reduce(values, mask)`` replaces the masked sum over the first axis (default:
+      ``sum(where(mask, values, 0), axis=0)`` in ``values``' dtype). It must drop the entries
+      whose ``mask`` is False with ``where`` and return the same shape and dtype for every
+      row count (1 to ``n``). DP-SGD passes an exact float64 sum of integers.
 
   Returns:
     The sum, of shape ``per_example(indices).shape[1:]``; with ``with_size``, ``(sum, |S|)``.
   """
   def summed(indices: Array, mask: Array) -> tuple[Array, Array]:
-    return _masked_sum(per_example(indices), mask), jnp.sum(mask, dtype=jnp.int32)
+    return (reduce or _masked_sum)(per_example(indices), mask), jnp.sum(mask, dtype=jnp.int32)
 
   def result(total_and_size: tuple[Array, Array]) -> Array | tuple[Array, Array]:
     return total_and_size if with_size else total_and_size[0]

@@ -73,6 +73,7 @@ def dp_greedy_coordinate(
     selection: str = "laplace",
     update: str = "laplace",
     rule: str = "gs-s",
+    secure_noise: bool = False,
 ) -> optax.GradientTransformation:
   """Private greedy single-coordinate update from per-example gradients.
 
@@ -105,11 +106,19 @@ def dp_greedy_coordinate(
     selection: "laplace" or "gumbel".
     update: "laplace" or "gaussian".
     rule: greedy rule "gs-s", "gs-r" or "gs-q".
+    secure_noise: floating-point-safe noise: ``selection`` and ``update`` become their discrete
+      counterparts on a public grid ("laplace" -> "discrete_laplace", "gaussian" ->
+      "discrete_gaussian"; :mod:`dpgcd_jax.discrete_noise`), accounted with the same
+      multipliers (``calibrate_gcd(..., selection="discrete_laplace", ...)``).
 
   Returns:
     An ``optax.GradientTransformation``; chain it with ``optax.scale(-step_size)``.
   """
   _validate.check_key("key", key)
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  if secure_noise:
+    selection, update = mechanisms.secure(selection, update)
   mechanisms.selection(selection)
   mechanisms.update(update)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))

@@ -164,3 +164,129 @@ def test_a_sparse_column_longer_than_one_int32_group_does_not_overflow():
     C = jnp.full(1, 0.9, jnp.float32)
     g = problem_lib.clipped_coordinate_gradient(problem, w, margins, C, jnp.asarray(0))
   np.testing.assert_allclose(float(g), 0.9 * nnz / n, rtol=1e-5)  # wrapped: -0.12775
+
+
+# ----------------------------------------------------------------------------------------
+# DP-SGD: the sum of l2-clipped per-example gradients (sensitivity C per record, add/remove;
+# 2C for replace-one) is computed exactly, then the noise is added before the one rounding.
+# ----------------------------------------------------------------------------------------
+
+N_SGD = 2**20
+C_SGD = np.float32(0.7)  # the float32 sum of 2^20 copies of C e_1 rounds badly (measured below)
+
+
+def _sgd_rows(first):
+  """(2^20, 2) per-example gradients at 2C e_1 (clipped to C e_1); record 0 is ``first``."""
+  G = np.zeros((N_SGD, 2), np.float32)
+  G[:, 0] = 2 * C_SGD
+  G[0] = first
+  return G
+
+
+def _sgd_exact_sum(G):
+  """The clipped sum ``Q h`` that dp_sgd.step computes, over the full sample (q = 1), float64."""
+  from dpgcd_jax import sampling
+  n = G.shape[0]
+  plan = sampling.plan(n, 1.0, n)
+  clip = jnp.asarray(C_SGD)
+  scale = clipping.grid_scale(clip, clipping.l2_grid_bits(n))
+
+  @jax.jit
+  def total(G):
+    q = sampling.subsample_sum(jax.random.key(0), plan, lambda idx: clipping.quantize_l2(G[idx], clip, scale),
+                               reduce=clipping.masked_float64_sum)
+    with jax.enable_x64(True):
+      return q * clipping.grid_step(clip, scale)
+
+  with jax.enable_x64(True):
+    return np.asarray(total(jnp.asarray(G)), np.float64)
+
+
+def test_dp_sgd_clipped_sum_meets_the_sensitivity_exactly_at_2_to_the_20():
+  C = float(C_SGD)
+  base = _sgd_exact_sum(_sgd_rows([2 * C_SGD, 0.0]))
+  flipped = _sgd_exact_sum(_sgd_rows([-2 * C_SGD, 0.0]))  # replace-one: +C e_1 -> -C e_1
+  removed = _sgd_exact_sum(_sgd_rows([0.0, 0.0]))  # add/remove: the record contributes nothing
+  assert np.linalg.norm(base - flipped) <= 2 * C  # exactly, no tolerance
+  assert np.linalg.norm(base - removed) <= C
+  assert np.linalg.norm(base - flipped) >= 2 * C * (1 - 4e-6)  # the worst case: 2C up to the shrink (2e-6)
+  # The sum is the exact sum of the truncated terms (a NumPy float64 reference: integers, order-free).
+  h = 2.0 ** (np.frexp(C)[1] - 1 - clipping.l2_grid_bits(N_SGD))
+  factor = (C * clipping.l2_shrink(np.float32, 2)) / (2 * C)  # the float64 factor of a row at 2C e_1
+  term = np.trunc(np.float32(2 * C_SGD) * np.float32(factor / h))  # the float32 multiplier and product
+  np.testing.assert_array_equal(base, [N_SGD * term * h, 0.0])
+
+
+def test_the_old_float32_dp_sgd_sum_breaks_the_sensitivity():
+  # What dp_sgd.step summed before: clip_l2 then a float32 sum (kept as a reference).
+  old = jax.jit(lambda G: jnp.sum(clipping.clip_l2(G, C_SGD), axis=0))
+  gaps = np.asarray(old(jnp.asarray(_sgd_rows([2 * C_SGD, 0.0]))), np.float64) - np.asarray(
+      old(jnp.asarray(_sgd_rows([-2 * C_SGD, 0.0]))), np.float64)
+  assert np.linalg.norm(gaps) > 2 * float(C_SGD) * (1 + 1e-3)  # measured: 1.027 x 2C
+
+
+def test_dp_sgd_step_releases_the_noisy_exact_sum_rounded_once():
+  # Squared loss at w = 0: the gradient is -y x = 2C e_1 (clipped to C e_1); record 0 flips.
+  X = np.zeros((N_SGD, 2), np.float32)
+  X[:, 0] = 1.0
+  sums = {}
+  for sign in (1.0, -1.0):
+    y = np.full(N_SGD, -2 * C_SGD, np.float32)
+    y[0] *= sign
+    problem = dg.make_problem(X, y, "squared", feature_bound=1.0)
+    params = dg.dp_sgd.Params(step_size=1.0, clip=C_SGD, noise=2.0)
+    step = jax.jit(lambda k, pb=problem, pr=params: dg.dp_sgd.step(k, dg.dp_sgd.init(pb), pb, pr,
+                                                                  sampling_rate=1.0, max_batch=N_SGD)[0].w)
+    w = np.asarray(step(jax.random.key(3)), np.float64)
+    noise = np.asarray(2.0 * C_SGD * jax.random.normal(jax.random.split(jax.random.key(3))[1], (2,), jnp.float32),
+                       np.float64)
+    exact = _sgd_exact_sum(np.asarray(-y[:, None] * X))
+    sums[sign] = exact
+    # w = -g, g = ((Q h + noise) / n) rounded once to float32: post-processing of the noisy exact sum.
+    np.testing.assert_array_equal(w, -((exact + noise) / N_SGD).astype(np.float32))
+  assert np.linalg.norm(sums[1.0] - sums[-1.0]) <= 2 * float(C_SGD)
+
+
+def test_dp_sgd_quantized_rows_have_l2_norm_at_most_c_exactly():
+  # Rows at the clipping norm (many equal coordinates, one large coordinate, random directions
+  # rescaled to norm C in float32, far above C): the integer rows satisfy sum q^2 h^2 <= C^2 in
+  # exact rational arithmetic.
+  from fractions import Fraction
+  rng = np.random.default_rng(0)
+  p, C = 1000, np.float32(1.3)
+  rows = [np.full(p, C / np.sqrt(np.float32(p)), np.float32), np.eye(p, dtype=np.float32)[0] * C,
+          np.full(p, 1e6, np.float32)]
+  for _ in range(20):
+    v = rng.normal(size=p).astype(np.float32)
+    rows.append((v * (C / np.linalg.norm(v))).astype(np.float32))
+  G = np.stack(rows)
+  bits = clipping.l2_grid_bits(70_000)
+  scale = clipping.grid_scale(jnp.asarray(C), bits)
+  q = np.asarray(jax.jit(clipping.quantize_l2)(jnp.asarray(G), jnp.asarray(C), scale))
+  h = Fraction(1) / Fraction(float(scale))
+  assert np.all(q == np.trunc(q)) and np.all(np.abs(q) < 2.0 ** (bits + 1))
+  for row in q.astype(np.int64):
+    assert sum(int(x) ** 2 for x in row) * h * h <= Fraction(float(C)) ** 2
+  # ... and they are the clipped rows up to the shrink (2e-6), float32 products and one grid step.
+  G64 = G.astype(np.float64)
+  want = G64 * np.minimum(1.0, float(C) / np.linalg.norm(G64, axis=1, keepdims=True))
+  np.testing.assert_allclose(q * float(h), want, rtol=3e-6, atol=2 * float(h))
+
+
+def test_dp_sgd_step_vmaps_over_keys_and_a_traced_clip():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(300, 5)).astype(np.float32)
+  y = rng.normal(size=300).astype(np.float32)
+  problem = dg.make_problem(X, y, "squared", feature_bound=3.0)
+  state = dg.dp_sgd.init(problem)
+
+  def one(key, clip):
+    return dg.dp_sgd.step(key, state, problem, dg.dp_sgd.Params(0.1, clip, 1.0), sampling_rate=0.1)[0].w
+
+  keys = jax.random.split(jax.random.key(1), 3)
+  clips = jnp.asarray([0.5, 1.0, jnp.inf], jnp.float32)
+  grid = np.asarray(jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None)))(keys, clips))
+  for i in range(3):
+    for j in range(2):
+      np.testing.assert_array_equal(grid[i, j], np.asarray(jax.jit(one)(keys[i], clips[j])))
+  assert np.all(np.isnan(grid[:, 2]) | ~np.isfinite(grid[:, 2]))  # clip = inf with noise: no release

@@ -207,3 +207,34 @@ def test_an_out_of_range_secure_scale_releases_a_data_independent_index_and_nan(
   assert np.all(np.asarray(result.trace.coordinates) == 0)
   assert np.all(np.isnan(np.asarray(result.w)) | (np.asarray(result.w) == 0))
   assert np.isnan(np.asarray(result.w)).any()
+
+
+def test_dp_cd_fit_with_secure_noise_learns_and_accounts_discrete_gaussians():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(2000, 10))
+  y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=2000)
+  problem = dg.make_problem(X, y, "squared", feature_bound=4.0)
+  start = float(dg.objective(problem, np.zeros(10)))
+  results = {secure: dg.dp_cd.fit(problem, jax.random.key(0), epsilon=2.0, delta=1e-6, passes=5,
+                                  secure_noise=secure) for secure in (False, True)}
+  gaps = {secure: float(dg.objective(problem, r.w)) / start for secure, r in results.items()}
+  assert gaps[True] < 0.6 and gaps[True] < gaps[False] + 0.1, gaps
+  event = results[True].privacy.entries[0].event
+  assert isinstance(event, events.DiscreteGaussian) and results[True].privacy.epsilon <= 2.0
+  with pytest.raises(ValueError, match="secure_noise"):
+    dg.dp_cd.fit(problem, jax.random.key(0), epsilon=2.0, delta=1e-6, passes=1, secure_noise="yes")
+
+
+def test_the_optax_transformation_takes_secure_noise():
+  X = jax.random.normal(jax.random.key(0), (64, 5))
+  grads = X * (X @ jnp.arange(5.0))[:, None]  # per-example least-squares gradients at w = 0
+  secure = dg.dp_greedy_coordinate(jnp.ones(5), key=jax.random.key(1), clip=5.0,
+                                   selection_noise=2.0, update_noise=2.0, secure_noise=True)
+  explicit = dg.dp_greedy_coordinate(jnp.ones(5), key=jax.random.key(1), clip=5.0,
+                                     selection_noise=2.0, update_noise=2.0,
+                                     selection="discrete_laplace", update="discrete_laplace")
+  w = jnp.zeros(5)
+  a, _ = secure.update(grads, secure.init(w), w)
+  b, _ = explicit.update(grads, explicit.init(w), w)
+  np.testing.assert_array_equal(a, b)
+  assert np.count_nonzero(np.asarray(a)) == 1 and np.all(np.isfinite(np.asarray(a)))

@@ -27,11 +27,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import baseline_accounting
+from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
@@ -78,7 +81,8 @@ def coordinate_of_step(key: Array, num_features: int) -> Array:
   return jax.random.randint(key, (), 0, num_features)
 
 
-def step(key: Array, state: State, problem: problem_lib.Problem, params: Params) -> tuple[State, Info]:
+def step(key: Array, state: State, problem: problem_lib.Problem, params: Params, *,
+         update: str = "gaussian") -> tuple[State, Info]:
   """One DP-CD step (pure, jittable): the new state and the updated coordinate.
 
   Args:
@@ -86,6 +90,8 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params)
     state: from :func:`init` or the previous step.
     problem: from :func:`dpgcd_jax.make_problem`.
     params: :class:`Params` as arrays (:func:`run` validates and casts them).
+    update: "gaussian", or "discrete_gaussian" (floating-point-safe, ``secure_noise``:
+      :mod:`dpgcd_jax.discrete_noise`; a failed draw gives NaN). Static.
 
   Returns:
     ``(State, Info)``.
@@ -96,11 +102,12 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params)
   j = coordinate_of_step(key_coordinate, problem.num_features)
   g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
   sensitivity_j = clipping.mean_sensitivity(thresholds[j], problem.num_examples)
-  noisy_g = greedy.privatize(key_noise, g_j, params.noise, sensitivity_j, update="gaussian")
+  noisy_g = greedy.privatize(key_noise, g_j, params.noise, sensitivity_j, update=update)
   return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), Info(j)
 
 
-def _features_per_pass(problem: problem_lib.Problem) -> int:
+def _features_per_pass(problem: problem_lib.Problem, **options: Any) -> int:
+  del options
   return problem.num_features
 
 
@@ -108,7 +115,7 @@ SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per
 
 
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int,
-        store_objective: bool = False) -> base.Result:
+        store_objective: bool = False, secure_noise: bool = False) -> base.Result:
   """Runs ``passes * p`` DP-CD steps under jit; the objective is recorded once per pass.
 
   Args:
@@ -119,27 +126,41 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
     passes: number of passes over the data (a runtime value: a new one does not recompile);
       steps = passes * p.
     store_objective: record the (NOT private) objective after every pass.
+    secure_noise: discrete Gaussian update noise on a public grid (Canonne, Kamath & Steinke
+      2020) instead of floating-point Gaussian noise (see :mod:`dpgcd_jax.discrete_noise`).
 
   Returns:
     A :class:`dpgcd_jax.Result` (``trace.coordinates``: the coordinate of every step).
   """
-  return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective)
+  return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
+                  update=_update(secure_noise))
+
+
+def _update(secure_noise: bool) -> str:
+  if not isinstance(secure_noise, (bool, np.bool_)):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  return "discrete_gaussian" if secure_noise else "gaussian"
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         step_size: float = 1.0, clip: Any = 1.0, bound_share: float = _driver.DEFAULT_BOUND_SHARE,
-        store_objective: bool = False) -> base.Result:
+        store_objective: bool = False, secure_noise: bool = False) -> base.Result:
   """(epsilon, delta)-DP DP-CD on the private path (see :func:`dpgcd_jax.dp_gcd.fit`).
 
   A feature bound is released first when the problem has no public smoothness (share
   ``bound_share`` of ``epsilon``); ``s`` is calibrated for ``passes * p`` steps with the rest.
   ``key`` may be a batch of keys. ``clip`` is in the units of :mod:`dpgcd_jax.clipping`.
+  ``secure_noise``: discrete Gaussian updates (see :func:`run`), accounted as
+  ``DiscreteGaussian`` events.
   """
   passes = _validate.check_int("passes", passes, low=1)
   base.check_problem(problem)
+  update = _update(secure_noise)
   steps = base.total_steps(SOLVER, problem, passes)
   return _driver.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size, clip, scale),
-      solver_ledger=lambda scale: baseline_accounting.cd_ledger(scale, steps=steps),
-      cache_key=("dp_cd", steps), store_objective=store_objective)
+      solver_ledger=lambda scale: (
+          baseline_accounting.cd_ledger(scale, steps=steps) if update == "gaussian"
+          else ledger_lib.Ledger.of(("update", mechanisms.update(update).event(scale), steps))),
+      cache_key=("dp_cd", steps, update), store_objective=store_objective, update=update)
