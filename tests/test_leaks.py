@@ -88,6 +88,8 @@ def test_make_problem_on_the_default_path_does_not_check_data_derived_smoothness
   problem = dg.make_problem(X, y, "squared")  # no exception: M is never public here
   with pytest.raises(ValueError, match="all-zero columns"):
     dg.reference.solve(problem)  # a non-private consumer of the data-derived M checks it
+  with pytest.raises(ValueError, match="all-zero columns"):
+    dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(), passes=1)  # so does run
 
 
 @pytest.mark.parametrize("estimator", [DPGCDClassifier, DPGCDClassifierCV])

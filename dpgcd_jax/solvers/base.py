@@ -207,6 +207,8 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
   params = cast_params(solver, problem, params)
   if solver.uses_smoothness:
     warn_if_not_public(problem, tuple(getattr(params, name) for name in solver.noises))
+    if problem.smoothness_source == "data":  # run is not private here (it warned when noisy)
+      problem_lib.check_smoothness(problem)
   return compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,
                       options=tuple(sorted(options.items())))
 
