@@ -19,7 +19,7 @@ from dpgcd_jax.experiments import report
 from dpgcd_jax.experiments import runner
 from dpgcd_jax.experiments import stats
 from dpgcd_jax.experiments import sweeps
-from dpgcd_jax.privacy import selection
+from dpgcd_jax.privacy import tuning
 
 TINY = runner.Preset(passes=(2,), seeds=2, datasets=("diabetes",), algorithms=("dp_gcd", "dp_cd"),
                      private_algorithms=(), max_extensions=1, confirm_seeds=4, chunk=4, skip=())
@@ -247,7 +247,7 @@ def test_private_column_spends_at_most_the_budget(prepared):
   delta = 1.0 / problem.num_examples**2
   inner = algorithm.ledger(problem, tuple(row["noise"]), 2) + private.ledger_lib.Ledger.of(
       ("private score", private.events.Laplace(row["score_epsilon"]), 1))
-  total = selection.repeat_and_select_ledger(inner, mean=row["mean_repetitions"], shape=private.SHAPE)
+  total = tuning.repeat_and_select_ledger(inner, mean=row["mean_repetitions"], shape=private.SHAPE)
   assert total.epsilon(delta) <= 1.0 + 1e-6
   # Features are clipped to the public bound and M_j = beta B^2.
   np.testing.assert_allclose(problem.smoothness, problem.curvature * 9.0)

@@ -96,3 +96,37 @@ def test_the_package_has_no_import_circle():
 
   circles = sorted(m for m in graph if reaches(m, m, set()))
   assert circles == [], circles
+
+
+def _private_imports():
+  """(importer, imported) pairs that reach into another module's private names: ``from m import
+  _name`` (a private name of module ``m``), or a private module ``a._m`` imported from outside ``a``."""
+  import ast  # pylint: disable=import-outside-toplevel
+  import pathlib  # pylint: disable=import-outside-toplevel
+  root = pathlib.Path(__file__).resolve().parent.parent / "dpgcd_jax"
+  modules = {}
+  for path in root.rglob("*.py"):
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+  bad = []
+  for name, path in modules.items():
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, ast.ImportFrom) and not node.level:
+        for alias in node.names:
+          target = f"{node.module}.{alias.name}"
+          if target in modules:  # a module: private ones only from inside their package
+            if alias.name.startswith("_") and not (name == node.module or name.startswith(node.module + ".")):
+              bad.append((name, target))
+          elif alias.name.startswith("_") and node.module != "__future__":
+            bad.append((name, target))
+      elif isinstance(node, ast.Import):
+        for alias in node.names:
+          head, _, last = alias.name.rpartition(".")
+          if last.startswith("_") and alias.name in modules and not (name == head or name.startswith(head + ".")):
+            bad.append((name, alias.name))
+  return bad
+
+
+def test_no_module_imports_another_modules_private_names():
+  """Issue 17: private names stay in their module, private modules in their package."""
+  assert _private_imports() == []

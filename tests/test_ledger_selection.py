@@ -13,7 +13,8 @@ from dpgcd_jax.privacy import Gaussian
 from dpgcd_jax.privacy import Ledger
 from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.privacy import RepeatAndSelect
-from dpgcd_jax.privacy import selection
+from dpgcd_jax.privacy import tuning
+from dpgcd_jax.solvers import _driver
 
 DELTA = 1e-6
 
@@ -40,10 +41,10 @@ def test_repeat_and_select_matches_dp_accounting(shape, mean):
 def test_tnb_gamma_inverts_the_mean():
   for shape in (0.0, 0.3, 1.0, 4.0):
     for mean in (1.5, 10.0, 200.0):
-      gamma = selection.tnb_gamma(mean, shape)
-      assert selection.tnb_mean(gamma, shape) >= mean  # conservative side
-      assert selection.tnb_mean(gamma, shape) == pytest.approx(mean, rel=1e-8)
-  assert selection.tnb_gamma(4.0, 1.0) == 0.25
+      gamma = tuning.tnb_gamma(mean, shape)
+      assert tuning.tnb_mean(gamma, shape) >= mean  # conservative side
+      assert tuning.tnb_mean(gamma, shape) == pytest.approx(mean, rel=1e-8)
+  assert tuning.tnb_gamma(4.0, 1.0) == 0.25
 
 
 def test_inner_slack_counts_mean_times_and_selection_is_hashable():
@@ -58,12 +59,15 @@ def test_inner_slack_counts_mean_times_and_selection_is_hashable():
   assert both.epsilon(DELTA) > led.epsilon(DELTA)
 
 
-def test_calibrate_repeat_and_select_round_trip():
+def test_search_scale_round_trip_with_a_prior_release():
   factory = lambda s: Ledger.of(("fit", Gaussian(s), 20))
-  s, report = privacy.calibrate_repeat_and_select(factory, 2.0, DELTA, mean=8.0, shape=1.0,
-                                                  key="test-search")
+  prior = Ledger.of(("feature bound", PureDp(0.2), 1))
+  s, report = _driver.search_scale(factory, epsilon=2.0, delta=DELTA, mean=8.0, shape=1.0, prior=prior,
+                                   cache_key=("test-search",))
   assert report.epsilon <= 2.0
-  led = lambda s: privacy.repeat_and_select_ledger(factory(s), mean=8.0, shape=1.0)
+  assert [e.label for e in report.entries] == ["feature bound", "hyperparameter search"]
+  led = lambda s: prior + privacy.repeat_and_select_ledger(factory(s), mean=8.0, shape=1.0)
+  assert led(s).epsilon(DELTA) == pytest.approx(report.epsilon, rel=1e-12)
   assert led(s / 1.001).epsilon(DELTA) > 2.0
   # More noise per run than a single run needs for the same budget.
   assert s > privacy.calibrate_cd(2.0, DELTA, steps=20).update_noise

@@ -15,7 +15,7 @@ from dpgcd_jax.privacy import Gaussian
 from dpgcd_jax.privacy import Laplace
 from dpgcd_jax.privacy import Ledger
 from dpgcd_jax.privacy import _rdp
-from dpgcd_jax.privacy import selection
+from dpgcd_jax.privacy import tuning
 
 ORDERS = np.array([1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0,
                    24.0, 32.0, 48.0, 64.0, 128.0, 256.0])
@@ -42,30 +42,30 @@ def test_accounting_matches_dp_accounting(base, shape, mean):
   """Same orders: the same RDP curve, hence the same epsilon; dense orders: slightly tighter."""
   ledger, event = BASES[base]
   base_rdp = sum(count * e.rdp(ORDERS) for e, count in ledger.aggregated())
-  ours = selection.repeat_and_select_rdp(ORDERS, base_rdp, mean, shape)
+  ours = tuning.repeat_and_select_rdp(ORDERS, base_rdp, mean, shape)
   conversion = np.min(_rdp.rdp_conversion(ORDERS, ours, 1e-6))
   theirs = _dp_accounting(event, mean, shape, 1e-6)
   np.testing.assert_allclose(conversion, theirs, rtol=1e-6)  # their gamma has tolerance 1e-9
-  dense = Ledger.of(("select", selection.RepeatAndSelect((ledger,), mean, shape), 1)).epsilon(1e-6)
+  dense = Ledger.of(("select", tuning.RepeatAndSelect((ledger,), mean, shape), 1)).epsilon(1e-6)
   assert 0.95 * theirs <= dense <= theirs * (1 + 1e-6)
 
 
 def test_parts_take_the_worst_curve():
   strong, weak = Ledger.of(("u", Gaussian(4.0), 10)), Ledger.of(("u", Gaussian(40.0), 10))
-  both = selection.RepeatAndSelect((weak, strong), 5.0, 1.0)
-  alone = selection.RepeatAndSelect((strong,), 5.0, 1.0)
+  both = tuning.RepeatAndSelect((weak, strong), 5.0, 1.0)
+  alone = tuning.RepeatAndSelect((strong,), 5.0, 1.0)
   np.testing.assert_allclose(both.rdp(ORDERS), alone.rdp(ORDERS))
   assert both.describe().startswith("RepeatAndSelect(mean=5, geometric, parts=2; per run:")
 
 
 @pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 3.0])
 def test_repetitions_have_the_requested_mean(shape):
-  assert math.isclose(selection.tnb_mean(selection.tnb_gamma(7.0, shape), shape), 7.0, rel_tol=1e-9)
+  assert math.isclose(tuning.tnb_mean(tuning.tnb_gamma(7.0, shape), shape), 7.0, rel_tol=1e-9)
   rng = np.random.default_rng(0)
-  draws = np.array([selection.sample_repetitions(rng, 7.0, shape) for _ in range(4000)])
+  draws = np.array([tuning.sample_repetitions(rng, 7.0, shape) for _ in range(4000)])
   assert draws.min() >= 1
   assert abs(draws.mean() - 7.0) < 5 * draws.std() / math.sqrt(draws.size)
-  assert selection.sample_repetitions(rng, 1.0, shape) == 1
+  assert tuning.sample_repetitions(rng, 1.0, shape) == 1
 
 
 @pytest.mark.parametrize("grid", [
@@ -114,9 +114,9 @@ def test_selection_is_accounted_in_privacy_():
   model = DPGCDClassifierCV(param_grid={"clip": [0.1, 0.3], "max_iter": [1, 50]}, epsilon=1.0,
                             random_state=0).fit(X, t > 0)
   labels = [e.label for e in model.privacy_.entries]
-  assert labels == ["feature bound", "hyperparameter selection"]
+  assert labels == ["feature bound", "hyperparameter search"]
   event = model.privacy_.entries[1].event
-  assert isinstance(event, selection.RepeatAndSelect) and event.mean == 4.0 and event.shape == 1.0
+  assert isinstance(event, tuning.RepeatAndSelect) and event.mean == 4.0 and event.shape == 1.0
   assert len(event.parts) == 3  # T = 1, T = 50, the score
   assert 0.99 <= model.privacy_.epsilon <= 1.0
   assert model.privacy_.delta == 1.0 / 400**2

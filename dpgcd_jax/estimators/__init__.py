@@ -3,7 +3,7 @@
 * :class:`DPGCDClassifier`: logistic regression (any two labels; more classes one-vs-rest).
 * :class:`DPGCDRegressor`: least squares or Huber regression.
 * :class:`DPGCDClassifierCV`, :class:`DPGCDRegressorCV`: the same, with the hyperparameters
-  chosen privately from a grid (:mod:`dpgcd_jax.privacy.selection`), the selection accounted in
+  chosen privately from a grid (:mod:`dpgcd_jax.privacy.tuning`), the selection accounted in
   ``privacy_``.
 
 Every estimator is ``(epsilon, delta)``-DP for replace-one neighbours, from the raw training

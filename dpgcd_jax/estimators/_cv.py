@@ -1,6 +1,6 @@
 """DPGCDClassifierCV and DPGCDRegressorCV: hyperparameters chosen privately from a grid.
 
-Protocol (Papernot & Steinke 2022, see :mod:`dpgcd_jax.privacy.selection`), from the raw data:
+Protocol (Papernot & Steinke 2022, see :mod:`dpgcd_jax.privacy.tuning`), from the raw data:
 
 1. when ``feature_bound`` is None, a feature bound ``B`` is released privately on all the
    data (a share 0.1 of epsilon, as in :class:`~dpgcd_jax.estimators.DPGCDClassifier`);
@@ -22,8 +22,9 @@ When the default grid is used and ``n epsilon`` is below :data:`SELECTION_MIN_N_
 Privacy: one repetition is a training run on the training rows and a score on the other rows
 (parallel composition: its RDP curve is the maximum of the two), with a candidate drawn at
 random (its RDP curve is at most the maximum over candidates); :class:`RepeatAndSelect` turns
-that curve into the protocol's, composed with the feature bound in one ledger; ``u`` is the
-smallest scale meeting ``(epsilon, delta)`` (:func:`dpgcd_jax.privacy.calibrate`).
+that curve into the protocol's, composed with the released scales and target bound in one
+ledger; ``u`` is the smallest scale meeting ``(epsilon, delta)``
+(:func:`dpgcd_jax.solvers._driver.search_scale`, the one path from a budget to private runs).
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ from dpgcd_jax import _validate
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import accounting
-from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.privacy import selection
+from dpgcd_jax.privacy import tuning
+from dpgcd_jax.solvers import _driver
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
 
@@ -176,17 +177,15 @@ class _SearchMixin:
     steps = sorted({h.max_iter * len(targets) for h in hypers})
     selection_name, update_name = self._mechanisms()
 
-    def factory(u):
+    def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
       parts = tuple(accounting.gcd_ledger(u * math.sqrt(t), u * math.sqrt(t), steps=t,
                                           selection=selection_name, update=update_name)
                     for t in steps)
-      parts += (ledger_lib.Ledger.of(("score", events.Laplace(math.sqrt(2.0) / u), 1)),)
-      event = selection.RepeatAndSelect(parts, mean, shape)
-      return prior + ledger_lib.Ledger.of(("hyperparameter selection", event, 1))
+      return parts + (ledger_lib.Ledger.of(("score", events.Laplace(math.sqrt(2.0) / u), 1)),)
 
-    u, report = calibration.calibrate(
-        factory, epsilon, delta,
-        key=("dpgcd_jax.estimators.cv", tuple(steps), prior, mean, shape, selection_name, update_name))
+    u, report = _driver.search_scale(
+        repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
+        cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())
@@ -207,7 +206,7 @@ class _SearchMixin:
         out.append((value + rng.laplace(scale=score_noise), W))
       return out
 
-    index, score, W = selection.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
+    index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
     self.best_params_, self.best_score_ = dict(candidates[index]), score
     notes = [released.note] + ([] if target is None else [target.note])
     self.privacy_ = report.with_notes(

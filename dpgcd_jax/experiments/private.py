@@ -9,7 +9,7 @@ What changes from the paper's protocol (the other columns):
    feature_bound=B)``; declared here with the same values). Real data come raw from the
    registry's loader (:attr:`dpgcd_jax.data.DatasetSpec.build`).
 2. **Hyperparameters chosen privately** by repeat-and-select (Papernot & Steinke 2022,
-   :mod:`dpgcd_jax.privacy.selection`): ``K ~ Geometric`` with ``E[K]`` = the number of
+   :mod:`dpgcd_jax.privacy.tuning`): ``K ~ Geometric`` with ``E[K]`` = the number of
    candidates (9), each repetition draws a candidate ``(step size, clip)`` uniformly from a
    grid fixed a priori (:func:`candidates`), trains it privately on all the data and releases a
    private score, ``-(capped objective) + Lap(cap / (n eps_s))``: the objective with each
@@ -17,9 +17,10 @@ What changes from the paper's protocol (the other columns):
    Only the repetition with the best noisy score is released.
 3. **One budget.** One repetition's ledger is the solver's run (noise multipliers ``k``
    times the solver's epsilon = 1 calibration) plus the score (``Laplace(eps_s0 / k)``); the
-   :class:`~dpgcd_jax.privacy.selection.RepeatAndSelect` event turns it into the whole
+   :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect` event turns it into the whole
    selection's cost and ``k`` is the smallest scale meeting epsilon = 1, delta = 1 / n^2
-   (:func:`dpgcd_jax.privacy.selection.calibrate_repeat_and_select`). The report is kept in
+   (:func:`dpgcd_jax.solvers._driver.search_scale`, the library's one path from a budget to
+   private runs, as the CV estimators). The report is kept in
    the results (``epsilon <= 1``).
 
 What stays as in the paper's protocol, stated: the objective (loss, ridge, and for the l1
@@ -49,7 +50,7 @@ from dpgcd_jax.experiments import prepared as prepared_lib
 from dpgcd_jax.experiments import sweeps
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.privacy import selection
+from dpgcd_jax.solvers import _driver
 
 if TYPE_CHECKING:  # the runner imports this module: a type only, no import circle
   from dpgcd_jax.experiments.runner import Preset
@@ -201,10 +202,10 @@ def calibrate(algorithm: algorithms.Algorithm, problem: problem_lib.Problem, pas
     return algorithm.ledger(problem, scaled(base, k), passes) + ledger_lib.Ledger.of(
         ("private score", events.Laplace(SCORE_EPSILON / k), 1))
 
-  k, report = selection.calibrate_repeat_and_select(
-      inner, algorithms.EPSILON, delta, mean=mean, shape=SHAPE,
-      key=("experiments.private", algorithm.name, problem.num_examples, problem.num_features, int(passes),
-           float(delta)))
+  k, report = _driver.search_scale(
+      inner, epsilon=algorithms.EPSILON, delta=delta, mean=mean, shape=SHAPE,
+      cache_key=("experiments.private", algorithm.name, problem.num_examples, problem.num_features, int(passes),
+                 float(delta)))
   return k, scaled(base, k), SCORE_EPSILON / k, report
 
 

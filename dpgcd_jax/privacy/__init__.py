@@ -6,7 +6,7 @@
 * :mod:`dpgcd_jax.privacy.ledger`: :class:`Ledger` composes ``(label, event, count)`` entries by
   the best valid route, :class:`PrivacyReport` is what a fit spent, :func:`calibrate` bisects
   any noise scale.
-* :mod:`dpgcd_jax.privacy.selection`: private hyperparameter selection (Papernot & Steinke 2022),
+* :mod:`dpgcd_jax.privacy.tuning`: private hyperparameter tuning (Papernot & Steinke 2022),
   ``RepeatAndSelect``.
 * :mod:`dpgcd_jax.privacy.accounting`: the solvers' calibrations (``calibrate_gcd`` ...), thin
   wrappers over the ledger.
@@ -53,9 +53,8 @@ _EXPORTS = {
     "Ledger": "dpgcd_jax.privacy.ledger",
     "PrivacyReport": "dpgcd_jax.privacy.ledger",
     "calibrate": "dpgcd_jax.privacy.calibration",
-    "RepeatAndSelect": "dpgcd_jax.privacy.selection",
-    "calibrate_repeat_and_select": "dpgcd_jax.privacy.selection",
-    "repeat_and_select_ledger": "dpgcd_jax.privacy.selection",
+    "RepeatAndSelect": "dpgcd_jax.privacy.tuning",
+    "repeat_and_select_ledger": "dpgcd_jax.privacy.tuning",
     "private_smoothness": "dpgcd_jax.privacy.smoothness",
     "scales": "dpgcd_jax.privacy.scales:",
     "calibrate_scales": "dpgcd_jax.privacy.scales",
@@ -103,7 +102,6 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.scales import private_feature_scales  # noqa: F401
   from dpgcd_jax.privacy.scales import scales_informative  # noqa: F401
   from dpgcd_jax.privacy.scales import scales_ledger  # noqa: F401
-  from dpgcd_jax.privacy.selection import RepeatAndSelect  # noqa: F401
-  from dpgcd_jax.privacy.selection import calibrate_repeat_and_select  # noqa: F401
-  from dpgcd_jax.privacy.selection import repeat_and_select_ledger  # noqa: F401
   from dpgcd_jax.privacy.smoothness import private_smoothness  # noqa: F401
+  from dpgcd_jax.privacy.tuning import RepeatAndSelect  # noqa: F401
+  from dpgcd_jax.privacy.tuning import repeat_and_select_ledger  # noqa: F401

@@ -90,8 +90,6 @@ from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
 
-_REL_TOL = calibration.REL_TOL
-
 # Historical private names (used by tests and notebooks).
 _rr_rdp = _rdp.rr_rdp
 _br_rdp = _rdp.br_rdp
@@ -102,7 +100,6 @@ _rdp_epsilon = _rdp.rdp_epsilon
 _replace_from_add_remove = _rdp.replace_from_add_remove
 _pld_delta = lambda eps, groups, mu: _pld.pld_delta(eps, groups, mu)
 _pld_epsilon = lambda groups, mu, delta: _pld.pld_epsilon(groups, mu, delta)
-_bisect_scale = calibration.bisect_scale
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,21 +132,22 @@ class Calibration:
 # ----------------------------------------------------------------------------------------
 
 
-def _check_budget(epsilon: float, delta: float) -> None:
+def check_budget(epsilon: float, delta: float) -> None:
+  """ValueError naming ``epsilon`` / ``delta`` unless ``epsilon > 0`` and ``0 < delta < 1``."""
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
-  _check_delta(delta)
+  check_delta(delta)
 
 
-def _check_delta(delta: float) -> None:
+def check_delta(delta: float) -> None:
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
 
 
-def _check_noise(name: str, x: float) -> float:
+def check_noise(name: str, x: float) -> float:
   _validate.check_positive(name, x, allow_zero=True, allow_inf=True)
   return float(x)
 
 
-def _check_share(share: float | None) -> float | None:
+def check_share(share: float | None) -> float | None:
   if share is None:
     return None
   _validate.check_number("selection_share", share, low=0.0, high=1.0, low_open=True,
@@ -157,7 +155,7 @@ def _check_share(share: float | None) -> float | None:
   return float(share)
 
 
-def _check_rate(q: float) -> float:
+def check_rate(q: float) -> float:
   _validate.check_number("sampling_rate", q, low=0.0, high=1.0, low_open=True)
   return float(q)
 
@@ -257,10 +255,10 @@ def gcd_epsilon(
     >>> round(gcd_epsilon(93.6, 93.6, steps=100, delta=1e-6), 3) <= 1.0
     True
   """
-  b_sel = _check_noise("selection_noise", selection_noise)
-  b_upd = _check_noise("update_noise", update_noise)
+  b_sel = check_noise("selection_noise", selection_noise)
+  b_upd = check_noise("update_noise", update_noise)
   steps = _validate.check_int("steps", steps)
-  _check_delta(delta)
+  check_delta(delta)
   mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
   mechanisms.update(update)
   _validate.check_choice("method", method,
@@ -337,11 +335,11 @@ def calibrate_gcd(
     >>> round(cal.update_noise, 1) <= 64.1
     True
   """
-  _check_budget(epsilon, delta)
+  check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
   mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
   mechanisms.update(update)
-  share = _check_share(selection_share)
+  share = check_share(selection_share)
   _validate.check_choice("method", method,
                          _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
   return _calibrate_gcd(float(epsilon), float(delta), steps, selection, update, share, method)
@@ -356,8 +354,8 @@ def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method) -> C
   factory = lambda k: gcd_ledger(k * r_sel, k * r_upd, steps=steps, selection=selection,
                                  update=update)
   if method == "closed_form":
-    k = _bisect_scale(
-        lambda k: _closed_form(k * r_sel, k * r_upd, steps, delta) <= epsilon, guess, _REL_TOL)
+    k = calibration.bisect_scale(
+        lambda k: _closed_form(k * r_sel, k * r_upd, steps, delta) <= epsilon, guess, calibration.REL_TOL)
     return Calibration(selection_noise=k * r_sel, update_noise=k * r_upd,
                        epsilon=_closed_form(k * r_sel, k * r_upd, steps, delta), delta=delta,
                        steps=steps, method="closed_form",

@@ -22,20 +22,17 @@ from dpgcd_jax import _validate
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.privacy.accounting import _REL_TOL
 from dpgcd_jax.privacy.accounting import Calibration
-from dpgcd_jax.privacy.accounting import _check_budget
-from dpgcd_jax.privacy.accounting import _check_delta
-from dpgcd_jax.privacy.accounting import _check_noise
-from dpgcd_jax.privacy.accounting import _check_rate
+from dpgcd_jax.privacy.accounting import check_budget
+from dpgcd_jax.privacy.accounting import check_delta
+from dpgcd_jax.privacy.accounting import check_noise
+from dpgcd_jax.privacy.accounting import check_rate
 
 # DP-CD.
-
 
 def cd_ledger(noise: float, *, steps: int) -> ledger_lib.Ledger:
   """The ledger of ``steps`` DP-CD Gaussian coordinate updates."""
   return ledger_lib.Ledger.of(("update", ev.Gaussian(noise), steps))
-
 
 def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") -> float:
   """Epsilon of ``steps`` DP-CD coordinate updates with Gaussian noise multiplier ``s``.
@@ -56,13 +53,12 @@ def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") 
   Raises:
     ValueError: for a bad argument (the message names it).
   """
-  noise = _check_noise("noise", noise)
+  noise = check_noise("noise", noise)
   steps = _validate.check_int("steps", steps)
-  _check_delta(delta)
+  check_delta(delta)
   _validate.check_choice("method", method, ("best", "pld", "rdp"))
   route = "pld" if method == "best" else method
   return cd_ledger(noise, steps=steps).epsilon(float(delta), route=route)
-
 
 def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "best"
                  ) -> Calibration:
@@ -80,11 +76,10 @@ def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "bes
   Raises:
     ValueError: for a bad argument (the message names it).
   """
-  _check_budget(epsilon, delta)
+  check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
   _validate.check_choice("method", method, ("best", "pld", "rdp"))
   return _calibrate_cd(float(epsilon), float(delta), steps, method)
-
 
 @functools.lru_cache(maxsize=256)
 def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
@@ -95,26 +90,20 @@ def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=report.route, report=report)
 
-
-
 # DP-SGD.
 
 _SGD_METHODS = ("best", "pld", "dp_accounting_pld", "dp_accounting_rdp")
-
 
 def sgd_ledger(noise: float, *, steps: int, sampling_rate: float) -> ledger_lib.Ledger:
   """The ledger of ``steps`` DP-SGD steps (Poisson sampling + Gaussian noise on the sum)."""
   return ledger_lib.Ledger.of(("step", ev.PoissonSampledGaussian(noise, sampling_rate), steps))
 
-
 def _sgd_route(method: str) -> str:
   return {"best": "best", "pld": "fft_pld", "dp_accounting_pld": "dp_accounting_pld",
           "dp_accounting_rdp": "rdp"}[method]
 
-
 def _sgd_method(route: str) -> str:
   return {"rdp": "dp_accounting_rdp", "fft_pld": "pld"}.get(route, route)
-
 
 def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
                 method: str = "best") -> float:
@@ -140,14 +129,13 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
   Raises:
     ValueError: for a bad argument (the message names it).
   """
-  noise = _check_noise("noise", noise)
+  noise = check_noise("noise", noise)
   steps = _validate.check_int("steps", steps)
-  q = _check_rate(sampling_rate)
-  _check_delta(delta)
+  q = check_rate(sampling_rate)
+  check_delta(delta)
   _validate.check_choice("method", method, _SGD_METHODS)
   return sgd_ledger(noise, steps=steps, sampling_rate=q).epsilon(float(delta),
                                                                  route=_sgd_route(method))
-
 
 def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: float,
                   method: str = "best") -> Calibration:
@@ -166,12 +154,11 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
   Raises:
     ValueError: for a bad argument (the message names it).
   """
-  _check_budget(epsilon, delta)
+  check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
-  q = _check_rate(sampling_rate)
+  q = check_rate(sampling_rate)
   _validate.check_choice("method", method, _SGD_METHODS)
   return _calibrate_sgd(float(epsilon), float(delta), steps, q, method)
-
 
 @functools.lru_cache(maxsize=256)
 def _calibrate_sgd(epsilon, delta, steps, q, method) -> Calibration:
@@ -179,6 +166,6 @@ def _calibrate_sgd(epsilon, delta, steps, q, method) -> Calibration:
   s, report = calibration.calibrate(
       lambda s: sgd_ledger(s, steps=steps, sampling_rate=q), epsilon, delta,
       guess=max(guess, 0.5), route=_sgd_route(method), key=("sgd", steps, q),
-      rel_tol=_REL_TOL)
+      rel_tol=calibration.REL_TOL)
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=_sgd_method(report.route), report=report)

@@ -1,6 +1,16 @@
-"""The private path shared by every solver's ``fit``: public smoothness, ledger, calibration.
+"""The one path from a budget ``(epsilon, delta)`` to private runs: ledger, calibration, run.
 
-Private helpers; the solver protocol (``Result``, ``Trace``, the scan driver, ``run``) is in
+Two entry points, one calibration (:func:`calibrated`):
+
+* :func:`private_fit`: every solver's ``fit`` (and so the estimators): public smoothness
+  (a released feature bound when needed), the solver's ledger composed with the releases
+  already made (``prior``), the smallest noise meeting the budget, the run;
+* :func:`search_scale`: a private hyperparameter search (repeat-and-select,
+  :mod:`dpgcd_jax.privacy.tuning`): the scale of one repetition such that the releases already
+  made and the whole search are ``(epsilon, delta)``-DP (the CV estimators and the experiments'
+  end-to-end private column).
+
+The solver protocol (``Result``, ``Trace``, the scan driver, ``run``) is in
 :mod:`dpgcd_jax.solvers.base`.
 """
 
@@ -21,6 +31,7 @@ from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.privacy import tuning
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers.base import Result
 
@@ -152,8 +163,8 @@ def private_fit(
       raise ValueError(f"Expected targets of shape (K, {problem.num_examples}), got "
                        f"targets.shape={targets.shape}.")
 
-  scale, report = calibration.calibrate(lambda scale: solver_ledger(scale) + spent, float(epsilon),
-                                       float(delta), key=cache_key + (bound_epsilon,) + prior_key)
+  scale, report = calibrated(lambda scale: spent + solver_ledger(scale), epsilon, delta,
+                             key=cache_key + (bound_epsilon,) + prior_key)
   params = base.cast_params(solver, problem, params_at(scale))
   static = tuple(sorted(options.items()))
   run = lambda pb, k: base.compiled_run(solver, pb, k, params, passes=passes,
@@ -164,6 +175,42 @@ def private_fit(
                            passes=passes)
   note = _smoothness_note(problem, needs_bound) if solver.uses_smoothness else "smoothness: not used"
   return result._replace(privacy=report.with_notes(note))
+
+
+def calibrated(ledger_at: Callable[[float], ledger_lib.Ledger], epsilon: float, delta: float, *,
+               key: tuple[Any, ...]) -> tuple[float, ledger_lib.PrivacyReport]:
+  """The smallest scale ``s`` with ``ledger_at(s)`` ``(epsilon, delta)``-DP, and its report.
+
+  The one calibration of the package's private runs (:func:`private_fit`, :func:`search_scale`);
+  ``ledger_at`` holds EVERYTHING released from the data toward this budget, and is monotone
+  (more scale, more privacy). ``key``: a hashable description of ``ledger_at`` (cache).
+  """
+  return calibration.calibrate(ledger_at, float(epsilon), float(delta), key=key)
+
+
+def search_scale(repetition_at: Callable[[float], Any], *, epsilon: float, delta: float, mean: float,
+                 shape: float, prior: ledger_lib.Ledger | None = None,
+                 cache_key: tuple[Any, ...]) -> tuple[float, ledger_lib.PrivacyReport]:
+  """The scale of ONE repetition of a private search such that everything is ``(epsilon, delta)``-DP.
+
+  Args:
+    repetition_at: ``scale -> Ledger`` (or a tuple of ledgers, see
+      :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect`) of one repetition: a candidate's
+      private training run(s) and its private score, monotone in the scale.
+    epsilon, delta: the total budget (``prior`` and the search together).
+    mean, shape: of the number of repetitions ``K ~ TNB(shape)`` with ``E[K] = mean``.
+    prior: releases already made from the same data toward the same budget (feature scales, a
+      target bound): composed with the search in the one ledger that is calibrated.
+    cache_key: a hashable description of ``repetition_at`` and ``prior``.
+
+  Returns:
+    ``(scale, report)``: the report is the whole ledger's (prior, then the search as one
+    :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect` entry).
+  """
+  spent = ledger_lib.Ledger() if prior is None else prior
+  return calibrated(
+      lambda scale: spent + tuning.repeat_and_select_ledger(repetition_at(scale), mean=mean, shape=shape),
+      epsilon, delta, key=("search", cache_key, prior, float(mean), float(shape)))
 
 
 def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:

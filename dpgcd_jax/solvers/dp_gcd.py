@@ -265,7 +265,7 @@ def fit(
   problem_lib.check_clipping_mode(
       dataclasses.replace(problem, smoothness_source="feature_bound") if released else problem,
       clipping_mode)
-  share = accounting._check_share(selection_share)
+  share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting._share_ratios(selection, update, share)
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs

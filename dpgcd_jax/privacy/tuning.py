@@ -1,4 +1,4 @@
-"""Private hyperparameter selection: repeat a private run a random number of times, keep the best.
+"""Private hyperparameter tuning: repeat a private run a random number of times, keep the best.
 
 Papernot & Steinke, "Hyperparameter Tuning with Renyi Differential Privacy", ICLR 2022. One
 repetition ``Q`` draws a candidate at random from a public grid, trains it privately and
@@ -43,8 +43,9 @@ Examples:
   >>> round(one_run.epsilon(1e-6), 2), round(tuned.epsilon(1e-6), 2)
   (1.74, 3.15)
 
-Used by the estimators :class:`~dpgcd_jax.estimators.DPGCDClassifierCV` /
-:class:`~dpgcd_jax.estimators.DPGCDRegressorCV` and by the experiments' end-to-end private column.
+Calibrated by :func:`dpgcd_jax.solvers._driver.search_scale` (the one path from a budget to a
+run) for the estimators :class:`~dpgcd_jax.estimators.DPGCDClassifierCV` /
+:class:`~dpgcd_jax.estimators.DPGCDRegressorCV` and the experiments' end-to-end private column.
 """
 
 from __future__ import annotations
@@ -53,14 +54,12 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
-from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _rdp
-from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
 
@@ -242,37 +241,6 @@ def repeat_and_select_ledger(inner: Any, *, mean: float, shape: float = DEFAULT_
                              label: str = "hyperparameter search") -> ledger_lib.Ledger:
   """The ledger of a private selection: one :class:`RepeatAndSelect` entry."""
   return ledger_lib.Ledger.of((label, RepeatAndSelect(inner, mean, shape), 1))
-
-
-def calibrate_repeat_and_select(
-    inner_factory: Callable[[float], Any],
-    epsilon: float,
-    delta: float,
-    *,
-    mean: float,
-    shape: float = DEFAULT_SHAPE,
-    key: Hashable | None = None,
-    guess: float | None = None,
-) -> tuple[float, ledger_lib.PrivacyReport]:
-  """The smallest scale of ONE repetition such that the whole selection is (epsilon, delta)-DP.
-
-  Args:
-    inner_factory: ``scale -> Ledger`` (or tuple of ledgers) of one repetition, monotone (more
-      scale, more private).
-    epsilon: total target epsilon > 0 (selection included).
-    delta: total target delta in (0, 1).
-    mean: ``E[K]``, the expected number of repetitions.
-    shape: distribution of ``K`` (see :class:`RepeatAndSelect`).
-    key: hashable description of ``inner_factory`` for the cache.
-    guess: a starting scale.
-
-  Returns:
-    ``(scale, report)`` as :func:`dpgcd_jax.privacy.calibrate`.
-  """
-  factory = lambda k: repeat_and_select_ledger(inner_factory(k), mean=mean, shape=shape)
-  return calibration.calibrate(
-      factory, epsilon, delta, guess=guess,
-      key=None if key is None else ("repeat_and_select", key, float(mean), float(shape)))
 
 
 def repeat_and_select(rng: np.random.Generator, num_candidates: int,
