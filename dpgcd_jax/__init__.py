@@ -24,8 +24,10 @@ _EXPORTS = {
     "dp_cd": "dpgcd_jax.solvers.dp_cd:",
     "dp_fw": "dpgcd_jax.solvers.dp_fw:",
     "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
+    "dp_iht": "dpgcd_jax.solvers.dp_iht:",
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
+    "two_stage": "dpgcd_jax.solvers.two_stage:",
     "seeding": "dpgcd_jax.seeding:",
     # Names.
     "PrivacyLeakWarning": "dpgcd_jax._validate",
@@ -75,8 +77,10 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax.solvers import dp_cd  # noqa: F401
   from dpgcd_jax.solvers import dp_fw  # noqa: F401
   from dpgcd_jax.solvers import dp_gcd  # noqa: F401
+  from dpgcd_jax.solvers import dp_iht  # noqa: F401
   from dpgcd_jax.solvers import dp_sgd  # noqa: F401
   from dpgcd_jax.solvers import reference  # noqa: F401
+  from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401
   from dpgcd_jax.transforms import dp_greedy_coordinate  # noqa: F401

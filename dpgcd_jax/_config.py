@@ -27,13 +27,24 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import TypedDict
 
 OPT_OUT_ENV = "DPGCD_JAX_NO_COMPILATION_CACHE"
 DIR_ENV = "DPGCD_JAX_COMPILATION_CACHE_DIR"
 _JAX_MIN_TIME = "jax_persistent_cache_min_compile_time_secs"
+# JAX's options are dynamic attributes of jax.config (not in its type stubs): read by name.
+_JAX_CACHE_DIR = "jax_compilation_cache_dir"
+_JAX_ENABLE_CACHE = "jax_enable_compilation_cache"
+
+
+class _State(TypedDict):
+  decided: bool
+  disabled: bool
+  dir: str | None
+
 
 _lock = threading.Lock()
-_state = {"decided": False, "disabled": False, "dir": None}
+_state: _State = {"decided": False, "disabled": False, "dir": None}
 
 
 def default_cache_dir() -> str:
@@ -78,14 +89,15 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
     if _state["decided"]:
       return _state["dir"]
     import jax  # pylint: disable=g-import-not-at-top
-    configured = jax.config.jax_compilation_cache_dir
+    configured: str | None = getattr(jax.config, _JAX_CACHE_DIR)
+    directory: str | None
     if configured:
       directory = configured  # the user's own cache: never overridden
-    elif _state["disabled"] or _opted_out() or not jax.config.jax_enable_compilation_cache:
+    elif _state["disabled"] or _opted_out() or not getattr(jax.config, _JAX_ENABLE_CACHE):
       directory = None
     else:
       directory = _turn_on(jax, path or default_cache_dir())
-    _state.update(decided=True, dir=directory)
+    _state.update({"decided": True, "dir": directory})
     return directory
 
 
@@ -107,4 +119,4 @@ def compilation_cache_dir() -> str | None:
 
 def _reset_for_tests() -> None:
   with _lock:
-    _state.update(decided=False, disabled=False, dir=None)
+    _state.update({"decided": False, "disabled": False, "dir": None})

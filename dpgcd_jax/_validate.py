@@ -132,10 +132,11 @@ def check_key(name: str, key: Any) -> None:
 def check_key_or_batch(name: str, key: Any) -> int | None:
   """Accepts one key (returns None) or a batch of keys with one leading axis (returns its size)."""
   dtype = getattr(key, "dtype", None)
-  shape = jnp.shape(key) if dtype is not None else None
-  if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key) and len(shape) == 1:
-    return shape[0]
-  if dtype == jnp.uint32 and shape is not None and len(shape) == 2 and shape[1] == 2:
-    return shape[0]
+  if dtype is not None:
+    shape = jnp.shape(key)
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key) and len(shape) == 1:
+      return shape[0]
+    if dtype == jnp.uint32 and len(shape) == 2 and shape[1] == 2:
+      return shape[0]
   check_key(name, key)
   return None

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +34,15 @@ import numpy as np
 
 from dpgcd_jax import _validate
 
+if TYPE_CHECKING:  # typing's from Python 3.11 (the type checkers ship typing_extensions)
+  from typing_extensions import dataclass_transform
+else:
+  def dataclass_transform(**_kwargs: Any) -> Any:
+    """A marker for type checkers only (no effect at run time)."""
+    return lambda decorated: decorated
+
 Array = jax.Array
+_P = TypeVar("_P")
 
 
 class Penalty(Protocol):
@@ -47,15 +57,19 @@ class Penalty(Protocol):
   def subdiff_distance(self, w: Array, g: Array) -> Array: ...
 
 
-def penalty(cls: type) -> type:
+@dataclass_transform(frozen_default=True)
+def penalty(cls: type[_P]) -> type[_P]:
   """Class decorator: a frozen dataclass whose fields are all pytree (array) leaves."""
-  cls = dataclasses.dataclass(frozen=True)(cls)
-  names = [f.name for f in dataclasses.fields(cls)]
-  return jax.tree_util.register_dataclass(cls, data_fields=names, meta_fields=[])
+  data_cls: Any = dataclasses.dataclass(frozen=True)(cls)  # a dataclass from here (not in its static type)
+  names = [f.name for f in dataclasses.fields(data_cls)]
+  return jax.tree_util.register_dataclass(data_cls, data_fields=names, meta_fields=[])
 
 
 class SeparablePenalty:
   """Base of the built-in penalties: ``value`` is the sum of ``coordinate_values``."""
+
+  def coordinate_values(self, w: Array) -> Array:
+    raise NotImplementedError(f"{type(self).__name__} defines no coordinate_values")
 
   def value(self, w: Array) -> Array:
     return jnp.sum(self.coordinate_values(w))

@@ -217,11 +217,14 @@ def sample(key: Array, p: PoissonPlan) -> Batch:
   return _batch(_exact_outcomes(u, extra, p), p.num_examples)
 
 
+def _batch_mask(n: int, batch: Batch) -> Array:
+  return jnp.zeros(n, bool).at[jnp.where(batch.valid, batch.indices, n)].set(True, mode="drop")
+
+
 def _complete(extra: Array, p: PoissonPlan, batch: Batch) -> Array:
+  """The batch's mask plus the exact tail after an overflow (``p.full`` is False)."""
   n = p.num_examples
-  mask = jnp.zeros(n, bool).at[jnp.where(batch.valid, batch.indices, n)].set(True, mode="drop")
-  if p.full:
-    return mask
+  mask = _batch_mask(n, batch)
   u = jax.random.bits(jax.random.fold_in(extra, 1), (n, 4), jnp.uint32)
   bernoulli = _less_128(u, jnp.broadcast_to(jnp.asarray(p.inclusion_words), (n, 4)))
   tail = bernoulli & (jnp.arange(n) > batch.indices[-1]) & batch.overflow
@@ -235,7 +238,9 @@ def complete_mask(key: Array, p: PoissonPlan, batch: Batch) -> Array:
   their own (memorylessness); each is included when a 128-bit uniform is below
   ``round(q 2^128)``. O(n) work.
   """
-  return _complete(None if p.full else _draw(key, p.capacity)[1], p, batch)
+  if p.full:
+    return _batch_mask(p.num_examples, batch)
+  return _complete(_draw(key, p.capacity)[1], p, batch)
 
 
 def sample_mask(key: Array, p: PoissonPlan) -> Array:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import secrets
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 
 ENTROPY_BITS = 128
 
@@ -45,7 +45,7 @@ def fresh_key() -> jax.Array:
   words = [secrets.randbits(32) for _ in range(ENTROPY_BITS // 32)]
   # The key's 64-bit state is set directly from two words (``jax.random.key(seed)`` would keep
   # only 32 bits of an integer seed when x64 is off); the other words are folded in.
-  key = jax.random.wrap_key_data(np.asarray(words[:2], np.uint32))
+  key = jax.random.wrap_key_data(jnp.asarray(words[:2], jnp.uint32))
   for word in words[2:]:
     key = jax.random.fold_in(key, word)
   return key

@@ -55,7 +55,9 @@ from dpgcd_jax.solvers import greedy
 
 
 class DPGreedyCoordinateState(NamedTuple):
-  count: jax.Array  # int32: number of updates so far (the step index of the key)
+  # int32: number of updates so far (the step index of the key). Shadows tuple.count, as optax's own
+  # states' `count` does (a public field name; mypy flags any NamedTuple field named like a tuple method).
+  count: jax.Array  # type: ignore[assignment]
   key: jax.Array
 
 

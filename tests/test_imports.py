@@ -100,7 +100,8 @@ def test_the_package_has_no_import_circle():
 
 def _private_imports():
   """(importer, imported) pairs that reach into another module's private names: ``from m import
-  _name`` (a private name of module ``m``), or a private module ``a._m`` imported from outside ``a``."""
+  _name`` or ``m._name`` (a private name of module ``m``), or a private module ``a._m`` imported
+  from outside ``a``."""
   import ast  # pylint: disable=import-outside-toplevel
   import pathlib  # pylint: disable=import-outside-toplevel
   root = pathlib.Path(__file__).resolve().parent.parent / "dpgcd_jax"
@@ -110,7 +111,17 @@ def _private_imports():
     modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
   bad = []
   for name, path in modules.items():
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    aliases = {}  # local name -> package module
+    for node in ast.walk(tree):
+      for alias in getattr(node, "names", []) if isinstance(node, (ast.Import, ast.ImportFrom)) else []:
+        target = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+        if target in modules and (alias.asname or isinstance(node, ast.ImportFrom)):
+          aliases[alias.asname or alias.name] = target
+    for node in ast.walk(tree):
+      if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+          and node.attr.startswith("_") and not node.attr.startswith("__") and aliases[node.value.id] != name):
+        bad.append((name, f"{aliases[node.value.id]}.{node.attr}"))
       if isinstance(node, ast.ImportFrom) and not node.level:
         for alias in node.names:
           target = f"{node.module}.{alias.name}"

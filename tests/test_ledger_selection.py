@@ -14,7 +14,7 @@ from dpgcd_jax.privacy import Ledger
 from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.privacy import RepeatAndSelect
 from dpgcd_jax.privacy import tuning
-from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import budget
 
 DELTA = 1e-6
 
@@ -62,7 +62,7 @@ def test_inner_slack_counts_mean_times_and_selection_is_hashable():
 def test_search_scale_round_trip_with_a_prior_release():
   factory = lambda s: Ledger.of(("fit", Gaussian(s), 20))
   prior = Ledger.of(("feature bound", PureDp(0.2), 1))
-  s, report = _driver.search_scale(factory, epsilon=2.0, delta=DELTA, mean=8.0, shape=1.0, prior=prior,
+  s, report = budget.search_scale(factory, epsilon=2.0, delta=DELTA, mean=8.0, shape=1.0, prior=prior,
                                    cache_key=("test-search",))
   assert report.epsilon <= 2.0
   assert [e.label for e in report.entries] == ["feature bound", "hyperparameter search"]

@@ -47,10 +47,11 @@ def _deprecations(caught):
 
 
 def test_public_modules_and_result_types():
-  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_fw", "dp_sgd", "reference", "Result", "Trace"}
+  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_fw", "dp_iht", "dp_sgd", "reference",
+                                     "two_stage", "Result", "Trace"}
   assert dg.Result is dg.solvers.Result is base.Result
   assert dg.Trace is dg.solvers.Trace is base.Trace
-  for module in (dg.dp_gcd, dg.dp_cd, dg.dp_sgd):
+  for module in (dg.dp_gcd, dg.dp_cd, dg.dp_sgd, dg.dp_fw, dg.dp_iht, dg.two_stage):
     assert module.SOLVER.params is module.Params and module.SOLVER.init is module.init
 
 

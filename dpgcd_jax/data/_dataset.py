@@ -109,7 +109,8 @@ def lambda_max(X: Any, y: Any, loss: losses_lib.Loss | str) -> float:
   0.5
   """
   loss = losses_lib.get(loss)
-  if not loss.is_glm:
+  phi = loss.phi
+  if phi is None:
     raise ValueError(f"Expected a GLM loss (dpgcd_jax.glm_loss) for lambda_max, got loss={loss.name!r}.")
   x = as_matrix("X", X)
   t = np.asarray(y, np.float64)
@@ -117,7 +118,7 @@ def lambda_max(X: Any, y: Any, loss: losses_lib.Loss | str) -> float:
   if t.shape[0] != x.shape[0]:
     raise ValueError(f"Expected X and y to have as many rows, got X.shape={x.shape}, y.shape={t.shape}.")
   with jax.enable_x64(True):  # phi'(0, y_i) in float64 whatever the global flag says.
-    dphi = jax.vmap(jax.grad(loss.phi), in_axes=(None, 0))(jnp.float64(0.0), jnp.asarray(t))
+    dphi = jax.vmap(jax.grad(phi), in_axes=(None, 0))(jnp.float64(0.0), jnp.asarray(t))
   return float(np.max(np.abs(x.T @ np.asarray(dphi, np.float64))) / x.shape[0])
 
 
@@ -301,10 +302,12 @@ class Dataset:
     """
     _validate.check_positive("fraction", fraction, allow_zero=True)
     strength = float(fraction) * self.lambda_max
+    current = self.penalty
     if penalty is not None:
       new = penalty(strength)
-    elif dataclasses.is_dataclass(self.penalty) and "strength" in {f.name for f in dataclasses.fields(self.penalty)}:
-      new = dataclasses.replace(self.penalty, strength=strength)
+    elif (dataclasses.is_dataclass(current) and not isinstance(current, type)
+          and "strength" in {f.name for f in dataclasses.fields(current)}):
+      new = dataclasses.replace(current, strength=strength)
     else:
       raise ValueError(
           f"Expected penalty= (e.g. penalties.L1) for a dataset whose penalty has no strength, got "

@@ -43,9 +43,8 @@ def read_arff(text: str) -> tuple[list[str], np.ndarray]:
   for attr, kind in parsed["attributes"]:
     if not isinstance(kind, list) and kind.upper() not in ("NUMERIC", "REAL", "INTEGER"):
       raise ValueError(f"Expected numeric or nominal ARFF attributes, got attribute {attr!r} of type {kind}.")
-  rows = np.array(parsed["data"], dtype=object).reshape(-1, len(names))
-  rows[np.equal(rows, None)] = np.nan
-  return names, rows.astype(np.float64)
+  # Missing values are None, which NumPy converts to NaN in a float array.
+  return names, np.array(parsed["data"], dtype=np.float64).reshape(-1, len(names))
 
 
 def openml(data_id: int, retrieve: Retrieve) -> tuple[np.ndarray, np.ndarray]:

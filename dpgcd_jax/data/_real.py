@@ -122,7 +122,7 @@ def dorothea(retrieve: Retrieve) -> Raw:
   lambda = 0.1 lambda_max. Offline stand-in: ``dorothea_synth``.
   """
   data_url, labels_url = _DOROTHEA_URLS
-  p = spec("dorothea").shape[1]
+  p = spec("dorothea").cached_shape[1]
   x = _parsers.read_sparse_binary(retrieve(data_url).read_text(encoding="ascii"), p=p)
   t = np.loadtxt(retrieve(labels_url), ndmin=1)
   return Raw(x, t)

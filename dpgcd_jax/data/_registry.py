@@ -87,6 +87,13 @@ class DatasetSpec:
     doc = inspect.getdoc(self.build) or self.summary
     return " ".join(doc.split("\n\n")[0].split())
 
+  @property
+  def cached_shape(self) -> tuple[int, int]:
+    """``shape``, which every cached set has (:func:`register` requires it)."""
+    if self.shape is None:
+      raise ValueError(f"Expected a raw shape (n, p) for the dataset {self.name!r}, got shape=None.")
+    return self.shape
+
   def assemble(self, raw: Raw) -> Dataset:
     """Preprocesses raw data and builds the :class:`Dataset` with this spec's objective."""
     if self.preprocess is not None:
@@ -94,7 +101,11 @@ class DatasetSpec:
     ds = Dataset(name=self.name, X=raw.X, y=raw.y, loss=self.loss, penalty=penalties_lib.Zero(), l2=self.l2,
                  description=raw.description or self.description, source=raw.source or ", ".join(self.urls),
                  w_true=raw.w_true)
-    return ds if self.penalty is None else ds.with_lambda_fraction(self.lambda_fraction, self.penalty)
+    if self.penalty is None:
+      return ds
+    if self.lambda_fraction is None:
+      raise ValueError(f"Expected a lambda_fraction with the penalty of the dataset {self.name!r}, got None.")
+    return ds.with_lambda_fraction(self.lambda_fraction, self.penalty)
 
 
 def register(
@@ -145,6 +156,8 @@ def register(
     _validate.check_positive("lambda_fraction", lambda_fraction, allow_zero=True)
   if kind == "cached" and (not urls or shape is None):
     raise ValueError(f"Expected urls and shape for kind='cached', got urls={urls!r}, shape={shape!r}.")
+  if shape is not None and len(shape) != 2:
+    raise ValueError(f"Expected shape=(n, p), got shape={shape!r}.")
   if preprocess == "default":
     preprocess = None if kind == "generator" else prepare_dense
 
@@ -156,7 +169,7 @@ def register(
       raise ValueError(f"Expected a new dataset name, got name={key!r}, which is already registered.")
     spec = DatasetSpec(name=key, kind=kind, loss=loss, penalty=penalty, lambda_fraction=lambda_fraction, l2=l2,
                        summary=summary, build=fn, preprocess=preprocess, urls=tuple(urls),
-                       shape=None if shape is None else tuple(shape))
+                       shape=None if shape is None else (shape[0], shape[1]))
     _REGISTRY[key] = spec
     if kind == "cached":
 
@@ -172,7 +185,8 @@ def register(
       return spec.assemble(fn(*args, **kwargs))
 
     build.__annotations__ = {**fn.__annotations__, "return": "Dataset"}
-    build.__signature__ = inspect.signature(fn).replace(return_annotation="Dataset")
+    # typeshed declares no __signature__ (which inspect.signature reads) on functions.
+    build.__signature__ = inspect.signature(fn).replace(return_annotation="Dataset")  # type: ignore[attr-defined]
     return build
 
   return decorate
@@ -226,7 +240,7 @@ def _cached(name: Any) -> DatasetSpec:
 
 def _instructions(entry: DatasetSpec, cache_dir: _cache.PathLike | None) -> str:
   folder = _cache.cache_paths(entry.name, cache_dir)[0].parent
-  return _cache.how_to_fetch(entry.name, folder, entry.urls, entry.shape)
+  return _cache.how_to_fetch(entry.name, folder, entry.urls, entry.cached_shape)
 
 
 def write_cache(
@@ -289,7 +303,7 @@ def download(name: str, cache_dir: _cache.PathLike | None = None, *, timeout: fl
   _validate.check_positive("timeout", timeout)
   with tempfile.TemporaryDirectory(prefix="dpgcd_jax-download-") as folder:
     raw = entry.build(_cache.Retriever(folder, timeout))
-  if raw.X.shape != entry.shape or np.shape(raw.y) != (entry.shape[0],):
+  if raw.X.shape != entry.cached_shape or np.shape(raw.y) != (entry.cached_shape[0],):
     raise ValueError(
         f"Downloaded {name!r} has X.shape={raw.X.shape}, y.shape={np.shape(raw.y)}; expected X.shape={entry.shape}. "
         "The source may have changed."

@@ -24,7 +24,7 @@ Privacy: one repetition is a training run on the training rows and a score on th
 random (its RDP curve is at most the maximum over candidates); :class:`RepeatAndSelect` turns
 that curve into the protocol's, composed with the released scales and target bound in one
 ledger; ``u`` is the smallest scale meeting ``(epsilon, delta)``
-(:func:`dpgcd_jax.solvers._driver.search_scale`, the one path from a budget to private runs).
+(:func:`dpgcd_jax.solvers.budget.search_scale`, the one path from a budget to private runs).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
-from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import budget
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
 
@@ -183,7 +183,7 @@ class _SearchMixin:
                     for t in steps)
       return parts + (ledger_lib.Ledger.of(("score", events.Laplace(math.sqrt(2.0) / u), 1)),)
 
-    u, report = _driver.search_scale(
+    u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
         cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name))
     perm = np.asarray(jax.random.permutation(key_split, n))

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import pathlib
 import sys
+from typing import Any
 
 import jax
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
   args = parser.parse_args(argv)
 
   preset = runner.QUICK if args.quick else runner.FULL
-  changes = {}
+  changes: dict[str, Any] = {}  # Preset fields of several types
   if args.passes:
     changes["passes"] = tuple(args.passes)
   if args.seeds:

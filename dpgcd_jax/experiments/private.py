@@ -19,7 +19,7 @@ What changes from the paper's protocol (the other columns):
    times the solver's epsilon = 1 calibration) plus the score (``Laplace(eps_s0 / k)``); the
    :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect` event turns it into the whole
    selection's cost and ``k`` is the smallest scale meeting epsilon = 1, delta = 1 / n^2
-   (:func:`dpgcd_jax.solvers._driver.search_scale`, the library's one path from a budget to
+   (:func:`dpgcd_jax.solvers.budget.search_scale`, the library's one path from a budget to
    private runs, as the CV estimators). The report is kept in
    the results (``epsilon <= 1``).
 
@@ -50,7 +50,7 @@ from dpgcd_jax.experiments import prepared as prepared_lib
 from dpgcd_jax.experiments import sweeps
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.solvers import _driver
+from dpgcd_jax.solvers import budget
 
 if TYPE_CHECKING:  # the runner imports this module: a type only, no import circle
   from dpgcd_jax.experiments.runner import Preset
@@ -202,7 +202,7 @@ def calibrate(algorithm: algorithms.Algorithm, problem: problem_lib.Problem, pas
     return algorithm.ledger(problem, scaled(base, k), passes) + ledger_lib.Ledger.of(
         ("private score", events.Laplace(SCORE_EPSILON / k), 1))
 
-  k, report = _driver.search_scale(
+  k, report = budget.search_scale(
       inner, epsilon=algorithms.EPSILON, delta=delta, mean=mean, shape=SHAPE,
       cache_key=("experiments.private", algorithm.name, problem.num_examples, problem.num_features, int(passes),
                  float(delta)))

@@ -212,11 +212,11 @@ def _table(eps_lo: float, eps_hi: float, br_eps: float, br_steps: int, outer, mu
 
 
 def _prepare(br_eps, groups, mu, laplace):
-  groups = _pld._merge(groups)  # pylint: disable=protected-access
+  groups = _pld.merge_groups(groups)
   if math.isinf(mu) or math.isinf(br_eps) or any(math.isinf(e) for e, _ in groups) or (
       laplace is not None and math.isinf(laplace[0])):
     return None
-  return _pld._outer(groups, laplace)  # pylint: disable=protected-access
+  return _pld.outer_losses(groups, laplace)
 
 
 def _delta_from(eps_target, table, outer, mu) -> float:

@@ -112,15 +112,18 @@ def _product(a, b):
 
 @functools.lru_cache(maxsize=64)
 def composed(noise: float, q: float, steps: int, h: float) -> tuple[int, np.ndarray, float]:
-  """``steps`` self-compositions by repeated squaring (truncated after each product)."""
+  """``steps >= 1`` self-compositions by repeated squaring (truncated after each product)."""
+  if steps < 1:
+    raise ValueError(f"Expected steps >= 1, got steps={steps}.")
   base = _truncate(*single(noise, q, h))
-  result = None
-  while steps:
-    if steps & 1:
-      result = base if result is None else _product(result, base)
+  while not steps & 1:  # Square up to the lowest set bit, which starts the product.
+    base = _product(base, base)
     steps >>= 1
-    if steps:
-      base = _product(base, base)
+  result = base
+  while steps := steps >> 1:
+    base = _product(base, base)
+    if steps & 1:
+      result = _product(result, base)
   return result
 
 

@@ -86,9 +86,9 @@ def laplace_pmf(eps: float, steps: int, n: int = N_MID
     r = steps - k
     atoms = pk[k] * _binom_pmf(r, q)  # a keeps: loss (2a - r) eps = (a w - r n) h.
     # Component index a * w + j <-> loss (a w + j - r n - k n) h = (a w + j - steps n) h.
-    blocks = np.zeros(((mid.size + w - 1) // w) * w)
-    blocks[:mid.size] = mid
-    blocks = blocks.reshape(-1, w)
+    padded = np.zeros(((mid.size + w - 1) // w) * w)
+    padded[:mid.size] = mid
+    blocks = padded.reshape(-1, w)
     for b in range(blocks.shape[0]):
       rows = min(r + 1, steps + 2 - b)
       total2d[b:b + rows] += atoms[:rows, None] * blocks[b][None, :]

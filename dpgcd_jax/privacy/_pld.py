@@ -71,7 +71,7 @@ def rr_tables(eps: float, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
   return log_p, ge_p, ge_q
 
 
-def _merge(groups) -> list[tuple[float, int]]:
+def merge_groups(groups) -> list[tuple[float, int]]:
   merged: dict[float, int] = {}
   for e, t in groups:
     if e > 0.0 and t > 0:
@@ -79,7 +79,7 @@ def _merge(groups) -> list[tuple[float, int]]:
   return sorted(merged.items(), key=lambda g: (g[1], g[0]))
 
 
-def _outer(groups: list[tuple[float, int]], laplace: tuple[float, int] | None = None
+def outer_losses(groups: list[tuple[float, int]], laplace: tuple[float, int] | None = None
            ) -> tuple[np.ndarray, np.ndarray, float]:
   """Joint losses and log-probabilities (under P) of the outer parts, and the dropped mass.
 
@@ -146,7 +146,7 @@ def pld_delta(eps: float, groups, mu: float, laplace: tuple[float, int] | None =
   Raises:
     NotImplementedError: when the outer groups have more than ``MAX_OUTER`` joint outcomes.
   """
-  groups = _merge(groups)
+  groups = merge_groups(groups)
   if laplace is not None and (laplace[0] == 0.0 or laplace[1] == 0):
     laplace = None
   if math.isinf(mu) or any(math.isinf(e) for e, _ in groups) or (
@@ -155,7 +155,7 @@ def pld_delta(eps: float, groups, mu: float, laplace: tuple[float, int] | None =
   if not groups and laplace is None:
     return float(np.exp(log_gaussian_delta(np.array(eps), mu)))
   inner = groups[-1] if groups else None
-  losses, log_p, dropped = _outer(groups[:-1], laplace)
+  losses, log_p, dropped = outer_losses(groups[:-1], laplace)
   if mu > 0.0 and inner is not None and losses.size * (inner[1] + 1) > 10 * MAX_OUTER:
     raise NotImplementedError("too many joint outcomes for the exact route")
   log_f, dropped_inner = _log_inner(eps - losses, inner, mu)
@@ -167,7 +167,7 @@ def pld_delta(eps: float, groups, mu: float, laplace: tuple[float, int] | None =
 def pld_epsilon(groups, mu: float, delta: float, laplace: tuple[float, int] | None = None
                 ) -> float:
   """Smallest eps with ``pld_delta(eps) <= delta`` (root-finding, result feasible)."""
-  groups = _merge(groups)
+  groups = merge_groups(groups)
   if any(math.isinf(e) for e, _ in groups) or math.isinf(mu) or (
       laplace is not None and math.isinf(laplace[0])):
     return math.inf

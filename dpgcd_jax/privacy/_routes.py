@@ -125,8 +125,10 @@ def pld_parts(entries: Entries
       groups.append((event.epsilon, count))
     elif isinstance(event, ev.PoissonSampledGaussian):  # q = 1: Gaussian, sensitivity 2.
       mu2 += count * (math.inf if event.noise == 0.0 else 2.0 / event.noise) ** 2
-    else:
+    elif isinstance(event, ev.Gaussian):
       mu2 += count * event.mu ** 2
+    else:
+      raise ValueError(f"Expected events of the pld route (_pld_types), got {event.describe()}.")
   return groups, math.sqrt(mu2), laplace
 
 
@@ -147,7 +149,7 @@ def _pld_supports(entries: Entries) -> bool:
   if not _pld_types(entries):
     return False
   groups, mu, laplace = pld_parts(entries)
-  merged = _pld._merge(groups)  # pylint: disable=protected-access
+  merged = _pld.merge_groups(groups)
   outer = _outer_size(merged[:-1], laplace)
   if mu > 0.0 and merged:
     return outer * (merged[-1][1] + 1) <= 10 * _pld.MAX_OUTER
@@ -215,7 +217,7 @@ def _br_supports(entries: Entries) -> bool:
   parts = br_parts(entries)
   if parts is None:
     return _pld_supports(entries)
-  merged = _pld._merge(parts[2])  # pylint: disable=protected-access
+  merged = _pld.merge_groups(parts[2])
   return _outer_size(merged, parts[4]) <= _pld.MAX_OUTER
 
 
@@ -280,7 +282,17 @@ def _fft_supports(entries: Entries) -> bool:
       isinstance(e, ev.PoissonSampledGaussian) and e.sampling_rate < 1.0 for e, _ in entries)
 
 
-def _fft_pld(entries: Entries):
+def _psg_entries(entries: Entries) -> list[tuple[ev.PoissonSampledGaussian, int]]:
+  """The entries of the route (:func:`_fft_supports`: Poisson-sampled Gaussians only)."""
+  out = []
+  for event, count in entries:
+    if not isinstance(event, ev.PoissonSampledGaussian):
+      raise ValueError(f"Expected Poisson-sampled Gaussian events for the fft_pld route, got {event.describe()}.")
+    out.append((event, count))
+  return out
+
+
+def _fft_pld(entries: list[tuple[ev.PoissonSampledGaussian, int]]):
   """The composed PLD and its lattice step (finer for longer compositions: error ~ T h^2)."""
   steps = sum(c for _, c in entries)
   h = min(1e-3, 1e-3 * math.sqrt(30.0 / steps))
@@ -292,16 +304,18 @@ def _fft_pld(entries: Entries):
 
 
 def _fft_delta(entries: Entries, epsilon: float) -> float:
-  pld, h = _fft_pld(entries)
+  psg = _psg_entries(entries)
+  pld, h = _fft_pld(psg)
   if pld is None:
-    return 1.0 if any(e.noise == 0.0 for e, _ in entries) else 0.0
+    return 1.0 if any(e.noise == 0.0 for e, _ in psg) else 0.0
   return _fft_pld_lib.delta(pld, h, epsilon)
 
 
 def _fft_epsilon(entries: Entries, delta: float) -> float:
-  pld, h = _fft_pld(entries)
+  psg = _psg_entries(entries)
+  pld, h = _fft_pld(psg)
   if pld is None:
-    return math.inf if any(e.noise == 0.0 for e, _ in entries) else 0.0
+    return math.inf if any(e.noise == 0.0 for e, _ in psg) else 0.0
   return _fft_pld_lib.epsilon(pld, h, delta)
 
 

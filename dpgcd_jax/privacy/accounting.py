@@ -269,7 +269,7 @@ def gcd_epsilon(
   return ledger.epsilon(float(delta), route=_to_route(method))
 
 
-def _share_ratios(selection: str, update: str, share: float | None) -> tuple[float, float]:
+def share_ratios(selection: str, update: str, share: float | None) -> tuple[float, float]:
   """Multipliers per unit of the bisected scale ``k``: ``b_sel = k r_sel``, ``b_upd = k r_upd``.
 
   ``share=None``: ``b_sel = b_upd = k``. Otherwise, with update "laplace" (every part pure)
@@ -347,7 +347,7 @@ def calibrate_gcd(
 
 @functools.lru_cache(maxsize=256)
 def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method) -> Calibration:
-  r_sel, r_upd = _share_ratios(selection, update, share)
+  r_sel, r_upd = share_ratios(selection, update, share)
   # Initial guess from zCDP: rho_step ~ c / k^2, eps ~ rho + 2 sqrt(rho log(1/delta)).
   rho_total = (epsilon / (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0)) ** 2
   guess = math.sqrt(2.0 * steps / rho_total) * max(r_sel, r_upd)

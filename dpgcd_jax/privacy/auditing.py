@@ -172,7 +172,7 @@ def adversarial_neighbour(
   _validate.check_number("target", label)
   w0 = problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0)
   grad = jax.grad(problem.loss.fn)
-  g_old = np.asarray(grad(w0, problem.XT[:, index], problem.y[index]))
+  g_old = np.asarray(grad(w0, problem.X[index], problem.y[index]))
   ones = jnp.ones(problem.num_features, problem.XT.dtype)
   g_probe = np.asarray(grad(w0, feature_scale * ones, jnp.asarray(label, problem.XT.dtype)))
   if np.any(g_probe == 0.0):
@@ -364,8 +364,9 @@ def audit(
   _validate.check_number("confidence", confidence, low=0.0, high=1.0, low_open=True,
                          high_open=True)
   shapes = lambda t: jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), t)
-  if jax.tree.structure(problem) != jax.tree.structure(neighbour) or shapes(problem) != shapes(
-      neighbour):
+  # The ignore: jaxlib ships no stub for PyTreeDef (mypy sees an unresolved type, with no `!=`).
+  other_structure = jax.tree.structure(problem) != jax.tree.structure(neighbour)  # type: ignore[operator]
+  if other_structure or shapes(problem) != shapes(neighbour):
     raise ValueError("Expected neighbour to have the structure and shapes of problem.")
   chunk = min(chunk, runs)
   padded = -(-runs // chunk) * chunk

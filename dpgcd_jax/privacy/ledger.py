@@ -44,7 +44,7 @@ class Entry(NamedTuple):
 
   label: str
   event: ev.PrivacyEvent
-  count: int = 1
+  count: int = 1  # type: ignore[assignment]  # public field; shadows tuple.count (mypy flags the name)
 
 
 def _entry(x) -> Entry:

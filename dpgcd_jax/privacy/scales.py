@@ -135,7 +135,7 @@ class Search(NamedTuple):
     released: (L, p) the noisy counts ``N_{j m_j} + sigma Z_j`` of every round.
   """
 
-  index: Array
+  index: Array  # type: ignore[assignment]  # public field; shadows tuple.index (mypy flags the name)
   queried: Array
   released: Array
 

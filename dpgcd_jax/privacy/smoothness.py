@@ -95,6 +95,8 @@ def smoothness_noise_scale(
   p = clip.shape[0]
   if noise == "laplace":
     return p * clip / (num_examples * float(epsilon))
+  if delta is None:
+    raise ValueError("Expected delta in (0, 1) for noise='gaussian', got delta=None.")
   from dpgcd_jax.privacy import baseline_accounting  # pylint: disable=g-import-not-at-top
   s = baseline_accounting.calibrate_cd(float(epsilon), float(delta), steps=1).update_noise
   return s * math.sqrt(p) * clip / num_examples

@@ -43,7 +43,7 @@ Examples:
   >>> round(one_run.epsilon(1e-6), 2), round(tuned.epsilon(1e-6), 2)
   (1.74, 3.15)
 
-Calibrated by :func:`dpgcd_jax.solvers._driver.search_scale` (the one path from a budget to a
+Calibrated by :func:`dpgcd_jax.solvers.budget.search_scale` (the one path from a budget to a
 run) for the estimators :class:`~dpgcd_jax.estimators.DPGCDClassifierCV` /
 :class:`~dpgcd_jax.estimators.DPGCDRegressorCV` and the experiments' end-to-end private column.
 """

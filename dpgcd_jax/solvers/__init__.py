@@ -13,8 +13,10 @@ _EXPORTS = {
     "dp_cd": "dpgcd_jax.solvers.dp_cd:",
     "dp_fw": "dpgcd_jax.solvers.dp_fw:",
     "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
+    "dp_iht": "dpgcd_jax.solvers.dp_iht:",
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
+    "two_stage": "dpgcd_jax.solvers.two_stage:",
     "Result": "dpgcd_jax.solvers.base",
     "Trace": "dpgcd_jax.solvers.base",
 }
@@ -27,7 +29,9 @@ if TYPE_CHECKING:
   from dpgcd_jax.solvers import dp_cd  # noqa: F401
   from dpgcd_jax.solvers import dp_fw  # noqa: F401
   from dpgcd_jax.solvers import dp_gcd  # noqa: F401
+  from dpgcd_jax.solvers import dp_iht  # noqa: F401
   from dpgcd_jax.solvers import dp_sgd  # noqa: F401
   from dpgcd_jax.solvers import reference  # noqa: F401
+  from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401

@@ -15,7 +15,7 @@ Every solver is one module (``dp_gcd``, ``dp_cd``, ``dp_sgd``) with the blackjax
 - ``SOLVER = base.Solver(...)``, which tells :func:`run` how many steps make a pass, and
   ``run`` / ``fit`` wrappers: ``run(problem, key, params, *, passes, ...)`` calls :func:`run`,
   ``fit(problem, key, *, epsilon, delta, passes, ...)`` calls
-  ``dpgcd_jax.solvers._driver.private_fit`` with the solver's privacy ledger.
+  ``dpgcd_jax.solvers.budget.private_fit`` with the solver's privacy ledger.
 
 This module holds what they share: :class:`Result` and :class:`Trace`, the driver (step ``t``
 draws from ``fold_in(key, t)``; the number of passes is a runtime value of the compiled
@@ -106,7 +106,7 @@ class Solver(NamedTuple):
   vector_clip: bool = True
   uses_smoothness: bool = True
   dense_only: bool = False
-  info: type | None = None
+  info: type[NamedTuple] | None = None
 
 
 # ----------------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ class Solver(NamedTuple):
 MIN_RECORDED_STEPS = 1024
 
 
-def step_key(key: Array, t: Array) -> Array:
+def step_key(key: Array, t: Array | int) -> Array:
   """The key of step ``t``: ``fold_in(key, t)`` (the optax transforms use the same rule)."""
   return jax.random.fold_in(key, t)
 
@@ -160,15 +160,16 @@ def run_steps(
   ts_in_pass = jnp.arange(steps_per_pass)
   output_shape = jax.eval_shape(lambda s: step(step_key(key, 0), s)[1], state)
   has_outputs = bool(jax.tree.leaves(output_shape))
-  if (has_outputs or record is not None) and capacity is None:
-    raise ValueError("Expected a capacity (a static bound on passes) for the per-step outputs and records.")
-  outputs = None
-  if has_outputs:
-    outputs = jax.tree.map(lambda s: jnp.zeros((capacity * steps_per_pass,) + s.shape, s.dtype), output_shape)
-  records = None
-  if record is not None:
-    first = record(state)
-    records = jnp.zeros((capacity + 1,) + first.shape, first.dtype).at[0].set(first)
+  outputs, records = None, None
+  if has_outputs or record is not None:
+    if capacity is None:
+      raise ValueError("Expected a capacity (a static bound on passes) for the per-step outputs and records.")
+    if has_outputs:
+      size = capacity * steps_per_pass
+      outputs = jax.tree.map(lambda s: jnp.zeros((size,) + s.shape, s.dtype), output_shape)
+    if record is not None:
+      first = record(state)
+      records = jnp.zeros((capacity + 1,) + first.shape, first.dtype).at[0].set(first)
 
   def one_step(state, t):
     return step(step_key(key, t), state)
@@ -263,9 +264,9 @@ def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, p
                      passes: Array, *, capacity: int | None, store_objective: bool,
                      options: tuple[tuple[str, Any], ...]) -> Result:
   """The compiled program of :func:`compiled_run`: records padded to ``capacity`` passes."""
-  options = dict(options)
-  per_pass = solver.steps_per_pass(problem, **options)
-  step_options = solver.step_options(problem, **options)
+  kwargs = dict(options)
+  per_pass = solver.steps_per_pass(problem, **kwargs)
+  step_options = solver.step_options(problem, **kwargs)
 
   def one_step(key, state):
     state, info = solver.step(key, state, problem, params, **step_options)

@@ -36,8 +36,8 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import _coordinate
-from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import greedy
 
 Array = jax.Array
@@ -143,7 +143,7 @@ def _update(secure_noise: bool) -> str:
 
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
-        step_size: float = 1.0, clip: Any = 1.0, bound_share: float = _driver.DEFAULT_BOUND_SHARE,
+        step_size: float = 1.0, clip: Any = 1.0, bound_share: float = budget.DEFAULT_BOUND_SHARE,
         store_objective: bool = False, secure_noise: bool = False) -> base.Result:
   """(epsilon, delta)-DP DP-CD on the private path (see :func:`dpgcd_jax.dp_gcd.fit`).
 
@@ -157,7 +157,7 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
   base.check_problem(problem)
   update = _update(secure_noise)
   steps = base.total_steps(SOLVER, problem, passes)
-  return _driver.private_fit(
+  return budget.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size, clip, scale),
       solver_ledger=lambda scale: (

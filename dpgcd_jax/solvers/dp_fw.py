@@ -70,8 +70,8 @@ from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import budget
 
 Array = jax.Array
 
@@ -279,7 +279,7 @@ def fit(
     passes: int,
     radius: Any,
     clip: Any = 1.0,
-    bound_share: float = _driver.DEFAULT_BOUND_SHARE,
+    bound_share: float = budget.DEFAULT_BOUND_SHARE,
     store_objective: bool = False,
     prior: Any = None,
     targets: Any = None,
@@ -320,7 +320,7 @@ def fit(
                  else problem, clipping_mode)
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs
-  return _driver.private_fit(
+  return budget.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(radius, clip, scale),
       solver_ledger=lambda scale: fw_ledger(scale, steps),

@@ -46,8 +46,8 @@ from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.solvers import _coordinate
-from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import greedy
 
 Array = jax.Array
@@ -203,7 +203,7 @@ def fit(
     update: str = "laplace",
     rule: str = "gs-s",
     selection_share: float | None = None,
-    bound_share: float = _driver.DEFAULT_BOUND_SHARE,
+    bound_share: float = budget.DEFAULT_BOUND_SHARE,
     store_objective: bool = False,
     prior: Any = None,
     targets: Any = None,
@@ -266,10 +266,10 @@ def fit(
       dataclasses.replace(problem, smoothness_source="feature_bound") if released else problem,
       clipping_mode)
   share = accounting.check_share(selection_share)
-  r_sel, r_upd = accounting._share_ratios(selection, update, share)
+  r_sel, r_upd = accounting.share_ratios(selection, update, share)
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs
-  return _driver.private_fit(
+  return budget.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size(scale * r_upd) if callable(step_size) else step_size,
                                      clip, scale * r_sel, scale * r_upd),

@@ -49,8 +49,8 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sampling
 from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import events
-from dpgcd_jax.solvers import _driver
 from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import budget
 
 Array = jax.Array
 # Per-step total-variation distance of the sampler to exact Poisson(q) (no batch is truncated any
@@ -227,8 +227,8 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
     return baseline_accounting.sgd_ledger(scale, steps=steps, sampling_rate=q).add(
         "sampling (total variation)", events.DeltaSlack(slack), 1)
 
-  return _driver.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=_driver.DEFAULT_BOUND_SHARE,
+  return budget.private_fit(
+      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=budget.DEFAULT_BOUND_SHARE,
       passes=passes, params_at=lambda scale: Params(step_size, clip, scale),
       solver_ledger=solver_ledger, cache_key=("dp_sgd", steps, q, slack),
       store_objective=store_objective, batch_size=batch_size)

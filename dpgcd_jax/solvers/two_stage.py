@@ -1,0 +1,360 @@
+"""Two-stage private sparse ERM: select a support by peeling, then DP-GCD restricted to it.
+
+In the spirit of Kifer, Smith & Thakurta, "Private Convex Empirical Risk Minimization and
+High-dimensional Regression", COLT 2012 (private support selection, then a private
+low-dimensional ERM). From ``w^0 = prox(0)`` (``0`` for the built-in penalties):
+
+.. math::
+
+   S &= \\mathrm{peel}_s\\big(|g_j(w^0)| / \\sqrt{M_j};\\ b_0 \\bar\\Delta\\big),
+   \\quad g_j(w^0) = \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^0; d_i), -C_j, C_j) \\\\
+   w^{t+1} &= \\text{DP-GCD iteration } t \\text{ on the problem restricted to the columns } S
+   \\ (w_j = w^0_j \\text{ for } j \\notin S)
+
+with ``Delta_bar = max_j Delta_j / sqrt(M_j)``, ``Delta_j = 2 C_j / n``
+(:func:`dpgcd_jax.clipping.mean_sensitivity`), ``b_0`` = ``support_noise`` and ``peel_s`` =
+:func:`dpgcd_jax.peeling.peel` (``s`` rounds of the exponential mechanism without replacement).
+For a GLM at ``w^0 = 0`` the score is the clipped correlation of feature ``j`` with
+``-phi'(0, y)`` (squared loss: with ``y``). Stage 2 is :func:`dpgcd_jax.dp_gcd.step` on the
+restricted problem (:func:`restrict`: the ``s`` columns, their smoothness, penalty and
+thresholds), so its selection, update, rules and noise are DP-GCD's; the result is a
+``p``-vector equal to ``w^0`` (0) outside ``S``.
+
+Step ``t = 0`` does both: it selects ``S`` (the support in :class:`State` is empty until then)
+and runs the first DP-GCD iteration on it; ``passes`` is the number ``T`` of DP-GCD iterations
+(one pass over the data each; the gradient of the selection is the first iteration's, over all
+``p`` columns). Under ``jax.vmap`` (a batch of keys, ``targets``) the selection's branch is
+evaluated at every step (a ``lax.cond`` becomes a select): correct, but each step then costs a
+full gradient.
+
+Privacy (replace-one neighbours ``D``, ``D'`` of the same public size ``n``).
+
+* Stage 1. ``w^0`` is public, so ``g_j(w^0)`` moves by at most ``Delta_j`` and the score
+  ``|g_j| / sqrt(M_j)`` by at most ``Delta_j / sqrt(M_j) <= Delta_bar`` (with equality up to
+  rounding under the scalar clip rule ``C_j ∝ sqrt(M_j)``). Peeling at temperature
+  ``b_0 Delta_bar``: ``s`` adaptive ``BoundedRange(2 / b_0)`` rounds (:mod:`dpgcd_jax.peeling`).
+* Stage 2. ``S`` is released, hence public for what follows: the restricted problem is a
+  function of the data and of ``S`` only, its coordinates' sensitivities are the same
+  ``Delta_j`` (clipping is per coordinate) and its ``Delta_bar`` is a max over ``S``, at most
+  the full one. Each iteration is one DP-GCD selection and one update, with DP-GCD's events
+  (:mod:`dpgcd_jax.solvers.dp_gcd`): ``T`` of each.
+* Composition. One ledger (:func:`two_stage_ledger`): ``s`` rounds ``BoundedRange(2 / b_0)``,
+  ``T`` selections and ``T`` updates, composed adaptively by the ledger's best valid route, and
+  calibrated once by :func:`fit` to ``(epsilon, delta)``. The model and ``trace.coordinates``
+  (indices in ``1..p``) are post-processing. The coordinate smoothness ``M`` must be public
+  (:func:`fit` makes it so). The objective values in the trace are NOT private.
+
+Floating point: the Gumbel draw of stage 1 is not snapped (no ``secure_noise`` option).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpgcd_jax import _validate
+from dpgcd_jax import clipping
+from dpgcd_jax import mechanisms
+from dpgcd_jax import peeling
+from dpgcd_jax import penalties
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import sparse
+from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import greedy
+
+Array = jax.Array
+
+
+class Params(NamedTuple):
+  """Hyperparameters of the two-stage solver; every field is an array leaf (vmappable).
+
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit.
+
+  Attributes:
+    step_size: ``gamma`` > 0 of stage 2 (DP-GCD: coordinate j moves by ``gamma / M_j``).
+    clip: ``C`` > 0, a scalar (thresholds ``C_j = C sqrt(M_j / beta)``) or a (p,) vector of
+      thresholds, for both stages; ``inf`` disables clipping (only with zero noise).
+    support_noise: ``b_0`` >= 0, the peeling temperature of stage 1 in units of
+      ``Delta_bar``; each of its ``s`` rounds is ``2 / b_0``-bounded-range.
+    selection_noise: ``b`` >= 0, DP-GCD's selection noise (units of ``Delta_bar``).
+    update_noise: ``b'`` >= 0, DP-GCD's update noise (units of ``Delta_j``).
+  """
+
+  step_size: Any = 1.0
+  clip: Any = jnp.inf
+  support_noise: Any = 0.0
+  selection_noise: Any = 0.0
+  update_noise: Any = 0.0
+
+
+class State(NamedTuple):
+  """The state of the two-stage solver.
+
+  Attributes:
+    w: (p,) the iterate, ``w^0`` outside the support.
+    margins: (n,) ``X w`` for GLM losses (None otherwise), updated in O(n) per iteration.
+    support: (p,) bool, the selected columns; all False before the first step.
+  """
+
+  w: Array
+  margins: Array | None
+  support: Array
+
+
+class Info(NamedTuple):
+  """What one step reports besides its state.
+
+  Attributes:
+    coordinate: the coordinate DP-GCD updated, an index in ``0..p-1`` (released; :func:`run`
+      stacks it into ``trace.coordinates``).
+  """
+
+  coordinate: Array
+
+
+def init(problem: problem_lib.Problem) -> State:
+  """DP-GCD's ``w^0 = prox(0)``, its margins, and an empty support."""
+  start = dp_gcd.init(problem)
+  return State(start.w, start.margins, jnp.zeros(problem.num_features, bool))
+
+
+def restrict(problem: problem_lib.Problem, columns: Array) -> problem_lib.Problem:
+  """The problem on the features ``columns`` ((s,) indices, may be traced): a jittable gather.
+
+  Columns of ``X``, their smoothness and the penalty's per-coordinate parameters; ``y``,
+  ``l2``, the loss and the smoothness source are kept. Sparse features: each selected column's
+  window of ``K`` stored entries (zero-padded), O(s K).
+  """
+  XT = problem.XT
+  XT = _sparse_columns(XT, columns) if isinstance(XT, sparse.SparseColumns) else XT[columns]
+  return dataclasses.replace(problem, XT=XT, smoothness=problem.smoothness[columns],
+                             penalty=penalties.coordinate(problem.penalty, columns))
+
+
+def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseColumns:
+  """The (s, n) :class:`~dpgcd_jax.sparse.SparseColumns` of ``columns``: ``K`` entries each."""
+  k, s = XT.max_column_nnz, columns.shape[0]
+  rows, vals = jax.vmap(XT.column)(columns)  # (s, K), zero values past each column's end
+  pad = lambda a, fill: jnp.concatenate([a.reshape(-1), jnp.full(k, fill, a.dtype)])
+  return sparse.SparseColumns(
+      rows=pad(rows, 0), cols=pad(jnp.repeat(jnp.arange(s, dtype=jnp.int32), k), s - 1),
+      vals=pad(vals, 0), indptr=jnp.arange(s + 1, dtype=jnp.int32) * k,
+      shape=(s, XT.shape[1]), max_column_nnz=k)
+
+
+def select_support(key: Array, problem: problem_lib.Problem, state: State, params: Params, *,
+                   sparsity: int, clipping_mode: str = "coordinate") -> Array:
+  """Stage 1: the (s,) columns drawn by peeling on ``|g_j(w)| / sqrt(M_j)`` (see the module docstring)."""
+  M = problem_lib.coordinate_smoothness(problem)
+  thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
+  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
+  return peeling.peel(key, jnp.abs(g) / jnp.sqrt(M), sparsity, params.support_noise,
+                      greedy.selection_sensitivity(thresholds, M, problem.num_examples))
+
+
+def step(
+    key: Array,
+    state: State,
+    problem: problem_lib.Problem,
+    params: Params,
+    *,
+    sparsity: int,
+    selection: str = "laplace",
+    update: str = "laplace",
+    rule: str = "gs-s",
+    clipping_mode: str = "coordinate",
+) -> tuple[State, Info]:
+  """One step (pure, jittable): the support if none yet, then one DP-GCD iteration on it.
+
+  Args:
+    key: a JAX PRNG key, used once (split into the selection's key and DP-GCD's).
+    state: from :func:`init` or the previous step.
+    problem: from :func:`dpgcd_jax.make_problem`.
+    params: :class:`Params` as arrays (:func:`run` validates and casts them).
+    sparsity: ``s``, static, ``1 <= s <= p``.
+    selection, update, rule, clipping_mode: static; see :func:`run`.
+
+  Returns:
+    ``(State, Info)``.
+  """
+  p = problem.num_features
+  key_support, key_gcd = jax.random.split(key)
+  support = jax.lax.cond(
+      jnp.any(state.support), lambda: state.support,
+      lambda: peeling.indicator(select_support(key_support, problem, state, params, sparsity=sparsity,
+                                               clipping_mode=clipping_mode), p))
+  columns = jnp.nonzero(support, size=sparsity)[0]
+  clip = params.clip if jnp.ndim(params.clip) == 0 else params.clip[columns]
+  restricted, info = dp_gcd.step(
+      key_gcd, dp_gcd.State(state.w[columns], state.margins), restrict(problem, columns),
+      dp_gcd.Params(params.step_size, clip, params.selection_noise, params.update_noise),
+      selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)
+  j = columns[info.coordinate]
+  w = jnp.where(jnp.arange(p) == j, restricted.w[info.coordinate], state.w)  # no scatter
+  return State(w, restricted.margins, support), Info(j)
+
+
+SOLVER = base.Solver(Params, init, step, info=Info,
+                     noises=("support_noise", "selection_noise", "update_noise"))
+
+
+def two_stage_ledger(support_noise: float, selection_noise: float, update_noise: float, *, steps: int,
+                     sparsity: int, selection: str = "laplace", update: str = "laplace",
+                     runs: int = 1) -> ledger_lib.Ledger:
+  """The ledger of ``runs`` two-stage runs of ``steps`` DP-GCD iterations in all.
+
+  ``runs`` peelings of ``sparsity`` rounds ``BoundedRange(2 / b_0)``, then DP-GCD's
+  :func:`dpgcd_jax.privacy.accounting.gcd_ledger` for ``steps`` iterations.
+  """
+  return (peeling.ledger("support selection", support_noise, sparsity, runs)
+          + accounting.gcd_ledger(selection_noise, update_noise, steps=steps, selection=selection,
+                                  update=update))
+
+
+def multipliers(scale: float, *, sparsity: int, passes: int, selection: str, update: str,
+                support_share: float) -> tuple[float, float, float]:
+  """``(b_0, b, b')`` at calibration scale ``k``: ``b = b' = k``, stage 1 a share of the zCDP.
+
+  Stage 2 costs ``rho_2 = T (c_sel + c_upd) / k^2`` (the mechanisms' ``zcdp_per_unit``), the
+  peeling ``rho_1 = s / (2 b_0^2)``; ``b_0`` makes ``rho_1 / (rho_1 + rho_2) = support_share``.
+  Only the split uses zCDP; the ledger composes the exact events.
+  """
+  per_step = mechanisms.selection(selection).zcdp_per_unit + mechanisms.update(update).zcdp_per_unit
+  b0 = scale * math.sqrt(0.5 * sparsity * (1.0 - support_share) / (support_share * passes * per_step))
+  return b0, scale, scale
+
+
+def _check_options(problem: problem_lib.Problem, sparsity: int, selection: str, update: str, rule: str,
+                   clipping_mode: str) -> int:
+  base.check_problem(problem)
+  mechanisms.selection(selection)
+  mechanisms.update(update)
+  _validate.check_choice("rule", rule, tuple(greedy.RULES))
+  problem_lib.check_clipping_mode(problem, clipping_mode)
+  return peeling.check_sparsity(sparsity, problem.num_features)
+
+
+def run(
+    problem: problem_lib.Problem,
+    key: Array,
+    params: Params,
+    *,
+    passes: int,
+    sparsity: int,
+    selection: str = "laplace",
+    update: str = "laplace",
+    rule: str = "gs-s",
+    clipping_mode: str = "coordinate",
+    store_objective: bool = False,
+) -> base.Result:
+  """Selects ``sparsity`` columns, then runs ``passes`` DP-GCD iterations on them, under jit.
+
+  Args:
+    problem: from :func:`dpgcd_jax.make_problem`; dense or sparse X.
+    key: a JAX PRNG key (required; the same key gives the same result).
+    params: :class:`Params` (or use :func:`fit` with a budget).
+    passes: DP-GCD iterations ``T`` (a runtime value: a new one does not recompile).
+    sparsity: ``s``, the number of columns selected, ``1 <= s <= p`` (static).
+    selection, update, rule, clipping_mode: stage 2's, see :func:`dpgcd_jax.dp_gcd.run`;
+      ``clipping_mode`` applies to stage 1 too.
+    store_objective: record the (NOT private) objective after every iteration (off by default).
+
+  Returns:
+    A :class:`dpgcd_jax.Result`: the final iterate and the trace (the coordinate of each
+    iteration, ``nonprivate_objective``).
+
+  Examples:
+    >>> import jax, dpgcd_jax as dg
+    >>> from dpgcd_jax.solvers import two_stage
+    >>> X = jax.random.normal(jax.random.key(0), (50, 8))
+    >>> problem = dg.make_problem(X, X[:, 0], "squared", feature_bound=5.0)
+    >>> params = two_stage.Params(clip=1.0, support_noise=2.0, selection_noise=5.0, update_noise=5.0)
+    >>> res = two_stage.run(problem, jax.random.key(1), params, passes=10, sparsity=3)
+    >>> res.w.shape, res.trace.coordinates.shape, int((res.w != 0).sum()) <= 3
+    ((8,), (10,), True)
+  """
+  sparsity = _check_options(problem, sparsity, selection, update, rule, clipping_mode)
+  return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
+                  sparsity=sparsity, selection=selection, update=update, rule=rule,
+                  clipping_mode=clipping_mode)
+
+
+def fit(
+    problem: problem_lib.Problem,
+    key: Array,
+    *,
+    epsilon: float,
+    delta: float,
+    passes: int,
+    sparsity: int,
+    step_size: Any = 1.0,
+    clip: Any = 1.0,
+    selection: str = "laplace",
+    update: str = "laplace",
+    rule: str = "gs-s",
+    support_share: float = 0.25,
+    bound_share: float = budget.DEFAULT_BOUND_SHARE,
+    store_objective: bool = False,
+    prior: Any = None,
+    targets: Any = None,
+    clipping_mode: str = "coordinate",
+) -> base.Result:
+  """(epsilon, delta)-DP two-stage fit: both stages in one ledger, calibrated once.
+
+  The private path of :func:`dpgcd_jax.dp_gcd.fit` (a public smoothness: declared, from a
+  declared feature bound, or from a feature bound released with a share ``bound_share`` of
+  ``epsilon``), then the smallest scale ``k`` such that the peeling and the ``passes`` DP-GCD
+  iterations at :func:`multipliers` ``(k, ...)`` (:func:`two_stage_ledger`), with ``prior`` and
+  the bound, are ``(epsilon, delta)``-DP. ``result.privacy`` lists what was spent.
+
+  Args:
+    problem: from :func:`dpgcd_jax.make_problem`.
+    key: a JAX PRNG key, or a batch of keys (leading axis): one independent private run per
+      key, each spending the whole budget.
+    epsilon: total budget, > 0.
+    delta: in (0, 1).
+    passes: DP-GCD iterations ``T`` of stage 2.
+    sparsity: ``s``, the number of columns selected, ``1 <= s <= p`` (public).
+    step_size, clip: see :class:`Params`.
+    selection, update, rule, clipping_mode: see :func:`run`.
+    support_share: the share of the zCDP budget (a split heuristic, see :func:`multipliers`)
+      spent on stage 1, in (0, 1).
+    bound_share: the share of ``epsilon`` spent on the feature bound when one is needed.
+    store_objective: also return ``trace.nonprivate_objective`` (NOT private).
+    prior: a :class:`dpgcd_jax.privacy.Ledger` of releases already made from the same data
+      toward this budget.
+    targets: None, or (K, n) targets on the same features: one two-stage run per row (each
+      with its own support), composed.
+
+  Returns:
+    A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
+  """
+  passes = _validate.check_int("passes", passes, low=1)
+  _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
+                         high_open=True)
+  released = getattr(problem, "smoothness_source", None) == "data"
+  sparsity = _check_options(dataclasses.replace(problem, smoothness_source="feature_bound") if released
+                            else problem, sparsity, selection, update, rule, clipping_mode)
+  runs = 1 if targets is None else int(np.shape(targets)[0])
+  steps = base.total_steps(SOLVER, problem, passes) * runs
+  at = lambda scale: multipliers(scale, sparsity=sparsity, passes=passes, selection=selection,
+                                 update=update, support_share=float(support_share))
+  return budget.private_fit(
+      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
+      params_at=lambda scale: Params(step_size, clip, *at(scale)),
+      solver_ledger=lambda scale: two_stage_ledger(*at(scale), steps=steps, sparsity=sparsity,
+                                                   selection=selection, update=update, runs=runs),
+      cache_key=("two_stage", steps, runs, sparsity, selection, update, float(support_share)),
+      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,),
+      targets=targets, sparsity=sparsity, selection=selection, update=update, rule=rule,
+      clipping_mode=clipping_mode)
