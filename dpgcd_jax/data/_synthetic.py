@@ -160,7 +160,7 @@ def square(seed: int = 0, *, n: int = 1000, p: int = 1000, nnz: int = 10, noise:
   fit_intercept=False)``, the same objective) has about 10 non-zeros: with the defaults,
   seeds 0-4 give exactly 10, the true support. The count stays 10 for fractions in
   [0.07, 0.5] on these seeds; 0.05 adds 1-5 noise coordinates and 0.6 drops true ones,
-  so 0.1 sits well inside the plateau. ``tests/test_datasets.py`` checks the range
+  so 0.1 sits well inside the plateau. ``tests/data/test_datasets.py`` checks the range
   [10, 12] on two seeds.
 
   Args:

@@ -33,7 +33,7 @@ from dpgcd_jax import data
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import events
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "contributing.md"
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)(?P<attrs>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 FILES = {"dpgcd_jax/solvers/noisy_gd.py", "dpgcd_jax/mechanisms.py", "dpgcd_jax/data/_synthetic.py"}
@@ -118,7 +118,7 @@ def _stated_outputs(source: str) -> dict[int, str]:
 def _run_checked(source: str) -> dict:
   """Runs ``source`` statement by statement in a fresh namespace; checks ``# -> expected``.
 
-  The convention of ``tests/test_docs.py``: what a statement prints (then its value, for an
+  The convention of ``tests/properties/test_docs.py``: what a statement prints (then its value, for an
   expression whose value is not None) must match, with doctest's ELLIPSIS and whitespace rules.
   """
   import ast  # pylint: disable=g-import-not-at-top
@@ -152,7 +152,7 @@ def test_every_file_the_page_cites_exists():
   text = PAGE.read_text()
   cited = set(re.findall(r"`((?:dpgcd_jax|tests|docs)/[\w/.]+\.(?:py|md))`", text)) - FILES
   assert {"dpgcd_jax/solvers/base.py", "dpgcd_jax/__init__.py", "dpgcd_jax/solvers/__init__.py",
-          "docs/api/solvers.md", "tests/test_solver_protocol.py"} <= cited  # the solver's files
+          "docs/api/solvers.md", "tests/solvers/test_solver_protocol.py"} <= cited  # the solver's files
   missing = sorted(path for path in cited if not (ROOT / path).exists())
   assert not missing, f"contributing.md cites missing files: {missing}"
   from dpgcd_jax.solvers import dp_fw  # pylint: disable=g-import-not-at-top

@@ -35,7 +35,7 @@ import textwrap
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOC_FILES = [README] + sorted((ROOT / "docs").rglob("*.md"))
 SKIP_MARKER = re.compile(r"^<!--\s*skip-test(?::\s*(?P<reason>.*?))?\s*-->\s*$")

@@ -8,7 +8,7 @@ import nbclient
 import nbformat
 import pytest
 
-NOTEBOOKS_DIR = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS_DIR = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 CELL_TIMEOUT_S = 300
 

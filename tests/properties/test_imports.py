@@ -59,7 +59,7 @@ def _package_import_graph():
   ``if TYPE_CHECKING:`` are skipped: they never run)."""
   import ast  # pylint: disable=import-outside-toplevel
   import pathlib  # pylint: disable=import-outside-toplevel
-  root = pathlib.Path(__file__).resolve().parent.parent / "dpgcd_jax"
+  root = pathlib.Path(__file__).resolve().parents[2] / "dpgcd_jax"
   modules = {}
   for path in root.rglob("*.py"):
     parts = path.relative_to(root.parent).with_suffix("").parts
@@ -104,7 +104,7 @@ def _private_imports():
   from outside ``a``."""
   import ast  # pylint: disable=import-outside-toplevel
   import pathlib  # pylint: disable=import-outside-toplevel
-  root = pathlib.Path(__file__).resolve().parent.parent / "dpgcd_jax"
+  root = pathlib.Path(__file__).resolve().parents[2] / "dpgcd_jax"
   modules = {}
   for path in root.rglob("*.py"):
     parts = path.relative_to(root.parent).with_suffix("").parts
