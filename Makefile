@@ -1,11 +1,11 @@
-# Entry points: `make reproduce` (main job), `make test` (whole suite), `make lint` (ruff, run by CI).
+# Entry points: `make reproduce` (main job), `make test` (whole suite), `make lint` (ruff and mypy, run by CI).
 # Each creates or reuses the virtual environment .venv with the package installed.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: reproduce test lint typecheck benchmark clean
+.PHONY: reproduce test lint benchmark clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +21,8 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-
-# Not yet part of lint: see [tool.mypy] in pyproject.toml.
-typecheck: $(STAMP)
 	$(BIN)/mypy
+
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/bench_solver.py

@@ -115,8 +115,25 @@ def _scores(W: np.ndarray, X: Any, bound: np.ndarray, fit_intercept: bool) -> np
   return scores + W[:, p] if fit_intercept else scores
 
 
-class _SearchMixin:
-  """The private search shared by the two CV estimators (see the module docstring)."""
+class _SearchMixin(_linear.DPGCDBase):
+  """The private search shared by the two CV estimators (see the module docstring).
+
+  It comes first in their bases, before the estimator it searches for (whose ``fit`` it replaces).
+  """
+
+  # Constructor parameters of the CV estimators, as given (checked by _check_search).
+  param_grid: Any
+  mean_repetitions: Any
+  repetition_shape: Any
+  validation_fraction: Any
+
+  def _score_sensitivity(self, n_val: int) -> float:
+    """The sensitivity of the validation score on ``n_val`` rows."""
+    raise NotImplementedError
+
+  def _validation_score(self, scores: np.ndarray, targets: list[np.ndarray]) -> float:
+    """The (non-noisy) validation score of the decision ``scores`` against ``targets``."""
+    raise NotImplementedError
 
   def _check_search(self) -> None:
     if self.param_grid is not None:
@@ -148,10 +165,11 @@ class _SearchMixin:
     epsilon, (n, p) = float(self.epsilon), X.shape
     if self.param_grid is None and not selection_pays(n, epsilon):
       self.best_params_, self.best_score_ = {}, float("nan")
-      return self._fit_prepared(data, note=(
+      self._fit_prepared(data, note=(
           f"selection: skipped, n epsilon = {n * epsilon:.4g} < {SELECTION_MIN_N_EPSILON} (public): "
           f"a private search cannot pay for itself at this budget, so the default "
           f"hyperparameters ran with the whole budget"))
+      return self
     n_val = int(round(self.validation_fraction * n))
     if n_val < 1 or n - n_val < 2:
       raise ValueError(f"Expected validation_fraction to leave >= 1 validation row and >= 2 "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
 
@@ -79,6 +80,13 @@ def auto_step_size(clip: float, curvature: float) -> float:
   return max(1.0, AUTO_MARGIN_STEP * curvature / clip)
 
 
+def _known_curvature(loss: losses_lib.Loss) -> float:
+  """``beta`` of a loss whose curvature bound is known (the estimators' losses)."""
+  if loss.curvature is None:
+    raise ValueError(f"Expected a loss with a known curvature bound, got loss {loss.name!r}.")
+  return loss.curvature
+
+
 def key_from(random_state: Any) -> jax.Array:
   """An explicit JAX key from ``random_state``.
 
@@ -110,7 +118,7 @@ def key_from(random_state: Any) -> jax.Array:
   else:
     raise ValueError(f"Expected random_state to be None, an int, a numpy RandomState or Generator, "
                      f"or a JAX key, got random_state={random_state!r}.")
-  return jax.random.wrap_key_data(np.asarray([seed >> 32, seed & 0xFFFFFFFF], np.uint32))
+  return jax.random.wrap_key_data(jnp.asarray([seed >> 32, seed & 0xFFFFFFFF], jnp.uint32))
 
 
 def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
@@ -133,7 +141,7 @@ def check_classes(classes: Any) -> np.ndarray:
   return np.sort(values)
 
 
-class _DPGCDBase(BaseEstimator):
+class DPGCDBase(BaseEstimator):
   """What the classifier and the regressor share: validation, releases, the private run."""
 
   _curvature = 1.0
@@ -227,11 +235,12 @@ class _DPGCDBase(BaseEstimator):
     problem = self._problem(X, targets, bound, alpha, l1_ratio)
     selection, update = self._mechanisms()
     n, steps = X.shape[0], hyper.max_iter
-    step_size = hyper.step_size
-    if self._noise_cap is not None and self.step_size == AUTO:
+    step_size: float | Callable[[float], float] = hyper.step_size
+    cap = self._noise_cap
+    if cap is not None and self.step_size == AUTO:
       # "auto" caps the step so that the noise a run may add to a prediction stays below
       # _noise_cap (in units of the target), a function of the public noise multiplier.
-      step_size = lambda s: min(hyper.step_size, self._noise_cap / _released.prediction_noise(
+      step_size = lambda s: min(hyper.step_size, cap / _released.prediction_noise(
           s, step_size=1.0, clip=hyper.clip, curvature=self._curvature, n=n, steps=steps))
     result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps,
                         step_size=step_size, clip=hyper.clip, selection=selection, update=update,
@@ -306,7 +315,7 @@ class _DPGCDBase(BaseEstimator):
     delta = 1.0 / X.shape[0] ** 2 if self.delta is None else float(self.delta)
     return Prepared(X, np.stack(targets), not_private, delta, key)
 
-  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _DPGCDBase:
+  def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DPGCDBase:
     """Fits the model privately; ``privacy_`` reports the total ``(epsilon, delta)``.
 
     Args:
@@ -324,7 +333,7 @@ class _DPGCDBase(BaseEstimator):
     """
     return self._fit_prepared(self._prepare(X, y, sample_weight))
 
-  def _fit_prepared(self, data: Prepared, note: str | None = None) -> _DPGCDBase:
+  def _fit_prepared(self, data: Prepared, note: str | None = None) -> DPGCDBase:
     """The private fit on validated data (``note``: one more line for ``privacy_``)."""
     epsilon, (n, p) = float(self.epsilon), data.X.shape
     hyper = self._hyper(n, p, epsilon)
@@ -394,7 +403,7 @@ def scipy_sparse() -> Any:
   return scipy.sparse
 
 
-class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
+class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   """Differentially private logistic regression by greedy coordinate descent (DP-GCD).
 
   Labels: any two labels (encoded as -1 / +1, ``classes_[1]`` positive); more classes are
@@ -492,7 +501,7 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
     (1.0, True)
   """
 
-  _curvature = losses_lib.logistic.curvature
+  _curvature = _known_curvature(losses_lib.logistic)
 
   def __init__(self, *, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
                delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
@@ -521,7 +530,7 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
           f"declare the public label set, e.g. classes={np.unique(y)[:3].tolist()}..., for a fit "
           f"that is private end to end.", _validate.PrivacyLeakWarning, stacklevel=4)
       self.classes_ = np.unique(y)
-      not_private = ("label set: classes_ read from y without noise (classes=None)",)
+      not_private: tuple[str, ...] = ("label set: classes_ read from y without noise (classes=None)",)
       if self.classes_.size < 2:
         raise ValueError(f"Expected y to have at least 2 classes, got 1 class: {self.classes_[0]!r}.")
     else:
@@ -559,7 +568,7 @@ class DPGCDClassifier(ClassifierMixin, _DPGCDBase):
     return np.log(self.predict_proba(X))
 
 
-class DPGCDRegressor(RegressorMixin, _DPGCDBase):
+class DPGCDRegressor(RegressorMixin, DPGCDBase):
   """Differentially private least squares or Huber regression by DP-GCD.
 
   The same private run as :class:`DPGCDClassifier` with ``phi(z, y) = (z - y)^2 / 2``

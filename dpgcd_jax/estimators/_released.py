@@ -140,14 +140,14 @@ def release_feature_bounds(key: jax.Array, X: Any, *, feature_bound: Any, scalin
     share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
     noise = scales.calibrate_scales(share * epsilon, share * delta)
     ledger = scales.scales_ledger(noise, label="feature bounds")
-    released = (scales.private_feature_scales(key, XT, noise) if sparse_lib.is_sparse(X)
+    released = (scales.private_feature_scales(key, XT, noise) if isinstance(XT, sparse_lib.SparseColumns)
                 else _scales_dense(key, XT, jnp.asarray(noise, XT.dtype)))
     bound = np.asarray(released, float)
     return Released(bound, how, ledger, (
         f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share "
         f"{share:g} of the budget, noise multiplier {noise:.4g}), B_j from {bound.min():.3g} to {bound.max():.3g}"))
   eps_b = SCALE_SHARE * epsilon
-  statistic = XT.record_max_abs() if sparse_lib.is_sparse(X) else jnp.max(jnp.abs(XT), axis=0)
+  statistic = XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns) else jnp.max(jnp.abs(XT), axis=0)
   value = float(_one_bound(key, statistic, jnp.asarray(eps_b, statistic.dtype), bounds.DEFAULT_QUANTILE))
   return Released(np.full(p, value), how, ledger_lib.Ledger.of(("feature bound", events.PureDp(eps_b), 1)), (
       f"feature bounds: one bound B = {value:.4g} for every feature, released privately "

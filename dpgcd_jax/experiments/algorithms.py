@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from typing import Any
+from typing import TypedDict
 
 import jax
 import numpy as np
@@ -51,7 +52,7 @@ class Algorithm:
   name: str
   label: str
   make_params: Callable[[Any, Any, Any], Any]
-  make_step: Callable[[problem_lib.Problem], Callable[[Any, jax.Array, Any], Any]]
+  make_step: Callable[[problem_lib.Problem], Callable[[jax.Array, Any, Any], Any]]
   init: Callable[[problem_lib.Problem], Any]
   steps_per_pass: Callable[[problem_lib.Problem], int]
   calibrate: Callable[[problem_lib.Problem, float, int], Any]
@@ -78,7 +79,16 @@ def clip_scale(algorithm: Algorithm, problem: problem_lib.Problem) -> float:
   return float(np.sqrt(problem.num_features)) if algorithm.name == "dp_sgd" else 1.0
 
 
-def _gcd(selection: str, update: str) -> dict[str, Callable]:
+class _Hooks(TypedDict):
+  """The fields of :class:`Algorithm` that depend on DP-GCD's mechanisms (see :func:`_gcd`)."""
+
+  calibrate: Callable[[problem_lib.Problem, float, int], Any]
+  make_step: Callable[[problem_lib.Problem], Callable[[jax.Array, Any, Any], Any]]
+  ledger: Callable[[problem_lib.Problem, Any, int], ledger_lib.Ledger]
+  run: Callable[..., Any]
+
+
+def _gcd(selection: str, update: str) -> _Hooks:
   def calibrate(problem, delta, passes):
     del problem
     cal = accounting.calibrate_gcd(EPSILON, delta, steps=passes, selection=selection, update=update)
@@ -95,7 +105,7 @@ def _gcd(selection: str, update: str) -> dict[str, Callable]:
   def run(problem, key, params, passes):
     return dp_gcd.run(problem, key, params, passes=passes, selection=selection, update=update)
 
-  return dict(calibrate=calibrate, make_step=make_step, ledger=ledger, run=run)
+  return _Hooks(calibrate=calibrate, make_step=make_step, ledger=ledger, run=run)
 
 
 def _sgd_steps(problem: problem_lib.Problem, passes: int) -> int:
@@ -112,7 +122,7 @@ def _sgd_calibrate(problem, delta, passes):
 def _sgd_make_step(problem):
   n = problem.num_examples
   q = sgd_batch_size(problem) / n
-  X = problem.XT.T
+  X = problem.X
   return lambda key, state, params: dp_sgd.step(key, state, problem, params, sampling_rate=q,
                                                 max_batch=dp_sgd.max_batch_size(n, q), X=X)[0]
 

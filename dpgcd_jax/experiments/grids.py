@@ -144,9 +144,9 @@ class Search:
   rounds: int = 0
   extended: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
-  def missing(self) -> list[tuple[float, ...]]:
-    """Points of the current grid not evaluated yet."""
-    return [p for p in points(self.axes) if p not in self.errors]
+  def missing(self) -> list[tuple[float, float]]:
+    """Points ``(step size, clip)`` of the current grid (two axes) not evaluated yet."""
+    return [(step, clip) for step, clip in points(self.axes) if (step, clip) not in self.errors]
 
   def best(self) -> tuple[float, ...]:
     """The evaluated point of lowest mean error (the first in grid order among ties)."""

@@ -148,6 +148,9 @@ def prepare(dataset: data_lib.Dataset, spec: PublicSpec) -> PublicPrepared:
                             description=f"{dataset.name}, features clipped to a public bound")
   if dataset.lambda_fraction is not None:
     public = public.with_lambda_fraction(dataset.lambda_fraction, type(dataset.penalty))
+  if dataset.loss.curvature is None:
+    raise ValueError(f"Expected the loss of {dataset.name!r} to have a known curvature bound (M_j = beta B^2), "
+                     f"got loss {dataset.loss.name!r}.")
   curvature = float(dataset.loss.curvature)
   p = public.p
   # The exact problem only evaluates objectives and F*: the data's own smoothness (fast reference
@@ -267,7 +270,9 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
   keys = jnp.concatenate([kk for _, _, kk in plans])
   w = sweeps.independent(algorithm, problem, pts, noise, keys, passes, preset.chunk, preset.seeds)
   scores = -capped_objective(prepared.exact, w, spec.score_cap, pad_to=preset.chunk * preset.seeds)
-  errors, released, reps = [], [], []
+  errors: list[float] = []
+  released: list[list[float]] = []
+  repetitions: list[int] = []
   start = 0
   for rng, chosen, _ in plans:
     block = slice(start, start + len(chosen))
@@ -276,12 +281,12 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
     i = int(np.argmax(noisy))
     errors.append(float(prepared_lib.relative_error(prepared, w[block][i])))
     released.append(list(grid[int(chosen[i])]))
-    reps.append(len(chosen))
-  errors = np.asarray(errors)
+    repetitions.append(len(chosen))
+  errs = np.asarray(errors)
   return dict(dataset=prepared.dataset.name.removesuffix("_public"), algorithm=algorithm.name,
-              passes=int(passes), mean=float(errors.mean()), std=float(errors.std()), min=float(errors.min()),
-              max=float(errors.max()), median=float(np.median(errors)), errors=errors.tolist(), selected=released,
-              repetitions=reps,
+              passes=int(passes), mean=float(errs.mean()), std=float(errs.std()), min=float(errs.min()),
+              max=float(errs.max()), median=float(np.median(errs)), errors=errs.tolist(), selected=released,
+              repetitions=repetitions,
               mean_repetitions=mean, candidates=len(grid), scale=float(k), noise=sweeps.json_noise(noise),
               score_epsilon=float(score_epsilon), score_cap=spec.score_cap, feature_bound=spec.feature_bound,
               epsilon=float(report.epsilon), delta=float(report.delta), route=report.route, report=str(report))

@@ -316,7 +316,7 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
 
 def versions() -> dict:
   import importlib.metadata as md  # pylint: disable=g-import-not-at-top
-  out = {}
+  out: dict[str, str | None] = {}
   for package in ("dpgcd_jax", "jax", "jaxlib", "numpy", "dp-accounting", "scikit-learn"):
     try:
       out[package] = md.version(package)

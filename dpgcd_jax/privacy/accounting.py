@@ -182,7 +182,7 @@ def _gcd_methods(update: str, selection: str = "gumbel") -> tuple[str, ...]:
 
   "bounded_range" needs a bounded-range selection ("gumbel").
   """
-  names = ("best", "pure_pld" if update == "laplace" else "pld")
+  names: tuple[str, ...] = ("best", "pure_pld" if update == "laplace" else "pld")
   if selection == "gumbel":
     names += ("bounded_range",)
   names += ("rdp", "closed_form") if update == "laplace" else ("rdp",)

@@ -100,9 +100,10 @@ def _bracket_down(g: Callable[[float], float], hi: float, f_hi: float
   x_hi = math.log(hi)
   step = min(max(math.log(1.05), 0.5 * abs(f_hi)), math.log(4.0)) if math.isfinite(
       f_hi) else math.log(4.0)
-  x_prev, f_prev = None, None
+  x_prev: float | None = None
+  f_prev: float | None = None
   while x_hi > _LOG_TINY:
-    if f_prev is not None and f_prev != f_hi and math.isfinite(f_prev) and math.isfinite(f_hi):
+    if x_prev is not None and f_prev is not None and f_prev != f_hi and math.isfinite(f_prev) and math.isfinite(f_hi):
       root = x_hi - f_hi * (x_hi - x_prev) / (f_hi - f_prev)
       x = min(root - 0.01, x_hi - 1e-3) if root < x_hi else x_hi - step
     else:

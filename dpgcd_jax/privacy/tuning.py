@@ -267,4 +267,6 @@ def repeat_and_select(rng: np.random.Generator, num_candidates: int,
     for score, output in run(int(candidate), int(counts[candidate])):
       if best is None or score > best[1]:
         best = (int(candidate), float(score), output)
+  if best is None:  # k >= 1 (sample_repetitions), so some candidate ran at least once
+    raise RuntimeError("no repetition was run")
   return best

@@ -57,8 +57,10 @@ is the number of Frank-Wolfe steps ``T``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -117,7 +119,7 @@ class State(NamedTuple):
 
   w: Array
   margins: Array | None
-  count: Array
+  count: Array  # type: ignore[assignment]  # public field name; it shadows tuple.count
 
 
 class Info(NamedTuple):
@@ -156,7 +158,10 @@ def select_vertex(key: Array, g: Array, radius: Array, multiplier: Array,
   p = g.shape[0]
   utilities = radius * jnp.concatenate([-g, g])
   scale = clipping.noise_scale(multiplier, sensitivity)
-  k = SELECTION.select(key, lambda u, *_: u, utilities, None, None, None, scale, None)
+  # The score ignores w, M, penalty (None here), and GumbelMax ignores rule: select is typed
+  # for DP-GCD's call (mechanisms.py), so it is called here through an untyped view of itself.
+  select = cast(Callable[..., Array], SELECTION.select)
+  k = select(key, lambda u, *_: u, utilities, None, None, None, scale, None)
   sign = jnp.where(k < p, 1, -1).astype(g.dtype)
   return k % p, sign
 

@@ -143,7 +143,7 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
   """
   n = problem.num_examples
   max_batch = max_batch_size(n, sampling_rate) if max_batch is None else max_batch
-  X = problem.XT.T if X is None else X
+  X = problem.X if X is None else X
   key_sample, key_noise = jax.random.split(key)
   plan = sampling.plan(n, sampling_rate, max_batch)
 
@@ -178,7 +178,7 @@ def _steps_per_pass(problem: problem_lib.Problem, *, batch_size: int) -> int:
 
 def _step_options(problem: problem_lib.Problem, *, batch_size: int) -> dict[str, Any]:
   n = problem.num_examples
-  return dict(sampling_rate=batch_size / n, max_batch=max_batch_size(n, batch_size / n), X=problem.XT.T)
+  return dict(sampling_rate=batch_size / n, max_batch=max_batch_size(n, batch_size / n), X=problem.X)
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_steps_per_pass,
