@@ -12,7 +12,7 @@ A mechanism is a small frozen (hashable, static under ``jax.jit``) object with
 Solvers and the accounting look mechanisms up by object or by name (``"laplace"``,
 ``"gumbel"``, ``"gaussian"`` are sugar for the objects below). Adding a mechanism is one
 class in this file, registered in :data:`SELECTIONS` or :data:`UPDATES`, with a statistical
-test of its sampler (``tests/test_noise.py``) and of its event against dp_accounting.
+test of its sampler (``tests/privacy/test_noise.py``) and of its event against dp_accounting.
 
 Privacy arguments (sensitivities in :mod:`dpgcd_jax.solvers.greedy`): report-noisy-max with
 Laplace noise ``b Delta_bar`` is ``2 / b``-DP; the Gumbel-max (exponential mechanism) with
@@ -51,6 +51,18 @@ from dpgcd_jax.privacy import events
 Array = jax.Array
 
 
+def argmax(x: Array) -> Array:
+  """``jnp.argmax`` of a vector (the first maximum; a NaN counts as the maximum), as two reductions.
+
+  The same index as ``jnp.argmax`` for every input (a max, then the smallest index holding it or
+  a NaN), but vectorized: XLA's CPU argmax reduces (value, index) pairs one by one (4.6 ms over
+  1e6 scores against 0.6 ms here; a noisy selection over 1e6 coordinates 18.6 -> 9.4 ms).
+  """
+  top = jnp.max(x)
+  hit = (x == top) | jnp.isnan(x)
+  return jnp.min(jnp.where(hit, jnp.arange(x.shape[0], dtype=jnp.int32), x.shape[0]))
+
+
 def _pure_epsilon(numerator: float, multiplier: float) -> float:
   return math.inf if multiplier == 0.0 else numerator / multiplier
 
@@ -67,8 +79,8 @@ class LaplaceNoisyMax:
     z = scale * jax.random.laplace(key, g.shape, g.dtype)
     if rule == "gs-s" and isinstance(penalty, (penalties.Zero, penalties.L2)):
       # Score |u_j + c_j| with c_j public, V-shaped without plateau (solvers.greedy).
-      return jnp.argmax(score(g + jnp.sqrt(M) * z, w, M, penalty))
-    return jnp.argmax(score(g, w, M, penalty) + z)  # report-noisy-max
+      return argmax(score(g + jnp.sqrt(M) * z, w, M, penalty))
+    return argmax(score(g, w, M, penalty) + z)  # report-noisy-max
 
   def event(self, multiplier: float) -> events.PrivacyEvent:
     return events.PureDp(_pure_epsilon(2.0, multiplier))
@@ -84,7 +96,7 @@ class GumbelMax:
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
              penalty: Any, scale: Array, rule: str) -> Array:
     del rule
-    return jnp.argmax(score(g, w, M, penalty) + scale * jax.random.gumbel(key, g.shape, g.dtype))
+    return argmax(score(g, w, M, penalty) + scale * jax.random.gumbel(key, g.shape, g.dtype))
 
   def event(self, multiplier: float) -> events.PrivacyEvent:
     return events.BoundedRange(_pure_epsilon(2.0, multiplier))
@@ -156,13 +168,13 @@ class DiscreteLaplaceNoisyMax:
     scores = score(g, w, M, penalty)
     gran, t, valid = _grid(multiplier, sensitivity)
     z = discrete_noise.discrete_laplace(key, t, scores.shape)
-    j = jnp.argmax(_snap_int(scores, gran) + jnp.where(z == discrete_noise.FAILED, 0, z))
+    j = argmax(_snap_int(scores, gran) + jnp.where(z == discrete_noise.FAILED, 0, z))
     ok = valid & jnp.all(z != discrete_noise.FAILED)
     # Not ok (a scale out of the samplers' range, or a capped draw): j would be released
     # with too little noise, so the released index is 0, independent of the data, and the
     # step releases NaN.
     j = jnp.where(ok, j, 0)
-    return jnp.where(multiplier == 0, jnp.argmax(scores), j), (multiplier == 0) | ok
+    return jnp.where(multiplier == 0, argmax(scores), j), (multiplier == 0) | ok
 
   def event(self, multiplier: float) -> events.PrivacyEvent:
     return events.PureDp(_pure_epsilon(2.0, multiplier))

@@ -72,7 +72,8 @@ class Problem:
   vmaps well) and column ``j`` is one contiguous row.
 
   Attributes:
-    XT: (p, n) transposed features (``X`` is a property).
+    XT: (p, n) transposed features (``X`` is a property): a dense array, or
+      :class:`dpgcd_jax.sparse.SparseColumns` for sparse features.
     y: (n,) targets or labels.
     smoothness: (p,) coordinate smoothness of the data term (without ``l2``).
     l2: strength of the smooth ridge term ``l2 / 2 ||w||^2``.
@@ -82,7 +83,7 @@ class Problem:
       "data_nonprivate" (see the module docstring).
   """
 
-  XT: Array
+  XT: Array | sparse.SparseColumns
   y: Array
   smoothness: Array
   l2: Array
@@ -145,12 +146,13 @@ def make_problem(
       ``smoothness`` or ``feature_bound``.
   """
   loss = losses_lib.get(loss)
+  sparse_XT: sparse.SparseColumns | None = None
   if sparse.is_sparse(X):
     if not loss.is_glm:
       raise ValueError(f"Expected a GLM loss (phi(<x, w>, y)) with sparse X, got loss {loss.name!r}: "
                        f"pass a dense X (e.g. X.toarray()) for other losses.")
-    XT = sparse.from_matrix(X)
-    dtype, (p, n) = XT.dtype, XT.shape
+    sparse_XT = sparse.from_matrix(X)
+    dtype, (p, n) = sparse_XT.dtype, sparse_XT.shape
   else:
     _check_dense_type(X)
     X = X if isinstance(X, jax.Array) else np.asarray(X)
@@ -158,7 +160,6 @@ def make_problem(
     floating = jnp.issubdtype(X.dtype, jnp.floating)
     dtype = jax.dtypes.canonicalize_dtype(X.dtype if floating else jnp.result_type(float))
     n, p = X.shape
-    XT = None
   _validate.check_finite_array("y", y, ndim=1)
   y = jnp.asarray(y, dtype)
   if y.shape[0] != n:
@@ -180,17 +181,20 @@ def make_problem(
   penalty = _check_penalty(penalty, p)
   if smoothness is not None and feature_bound is not None:
     raise ValueError("Expected at most one of smoothness and feature_bound, got both.")
-  bound = None
+  bound, bound_smoothness = None, None
   if feature_bound is not None:
-    bound = jnp.broadcast_to(_check_feature_bound(feature_bound, p, loss, dtype), (p,))
-  if XT is None:
+    checked, beta = _check_feature_bound(feature_bound, p, loss, dtype)
+    bound = jnp.broadcast_to(checked, (p,))
+    bound_smoothness = beta * bound**2
+  XT: Array | sparse.SparseColumns
+  if sparse_XT is None:
     XT = _dense_columns(X, dtype, bound)
-  elif bound is not None:
-    XT = XT.clip_entries(bound)
+  else:
+    XT = sparse_XT if bound is None else sparse_XT.clip_entries(bound)
   problem = Problem(XT=XT, y=y, smoothness=jnp.zeros(p, dtype), l2=jnp.asarray(l2, dtype),
                     penalty=penalty, loss=loss)
-  if bound is not None:
-    smoothness, source = loss.curvature * bound**2, "feature_bound"
+  if bound_smoothness is not None:
+    smoothness, source = bound_smoothness, "feature_bound"
   elif isinstance(smoothness, str):
     if smoothness != FROM_DATA_NONPRIVATE:
       raise ValueError(f"Expected smoothness to be an array or {FROM_DATA_NONPRIVATE!r}, got "
@@ -271,7 +275,8 @@ def _check_penalty(penalty: Any, p: int) -> Any:
   return penalty
 
 
-def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> Array:
+def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[Array, float]:
+  """The checked bound in ``dtype`` and the loss's curvature bound ``beta`` (which it needs)."""
   _validate.check_number("feature_bound", bound, low=0.0, low_open=True)
   if np.ndim(bound) not in (0, 1) or (np.ndim(bound) == 1 and np.shape(bound) != (p,)):
     raise ValueError(f"Expected feature_bound to be a scalar or of shape ({p},), got "
@@ -281,7 +286,7 @@ def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) 
         f"Expected a loss with a known curvature bound for feature_bound= (M_j = beta B_j^2), "
         f"got loss {loss.name!r}: build it with dg.glm_loss(phi, curvature=beta), or pass "
         f"public smoothness= constants.")
-  return jnp.asarray(bound, dtype)
+  return jnp.asarray(bound, dtype), loss.curvature
 
 
 def check_smoothness(problem: Problem) -> None:
@@ -311,16 +316,18 @@ def check_smoothness(problem: Problem) -> None:
 
 
 def _data_smoothness(problem: Problem) -> Array:
-  loss, y, dtype = problem.loss, problem.y, problem.XT.dtype
-  if loss.is_glm:
-    beta = loss.curvature
-    if beta is None:
-      z = jnp.linspace(-40.0, 40.0, 4001, dtype=dtype)
+  loss, y, XT = problem.loss, problem.y, problem.XT
+  if loss.phi is not None:
+    beta: float | Array
+    if loss.curvature is None:
+      z = jnp.linspace(-40.0, 40.0, 4001, dtype=XT.dtype)
       phi2 = jax.vmap(jax.vmap(jax.grad(jax.grad(loss.phi)), (0, None)), (None, 0))
       beta = jnp.max(jax.lax.map(lambda yi: phi2(z, yi[None]), jnp.unique(y)))
-    if is_sparse(problem):
-      return beta * problem.XT.mean_squares()
-    return beta * jnp.mean(problem.XT**2, axis=1)
+    else:
+      beta = loss.curvature
+    if isinstance(XT, sparse.SparseColumns):
+      return beta * XT.mean_squares()
+    return beta * jnp.mean(XT**2, axis=1)
   X = problem.X
   p = X.shape[1]
   w0 = jnp.zeros(p, X.dtype)
@@ -346,26 +353,44 @@ def init_margins(problem: Problem, w: Array) -> Array | None:
   """The cache of the GLM fast path: margins ``Xw`` (None for other losses)."""
   if not problem.loss.is_glm:
     return None
-  return problem.XT.margins(w) if is_sparse(problem) else w @ problem.XT
+  return _margins(problem.XT, w)
+
+
+def _margins(XT: Array | sparse.SparseColumns, w: Array) -> Array:
+  return XT.margins(w) if isinstance(XT, sparse.SparseColumns) else w @ XT
 
 
 def update_margins(problem: Problem, margins: Array | None, j: Array, change: Array) -> Array | None:
   """Margins after ``w_j += change``: O(n) dense, O(nnz of column j) sparse."""
   if margins is None:
     return None
-  if is_sparse(problem):
-    return problem.XT.update_margins(margins, j, change)
-  return margins + change * problem.XT[j]
+  XT = problem.XT
+  if isinstance(XT, sparse.SparseColumns):
+    return XT.update_margins(margins, j, change)
+  return margins + change * XT[j]
 
 
-def _dphi(problem: Problem, margins: Array) -> Array:
-  return jax.vmap(jax.grad(problem.loss.phi))(margins, problem.y)
+def _dphi(problem: Problem, margins: Array | None) -> Array:
+  """``phi'`` at the margins, (n,): GLM losses only, whose margins :func:`init_margins` keeps."""
+  phi = problem.loss.phi
+  if phi is None or margins is None:
+    raise ValueError(f"Expected a GLM loss and its margins (init_margins), got loss {problem.loss.name!r} "
+                     f"with margins={'None' if margins is None else 'an array'}.")
+  return jax.vmap(jax.grad(phi))(margins, problem.y)
+
+
+def _dense(problem: Problem) -> Array:
+  """``problem.XT`` of a dense problem (the GLM paths that have no sparse variant)."""
+  if isinstance(problem.XT, sparse.SparseColumns):
+    raise ValueError("Expected a dense problem, got sparse features (problem.XT.todense() gives the dense "
+                     "(p, n) array).")
+  return problem.XT
 
 
 def per_example_gradients_t(problem: Problem, w: Array, margins: Array | None) -> Array:
   """(p, n) gradients of the per-example losses (data term only), one column per example."""
   if problem.loss.is_glm:
-    return problem.XT * _dphi(problem, margins)[None, :]
+    return _dense(problem) * _dphi(problem, margins)[None, :]
   return jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0), out_axes=1)(w, problem.X, problem.y)
 
 
@@ -413,16 +438,17 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
   ``clipping.mean_sensitivity(C_j, n)``, i.e. ``2 C_j / n`` plus that rounding, in every dtype
   and at every ``n``. Sparse features: the same value from the stored entries only, O(nnz).
   """
+  XT = problem.XT
   if mode == "derivative":
     dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
   elif problem.loss.is_glm:
     dphi = _dphi(problem, margins)
-  if is_sparse(problem):
-    return problem.XT.clipped_mean(dphi, thresholds) + problem.l2 * w
-  if problem.loss.is_glm:
-    return _blocked_clipped_mean(problem.XT, dphi, thresholds) + problem.l2 * w
-  grads_t = per_example_gradients_t(problem, w, margins)
-  return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1) + problem.l2 * w
+  else:  # sparse problems have a GLM loss (make_problem)
+    grads_t = per_example_gradients_t(problem, w, margins)
+    return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1) + problem.l2 * w
+  if isinstance(XT, sparse.SparseColumns):
+    return XT.clipped_mean(dphi, thresholds) + problem.l2 * w
+  return _blocked_clipped_mean(XT, dphi, thresholds) + problem.l2 * w
 
 
 BLOCK_ROWS = 8
@@ -437,51 +463,59 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
   about a tenth of the memory bandwidth; over blocks of a few rows it streams,
   benchmarks/bench_scale.py); the (p, n / 256) block sums are then added exactly and scaled
   once. Infinite thresholds (clipping off, non-private): a plain float mean.
+
+  Fail closed on ``dphi`` (length n), not on the products: with ``X`` finite, the products of
+  a finite ``dphi`` are never NaN, so every clipped term is in ``[-C_j, C_j]``
+  (:mod:`dpgcd_jax.clipping`, "GLM losses"). Under ``jax.vmap`` over configurations the branch
+  stays a branch (:func:`dpgcd_jax.clipping.when_finite`) and each block of X is read once for
+  all of them.
   """
   p, n = XT.shape
   rows = max(BLOCK_ROWS, min(p, (1 << 16) // n) // BLOCK_ROWS * BLOCK_ROWS)  # >= 64K entries a block
   head = (p // rows) * rows
   bits = clipping.grid_bits(XT.dtype, n)
-  scale = clipping.grid_scale(thresholds, bits)
 
-  def blocked(one):
+  def blocked(one, XT, *per_row):  # one(x, *per_row) over blocks of rows of XT
     if head == 0:
-      return one(XT, thresholds, scale)
-    blocks = jax.lax.map(lambda xcs: one(*xcs), (XT[:head].reshape(-1, rows, n),
-                                                 thresholds[:head].reshape(-1, rows),
-                                                 scale[:head].reshape(-1, rows)))
+      return one(XT, *per_row)
+    blocks = jax.lax.map(lambda args: one(*args), (XT[:head].reshape(-1, rows, n),
+                                                   *(a[:head].reshape(-1, rows) for a in per_row)))
     out = blocks.reshape((head,) + blocks.shape[2:])
-    return out if head == p else jnp.concatenate([out, one(XT[head:], thresholds[head:], scale[head:])])
+    return out if head == p else jnp.concatenate([out, one(XT[head:], *(a[head:] for a in per_row))])
 
-  def exact(_):
+  def exact(thresholds, XT, dphi):
+    scale = clipping.grid_scale(thresholds, bits)
     sums = lambda x, c, s: clipping.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]))
-    return clipping.exact_mean(clipping.exact_total(blocked(sums)), scale, n, XT.dtype)
+    return clipping.exact_mean(clipping.exact_total(blocked(sums, XT, thresholds, scale)), scale, n, XT.dtype)
 
-  def plain(_):
-    return blocked(lambda x, c, s: jnp.mean(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1))
+  def plain(thresholds, XT, dphi):
+    one = lambda x, c: jnp.mean(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
+    return blocked(one, XT, thresholds)
 
-  return jax.lax.cond(jnp.all(jnp.isfinite(thresholds)), exact, plain, None)
+  return clipping.when_finite(thresholds, exact, plain, XT, clipping.finite_or_zero(dphi))
 
 
 def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                                 j: Array, mode: str = "coordinate") -> Array:
   """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
+  XT = problem.XT
   if mode == "derivative":
     dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
   elif problem.loss.is_glm:
     dphi = _dphi(problem, margins)
-  if is_sparse(problem):
-    return problem.XT.clipped_coordinate_mean(dphi, thresholds, j) + problem.l2 * w[j]
-  if problem.loss.is_glm:
-    return clipping.clipped_mean(dphi * problem.XT[j], thresholds[j]) + problem.l2 * w[j]
-  return clipped_gradient(problem, w, margins, thresholds)[j]
+  else:  # sparse problems have a GLM loss (make_problem)
+    return clipped_gradient(problem, w, margins, thresholds)[j]
+  if isinstance(XT, sparse.SparseColumns):
+    return XT.clipped_coordinate_mean(dphi, thresholds, j) + problem.l2 * w[j]
+  return clipping.clipped_mean(dphi * XT[j], thresholds[j]) + problem.l2 * w[j]
 
 
 def smooth_objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
   """``f(w)``: data term plus the l2 term."""
-  if problem.loss.is_glm:
-    margins = init_margins(problem, w) if margins is None else margins
-    data = jnp.mean(jax.vmap(problem.loss.phi)(margins, problem.y))
+  phi = problem.loss.phi
+  if phi is not None:
+    margins = _margins(problem.XT, w) if margins is None else margins
+    data = jnp.mean(jax.vmap(phi)(margins, problem.y))
   else:
     data = jnp.mean(jax.vmap(problem.loss.fn, in_axes=(None, 0, 0))(w, problem.X, problem.y))
   return data + 0.5 * problem.l2 * jnp.sum(w**2)
@@ -499,12 +533,14 @@ def gradient(problem: Problem, w: Array) -> Array:
 
 def clip_features(problem: Problem, bound: Array) -> Problem:
   """The problem with every feature entry clipped to ``[-B_j, B_j]`` (a per-record map)."""
-  if is_sparse(problem):
-    return dataclasses.replace(problem, XT=problem.XT.clip_entries(bound))
+  XT = problem.XT
+  if isinstance(XT, sparse.SparseColumns):
+    return dataclasses.replace(problem, XT=XT.clip_entries(bound))
   bound = jnp.broadcast_to(bound, (problem.num_features,))
-  return dataclasses.replace(problem, XT=jnp.clip(problem.XT, -bound[:, None], bound[:, None]))
+  return dataclasses.replace(problem, XT=jnp.clip(XT, -bound[:, None], bound[:, None]))
 
 
 def record_max_abs(problem: Problem) -> Array:
   """``max_j |x_ij|`` per example, (n,): the statistic of :mod:`dpgcd_jax.privacy.bounds`."""
-  return problem.XT.record_max_abs() if is_sparse(problem) else jnp.max(jnp.abs(problem.XT), axis=0)
+  XT = problem.XT
+  return XT.record_max_abs() if isinstance(XT, sparse.SparseColumns) else jnp.max(jnp.abs(XT), axis=0)

@@ -88,38 +88,42 @@ class SparseColumns:
     """``(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)`` for every j, over the stored entries.
 
     Exact up to one rounding, as :func:`dpgcd_jax.clipping.clipped_mean` (same grid, so the
-    same value as the dense path): the quantized entries are summed by column in int64
-    (at most ``n`` terms below ``2^(k+1)``), then scaled once. A zero entry quantizes to 0.
+    same value as the dense path): the quantized entries are summed by column exactly (at most
+    ``n`` terms below ``2^(k+1)``: in float64 for float32 data, where ``n 2^(k+1) <= 2^53``; in
+    int64 for float64 data), then scaled once. A zero entry quantizes to 0. A non-finite
+    ``dphi_i`` counts as 0 (the guard on the derivative, :mod:`dpgcd_jax.clipping`).
     """
-    n = self.shape[1]
+    n, p = self.shape[1], self.shape[0]
 
-    def exact(_):
-      scale = clipping.grid_scale(thresholds, clipping.grid_bits(self.dtype, n))
-      q = clipping.quantize(dphi[self.rows] * self.vals, thresholds[self.cols], scale[self.cols])
+    def exact(thresholds, X, dphi):
+      scale = clipping.grid_scale(thresholds, clipping.grid_bits(X.dtype, n))
+      q = clipping.quantize(dphi[X.rows] * X.vals, thresholds[X.cols], scale[X.cols])
       with jax.enable_x64(True):
-        total = jax.ops.segment_sum(q.astype(jnp.int64), self.cols, num_segments=self.shape[0])
-      return clipping.exact_mean(total, scale, n, self.dtype)
+        # float32 data: every partial sum is an integer below n 2^(k+1) <= 2^53 (exact in float64,
+        # in any order, and 1.5x faster than int64 on CPU); float64 data: int64.
+        exact = jnp.float64 if X.dtype == jnp.float32 else jnp.int64
+        total = jax.ops.segment_sum(q.astype(exact), X.cols, num_segments=p, indices_are_sorted=True)
+      return clipping.exact_mean(total, scale, n, X.dtype)
 
-    def plain(_):
-      grads = clipping.clip_coordinates(dphi[self.rows] * self.vals, thresholds[self.cols])
-      return jax.ops.segment_sum(grads, self.cols, num_segments=self.shape[0]) / n
+    def plain(thresholds, X, dphi):
+      grads = clipping.clip_coordinates(dphi[X.rows] * X.vals, thresholds[X.cols])
+      return jax.ops.segment_sum(grads, X.cols, num_segments=p) / n
 
-    return jax.lax.cond(jnp.all(jnp.isfinite(thresholds)), exact, plain, None)
+    return clipping.when_finite(thresholds, exact, plain, self, clipping.finite_or_zero(dphi))
 
   def clipped_coordinate_mean(self, dphi: Array, thresholds: Array, j: Array) -> Array:
     """Coordinate ``j`` of :meth:`clipped_mean` in O(K) (the same exact mean and grid)."""
     rows, vals = self.column(j)
     n = self.shape[1]
-    c = thresholds[j]
+    bits = clipping.grid_bits(self.dtype, n)  # the grid of n records, not of this column
 
-    def exact(_):
-      bits = clipping.grid_bits(self.dtype, n)  # the grid of n records, not of this column
+    def exact(c, terms):
       scale = clipping.grid_scale(c, bits)
-      q = clipping.quantize(dphi[rows] * vals, c, scale)
-      return clipping.exact_mean(clipping.exact_sum(q, bits=bits), scale, n, self.dtype)
+      return clipping.exact_mean(clipping.exact_sum(clipping.quantize(terms, c, scale), bits=bits), scale, n,
+                                 self.dtype)
 
-    plain = lambda _: jnp.sum(clipping.clip_coordinates(dphi[rows] * vals, c)) / n
-    return jax.lax.cond(jnp.isfinite(c), exact, plain, None)
+    plain = lambda c, terms: jnp.sum(clipping.clip_coordinates(terms, c)) / n
+    return clipping.when_finite(thresholds[j], exact, plain, clipping.finite_or_zero(dphi[rows]) * vals)
 
   def mean_squares(self) -> Array:
     """``(1/n) sum_i x_ij^2`` for every j."""

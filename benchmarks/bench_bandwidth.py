@@ -1,0 +1,126 @@
+"""Issue 20, items 2 and 3: K configurations in one read of X, and sparse cost ~ nnz.
+
+Two tables, every ratio measured in this process, A and B interleaved, the median of
+``--repeats`` CPU times (``time.process_time``: robust to other load on a shared machine):
+
+- K = 16 DP-GCD configurations (step size, clip, noise multipliers, key) at 20000 x 1000
+  float32, run as one ``jax.vmap`` against 16 sequential runs, for coordinate and derivative
+  clipping; beside them one XLA matrix-vector product over the same X (the read floor), in
+  units of which the vmapped time per configuration-iteration is given;
+- sparse DP-GCD per iteration against a scipy ``X^T v`` of the same matrix (CSR of ``X^T``):
+  nnz = 1e5 at p = 1e4, 1e5, 1e6 (n = 1e4), and the dorothea-shaped set (800 x 100000, 1%
+  binary).
+
+Run: python benchmarks/bench_bandwidth.py [--repeats 5] [--out benchmarks/results/bandwidth.md]
+(``PYTHONPATH=<an older checkout>`` measures that version with the same script.)
+"""
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse
+
+import dpgcd_jax as dg
+
+K = 16
+
+
+def cpu_medians(fns, repeats):
+  """Median CPU time of each thunk, interleaved, after one warm-up call each."""
+  for f in fns.values():
+    jax.block_until_ready(f())
+  times = {k: [] for k in fns}
+  for _ in range(repeats):
+    for k, f in fns.items():
+      start = time.process_time()
+      jax.block_until_ready(f())
+      times[k].append(time.process_time() - start)
+  return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def configurations_rows(repeats, passes=3, n=20000, p=1000):
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(n, p)).astype(np.float32)
+  y = (X[:, :10].sum(axis=1) + rng.normal(size=n)).astype(np.float32)
+  problem = dg.make_problem(X, y, "squared", feature_bound=4.0)
+  keys = jax.random.split(jax.random.key(3), K)
+  f32 = lambda lo, hi: jnp.linspace(lo, hi, K, dtype=jnp.float32)  # noqa: E731
+  grid = dg.dp_gcd.Params(step_size=f32(0.5, 1.0), clip=f32(0.5, 2.0), selection_noise=f32(1.0, 5.0),
+                          update_noise=f32(1.0, 5.0))
+  members = [jax.tree.map(lambda a, i=i: a[i], grid) for i in range(K)]
+  v = jnp.asarray(rng.normal(size=n).astype(np.float32))
+  gemv = jax.jit(lambda XT, v: XT @ v)
+  fns = {"gemv": lambda: gemv(problem.XT, v)}
+  for mode in ("coordinate", "derivative"):
+    run = lambda pr, k, prm, mode=mode: dg.dp_gcd.run(pr, k, prm, passes=passes, clipping_mode=mode).w  # noqa: E731
+    one, batched = jax.jit(run), jax.jit(jax.vmap(run, (None, 0, 0)))
+    fns[f"{mode} sequential"] = lambda one=one: [one(problem, keys[i], members[i]) for i in range(K)]
+    fns[f"{mode} vmapped"] = lambda batched=batched: batched(problem, keys, grid)
+    same = np.array_equal(np.stack(fns[f"{mode} sequential"]()), np.asarray(fns[f"{mode} vmapped"]()))
+    assert same, f"{mode}: vmapped runs differ from sequential ones"
+  t = cpu_medians(fns, repeats)
+  rows = []
+  for mode in ("coordinate", "derivative"):
+    seq, vm = t[f"{mode} sequential"], t[f"{mode} vmapped"]
+    rows.append(dict(mode=mode, sequential_ms=1e3 * seq, vmapped_ms=1e3 * vm, speedup=seq / vm,
+                     gemv_ms=1e3 * t["gemv"], per_config_iteration_over_gemv=vm / (K * passes) / t["gemv"]))
+  return rows
+
+
+def _binary_sparse(n, p, nnz, seed):
+  rng = np.random.default_rng(seed)
+  coo = scipy.sparse.coo_matrix((np.ones(nnz, np.float32), (rng.integers(0, n, nnz), rng.integers(0, p, nnz))),
+                                shape=(n, p))
+  X = coo.tocsr()
+  X.data[:] = 1.0  # duplicates summed: keep the set binary
+  return X
+
+
+def sparse_rows(repeats, steps=20):
+  shapes = [("nnz 1e5", 10_000, p, 100_000) for p in (10_000, 100_000, 1_000_000)]
+  shapes.append(("dorothea-shaped", 800, 100_000, 800_000))
+  rows = []
+  params = dg.dp_gcd.Params(step_size=1.0, clip=1.0, selection_noise=5.0, update_noise=5.0)
+  run = jax.jit(lambda pr, k: dg.dp_gcd.run(pr, k, params, passes=steps).w)
+  for name, n, p, nnz in shapes:
+    X = _binary_sparse(n, p, nnz, seed=p + n)
+    rng = np.random.default_rng(0)
+    y = (np.asarray(X[:, :10].sum(axis=1)).ravel() + rng.normal(size=n)).astype(np.float32)
+    problem = dg.make_problem(X, y, "squared", feature_bound=1.0)
+    XT = X.T.tocsr()
+    v = rng.normal(size=n).astype(np.float32)
+    t = cpu_medians({"ours": lambda problem=problem: run(problem, jax.random.key(1)),
+                     "scipy": lambda XT=XT, v=v: XT @ v}, repeats)
+    ours = t["ours"] / steps
+    rows.append(dict(data=name, shape=f"{n} x {p}, nnz {X.nnz}", ours_ms=1e3 * ours, scipy_ms=1e3 * t["scipy"],
+                     ratio=ours / t["scipy"]))
+  return rows
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--repeats", type=int, default=5)
+  parser.add_argument("--out", default=None)
+  args = parser.parse_args()
+  lines = [f"backend: {jax.default_backend()}, {jax.devices()[0].device_kind}; dpgcd_jax from {dg.__file__}", "",
+           f"| K = {K} configurations, 20000 x 1000 f32 | 16 sequential runs | one vmapped run | speedup | "
+           f"XLA gemv | vmapped per configuration-iteration / gemv |", "|---|---|---|---|---|---|"]
+  for r in configurations_rows(args.repeats):
+    lines.append(f"| {r['mode']} clipping | {r['sequential_ms']:.0f} ms | {r['vmapped_ms']:.0f} ms | "
+                 f"{r['speedup']:.2f}x | {r['gemv_ms']:.2f} ms | {r['per_config_iteration_over_gemv']:.2f}x |")
+  lines += ["", "| sparse DP-GCD | shape | per iteration | scipy X^T v | ratio |", "|---|---|---|---|---|"]
+  for r in sparse_rows(args.repeats):
+    lines.append(f"| {r['data']} | {r['shape']} | {r['ours_ms']:.3f} ms | {r['scipy_ms']:.3f} ms | "
+                 f"{r['ratio']:.1f}x |")
+  text = "\n".join(lines)
+  print(text)
+  if args.out:
+    with open(args.out, "w") as f:
+      f.write(text + "\n")
+
+
+if __name__ == "__main__":
+  main()
