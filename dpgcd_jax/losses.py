@@ -52,12 +52,15 @@ class Loss:
     name: a label for tables and errors.
     phi: for GLM losses, ``phi(z, y)`` with ``fn(w, x, y) = phi(x @ w, y)``; else None.
     curvature: an upper bound on ``phi''`` (GLM losses), None when unknown.
+    labels: the values ``y`` may take (e.g. ``(-1.0, 1.0)`` for the logistic loss), or None:
+      any finite value (checked by :func:`dpgcd_jax.make_problem`).
   """
 
   fn: PerExampleLoss
   name: str
   phi: MarginLoss | None = None
   curvature: float | None = None
+  labels: tuple[float, ...] | None = None
 
   @property
   def is_glm(self) -> bool:
@@ -74,11 +77,15 @@ class _MarginComposition:
     return self.phi(jnp.dot(x, w), y)
 
 
-def glm_loss(phi: MarginLoss, *, curvature: float | None = None, name: str = "glm") -> Loss:
-  """A loss ``l(w; x, y) = phi(<x, w>, y)``; ``curvature`` bounds ``phi''`` if known."""
+def glm_loss(phi: MarginLoss, *, curvature: float | None = None, name: str = "glm",
+             labels: tuple[float, ...] | None = None) -> Loss:
+  """A loss ``l(w; x, y) = phi(<x, w>, y)``; ``curvature`` bounds ``phi''`` if known; ``labels``:
+  the values ``y`` may take (None: any finite value)."""
   if curvature is not None and not curvature > 0:
     raise ValueError(f"Expected curvature > 0, got curvature={curvature!r}.")
-  return Loss(fn=_MarginComposition(phi), name=name, phi=phi, curvature=curvature)
+  if labels is not None:
+    labels = tuple(float(v) for v in labels)
+  return Loss(fn=_MarginComposition(phi), name=name, phi=phi, curvature=curvature, labels=labels)
 
 
 def custom_loss(fn: PerExampleLoss, *, name: str = "custom") -> Loss:
@@ -95,7 +102,7 @@ def _logistic(z: Array, y: Array) -> Array:
 
 
 squared = glm_loss(_squared, curvature=1.0, name="squared")
-logistic = glm_loss(_logistic, curvature=0.25, name="logistic")
+logistic = glm_loss(_logistic, curvature=0.25, name="logistic", labels=(-1.0, 1.0))
 
 
 @dataclasses.dataclass(frozen=True)

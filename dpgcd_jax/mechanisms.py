@@ -4,14 +4,16 @@ A mechanism is a small frozen (hashable, static under ``jax.jit``) object with
 
 - a device-side sampler: ``select(key, scores_fn, g, w, M, penalty, scale, rule)`` for a
   selection, ``perturb(key, g_j, scale)`` for an update (``scale`` = multiplier x sensitivity);
-- ``event(multiplier)``: the host-side privacy event of one use with that multiplier
-  (:mod:`dpgcd_jax.privacy.events`), which the ledger composes;
-- ``zcdp_per_unit``: ``rho`` of one use times ``multiplier^2`` (splits a budget between a
-  selection and an update, ``selection_share`` of :func:`dpgcd_jax.privacy.calibrate_gcd`).
+- ``cost``: its host-side privacy cost (:mod:`dpgcd_jax.privacy.costs`), from which it reads
+  ``name``, ``event(multiplier)`` (the privacy event of one use with that multiplier, which the
+  ledger composes) and ``zcdp_per_unit`` (``rho`` of one use times ``multiplier^2``: splits a
+  budget between a selection and an update, ``selection_share`` of
+  :func:`dpgcd_jax.privacy.calibrate_gcd`). The accounting reads the costs, never this module.
 
 Solvers and the accounting look mechanisms up by object or by name (``"laplace"``,
 ``"gumbel"``, ``"gaussian"`` are sugar for the objects below). Adding a mechanism is one
-class in this file, registered in :data:`SELECTIONS` or :data:`UPDATES`, with a statistical
+class in this file, registered in :data:`SELECTIONS` or :data:`UPDATES`, with its cost in
+:mod:`dpgcd_jax.privacy.costs`, and a statistical
 test of its sampler (``tests/privacy/test_noise.py``) and of its event against dp_accounting.
 
 Privacy arguments (sensitivities in :mod:`dpgcd_jax.solvers.greedy`): report-noisy-max with
@@ -37,15 +39,18 @@ noise ``t`` on the snapped scores is ``2 D / t < 2 / b``-DP, a discrete Laplace 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import Any
+from typing import ClassVar
+from typing import Protocol
+from typing import runtime_checkable
 
 import jax
 import jax.numpy as jnp
 
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import penalties
+from dpgcd_jax.privacy import costs
 from dpgcd_jax.privacy import events
 
 Array = jax.Array
@@ -63,71 +68,92 @@ def argmax(x: Array) -> Array:
   return jnp.min(jnp.where(hit, jnp.arange(x.shape[0], dtype=jnp.int32), x.shape[0]))
 
 
-def _pure_epsilon(numerator: float, multiplier: float) -> float:
-  return math.inf if multiplier == 0.0 else numerator / multiplier
+@runtime_checkable
+class SelectionMechanism(Protocol):
+  """The contract of a selection (module docstring): a device-side ``select`` and its cost."""
+
+  name: str
+  zcdp_per_unit: float
+
+  def select(self, *args: Any) -> Any: ...
+
+  def event(self, multiplier: float) -> events.PrivacyEvent: ...
+
+
+@runtime_checkable
+class UpdateMechanism(Protocol):
+  """The contract of an update (module docstring): a device-side ``perturb`` and its cost."""
+
+  name: str
+  zcdp_per_unit: float
+
+  def perturb(self, *args: Any) -> Any: ...
+
+  def event(self, multiplier: float) -> events.PrivacyEvent: ...
+
+
+class _Costed:
+  """A mechanism's host-side cost (:mod:`dpgcd_jax.privacy.costs`): its name, event and zCDP."""
+
+  cost: ClassVar[costs.Cost]
+
+  @property
+  def name(self) -> str:
+    return self.cost.name
+
+  @property
+  def zcdp_per_unit(self) -> float:
+    return self.cost.zcdp_per_unit
+
+  def event(self, multiplier: float) -> events.PrivacyEvent:
+    return self.cost.event(multiplier)
 
 
 @dataclasses.dataclass(frozen=True)
-class LaplaceNoisyMax:
+class LaplaceNoisyMax(_Costed):
   """Paper-faithful selection: Laplace noise, inside ``|.|`` where the score allows it."""
 
-  name: str = "laplace"
-  zcdp_per_unit: float = 2.0  # (2 / b)^2 / 2: the zCDP of a pure 2 / b step
+  cost: ClassVar[costs.Cost] = costs.SELECTIONS["laplace"]
 
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
              penalty: Any, scale: Array, rule: str) -> Array:
     z = scale * jax.random.laplace(key, g.shape, g.dtype)
-    if rule == "gs-s" and isinstance(penalty, (penalties.Zero, penalties.L2)):
+    if rule == "gs-s" and penalties.is_differentiable(penalty):
       # Score |u_j + c_j| with c_j public, V-shaped without plateau (solvers.greedy).
       return argmax(score(g + jnp.sqrt(M) * z, w, M, penalty))
     return argmax(score(g, w, M, penalty) + z)  # report-noisy-max
 
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.PureDp(_pure_epsilon(2.0, multiplier))
-
 
 @dataclasses.dataclass(frozen=True)
-class GumbelMax:
+class GumbelMax(_Costed):
   """Exponential mechanism: ``argmax score_j + b Delta_bar G_j``, ``G_j ~ Gumbel(0, 1)``."""
 
-  name: str = "gumbel"
-  zcdp_per_unit: float = 0.5  # (2 / b)^2 / 8: bounded range
+  cost: ClassVar[costs.Cost] = costs.SELECTIONS["gumbel"]
 
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
              penalty: Any, scale: Array, rule: str) -> Array:
     del rule
     return argmax(score(g, w, M, penalty) + scale * jax.random.gumbel(key, g.shape, g.dtype))
 
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.BoundedRange(_pure_epsilon(2.0, multiplier))
-
 
 @dataclasses.dataclass(frozen=True)
-class LaplaceNoise:
+class LaplaceNoise(_Costed):
   """Update noise ``Lap(b' Delta_j)``: the Laplace mechanism, ``1 / b'``-DP."""
 
-  name: str = "laplace"
-  zcdp_per_unit: float = 0.5  # (1 / b')^2 / 2
+  cost: ClassVar[costs.Cost] = costs.UPDATES["laplace"]
 
   def perturb(self, key: Array, value: Array, scale: Array) -> Array:
     return value + scale * jax.random.laplace(key, (), value.dtype)
 
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.Laplace(_pure_epsilon(1.0, multiplier))
-
 
 @dataclasses.dataclass(frozen=True)
-class GaussianNoise:
+class GaussianNoise(_Costed):
   """Update noise ``N(0, (s Delta_j)^2)``: the Gaussian mechanism, ``1 / (2 s^2)``-zCDP."""
 
-  name: str = "gaussian"
-  zcdp_per_unit: float = 0.5
+  cost: ClassVar[costs.Cost] = costs.UPDATES["gaussian"]
 
   def perturb(self, key: Array, value: Array, scale: Array) -> Array:
     return value + scale * jax.random.normal(key, (), value.dtype)
-
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.Gaussian(multiplier)
 
 
 def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
@@ -145,7 +171,7 @@ def _snap_int(value: Array, gran: Array) -> Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteLaplaceNoisyMax:
+class DiscreteLaplaceNoisyMax(_Costed):
   """Report-noisy-max on the public grid: ``argmax_j round(score_j / gran) + Z_j``, integers.
 
   ``Z_j`` discrete Laplace of integer scale ``t = floor(b D) + 1``; every score (GS-s, GS-r,
@@ -158,8 +184,7 @@ class DiscreteLaplaceNoisyMax:
   False (the step then releases NaN).
   """
 
-  name: str = "discrete_laplace"
-  zcdp_per_unit: float = 2.0
+  cost: ClassVar[costs.Cost] = costs.SELECTIONS["discrete_laplace"]
   discrete: bool = True
 
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
@@ -176,9 +201,6 @@ class DiscreteLaplaceNoisyMax:
     j = jnp.where(ok, j, 0)
     return jnp.where(multiplier == 0, argmax(scores), j), (multiplier == 0) | ok
 
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.PureDp(_pure_epsilon(2.0, multiplier))
-
 
 def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
                      sensitivity: Array) -> Array:
@@ -192,41 +214,33 @@ def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
 
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteLaplaceNoise:
+class DiscreteLaplaceNoise(_Costed):
   """Update ``(round(g_j / gran) + Z) gran``, ``Z`` discrete Laplace of scale ``t = floor(b' D) + 1``.
 
   ``D / t < 1 / b'``-DP (the discrete Laplace mechanism on an integer of sensitivity ``D``):
   event ``DiscreteLaplace(1 / b')``, accounted as pure DP (randomized response dominates it).
   """
 
-  name: str = "discrete_laplace"
-  zcdp_per_unit: float = 0.5
+  cost: ClassVar[costs.Cost] = costs.UPDATES["discrete_laplace"]
   discrete: bool = True
 
   def perturb(self, key: Array, value: Array, multiplier: Array, sensitivity: Array) -> Array:
     return _perturb_on_grid(discrete_noise.discrete_laplace, key, value, multiplier, sensitivity)
 
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.DiscreteLaplace(_pure_epsilon(1.0, multiplier))
-
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteGaussianNoise:
+class DiscreteGaussianNoise(_Costed):
   """Update ``(round(g_j / gran) + Z) gran``, ``Z`` discrete Gaussian, ``sigma = floor(s D) + 1``.
 
   ``D^2 / (2 sigma^2) < 1 / (2 s^2)``-zCDP (CKS 2020, Thm 4, integer sensitivity ``D``):
   event ``DiscreteGaussian(s)`` (RDP ``alpha / (2 s^2)``; no GDP / PLD route claims it).
   """
 
-  name: str = "discrete_gaussian"
-  zcdp_per_unit: float = 0.5
+  cost: ClassVar[costs.Cost] = costs.UPDATES["discrete_gaussian"]
   discrete: bool = True
 
   def perturb(self, key: Array, value: Array, multiplier: Array, sensitivity: Array) -> Array:
     return _perturb_on_grid(discrete_noise.discrete_gaussian, key, value, multiplier, sensitivity)
-
-  def event(self, multiplier: float) -> events.PrivacyEvent:
-    return events.DiscreteGaussian(multiplier)
 
 
 SELECTIONS = {m.name: m for m in (LaplaceNoisyMax(), GumbelMax(), DiscreteLaplaceNoisyMax())}
@@ -274,7 +288,8 @@ def update(mechanism: Any) -> Any:
 def _lookup(kind: str, mechanism: Any, registry: dict[str, Any], method: str) -> Any:
   if isinstance(mechanism, str) and mechanism in registry:
     return registry[mechanism]
-  if not isinstance(mechanism, str) and hasattr(mechanism, method) and hasattr(mechanism, "event"):
+  protocol = SelectionMechanism if method == "select" else UpdateMechanism
+  if not isinstance(mechanism, str) and isinstance(mechanism, protocol):
     return mechanism
   raise ValueError(f"Expected {kind} to be one of {tuple(registry)} or a {kind} mechanism object "
                    f"(with {method} and event), got {kind}={mechanism!r}.")

@@ -25,6 +25,7 @@ import dataclasses
 import numbers
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import ClassVar
 from typing import Protocol
 from typing import TypeVar
 
@@ -66,13 +67,27 @@ def penalty(cls: type[_P]) -> type[_P]:
 
 
 class SeparablePenalty:
-  """Base of the built-in penalties: ``value`` is the sum of ``coordinate_values``."""
+  """Base of the built-in penalties: ``value`` is the sum of ``coordinate_values``.
+
+  Capability: ``differentiable`` (a class attribute, False unless a penalty says otherwise): the
+  penalty is differentiable everywhere, so its subdifferential at every point is one gradient
+  (``jax.grad(penalty.value)``). Solvers read the capability, never the class: e.g. DP-GCD's
+  Laplace selection puts its noise inside the GS-s score ``|.|`` only for differentiable
+  penalties (a V-shaped score without plateau), and DP Frank-Wolfe accepts only those.
+  """
+
+  differentiable: ClassVar[bool] = False
 
   def coordinate_values(self, w: Array) -> Array:
     raise NotImplementedError(f"{type(self).__name__} defines no coordinate_values")
 
   def value(self, w: Array) -> Array:
     return jnp.sum(self.coordinate_values(w))
+
+
+def is_differentiable(pen: Any) -> bool:
+  """Whether a penalty declares itself differentiable everywhere (:class:`SeparablePenalty`)."""
+  return bool(getattr(pen, "differentiable", False))
 
 
 def coordinate(pen: Penalty, j: Array) -> Penalty:
@@ -99,6 +114,8 @@ def _check(**fields: Any) -> None:
 @penalty
 class Zero(SeparablePenalty):
   """No penalty: ``psi = 0``."""
+
+  differentiable: ClassVar[bool] = True
 
   def coordinate_values(self, w: Array) -> Array:
     return jnp.zeros_like(w)
@@ -136,6 +153,7 @@ class L1(SeparablePenalty):
 class L2(SeparablePenalty):
   """``psi(w) = strength / 2 * ||w||_2^2`` (as a proximal term); prox = shrinkage."""
 
+  differentiable: ClassVar[bool] = True
   strength: Any
 
   def __post_init__(self):

@@ -127,7 +127,8 @@ def make_problem(
 
   Args:
     X: (n, p) finite features.
-    y: (n,) finite targets (labels in {-1, +1} for the logistic loss).
+    y: (n,) finite targets (in ``loss.labels`` when the loss has a label domain: {-1, +1} for
+      the logistic loss).
     loss: a :class:`dpgcd_jax.Loss`, a built-in name ("squared", "logistic", "huber"), or a
       plain function ``loss(w, x, y) -> scalar`` (wrapped with :func:`dpgcd_jax.custom_loss`).
     l2: smooth ridge strength, >= 0.
@@ -170,13 +171,14 @@ def make_problem(
         f"Expected loss {loss.name!r} to return a scalar per example, got output shape "
         f"{getattr(out, 'shape', out)}."
     )
-  if loss is losses_lib.logistic:
+  if loss.labels is not None:  # the loss's capability: the label domain it is defined on
     labels = np.unique(_validate.host_values(y))
-    if not set(labels.tolist()) <= {-1.0, 1.0}:
+    if not set(labels.tolist()) <= set(loss.labels):
+      domain = ", ".join(f"{v:+g}" if v > 0 else f"{v:g}" for v in loss.labels)
       raise ValueError(
-          f"Expected y in {{-1, +1}} for the logistic loss, got labels {labels[:5].tolist()}"
-          f"{' ...' if labels.size > 5 else ''}: encode them (e.g. y = 2 * y01 - 1), or use "
-          f"dpgcd_jax.estimators.DPGCDClassifier, which encodes any two labels.")
+          f"Expected y in {{{domain}}} for the {loss.name} loss, got labels {labels[:5].tolist()}"
+          f"{' ...' if labels.size > 5 else ''}: encode them (e.g. y = 2 * y01 - 1 for {{-1, +1}}), or "
+          f"use dpgcd_jax.estimators.DPGCDClassifier, which encodes any two labels.")
   _validate.check_positive("l2", l2, allow_zero=True)
   penalty = _check_penalty(penalty, p)
   if smoothness is not None and feature_bound is not None:

@@ -164,7 +164,7 @@ def to_labels(y: Any) -> np.ndarray:
 
 
 def _targets(y: Any, loss: losses_lib.Loss) -> np.ndarray:
-  return to_labels(y) if loss is losses_lib.logistic else standardize_target(y)
+  return to_labels(y) if loss.labels is not None else standardize_target(y)
 
 
 def prepare_dense(raw: Raw, loss: losses_lib.Loss) -> Raw:
@@ -240,7 +240,7 @@ class Dataset:
     _validate.check_positive("l2", self.l2, allow_zero=True)
     if self.lambda_fraction is not None:
       _validate.check_positive("lambda_fraction", self.lambda_fraction, allow_zero=True)
-    if loss is losses_lib.logistic and not np.all(np.abs(y) == 1.0):
+    if loss.labels is not None and not np.all(np.isin(y, loss.labels)):
       raise ValueError(f"Expected labels y in {{-1, +1}} for the logistic loss, got values {np.unique(y)[:6]}.")
     for field, value in (("X", x), ("y", y), ("loss", loss), ("l2", float(self.l2))):
       object.__setattr__(self, field, value)

@@ -83,10 +83,10 @@ import math
 from typing import Any
 
 from dpgcd_jax import _validate
-from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import _pld
 from dpgcd_jax.privacy import _rdp
 from dpgcd_jax.privacy import calibration
+from dpgcd_jax.privacy import costs
 from dpgcd_jax.privacy import events as ev
 from dpgcd_jax.privacy import ledger as ledger_lib
 
@@ -162,12 +162,12 @@ def check_rate(q: float) -> float:
 
 def selection_event(selection: Any, noise: float) -> ev.PrivacyEvent:
   """The event of one DP-GCD selection with multiplier ``b`` (the mechanism's own ``event``)."""
-  return mechanisms.selection(selection).event(noise)
+  return costs.selection(selection).event(noise)
 
 
 def update_event(update: Any, noise: float) -> ev.PrivacyEvent:
   """The event of one DP-GCD / DP-CD coordinate update with multiplier ``b'`` or ``s``."""
-  return mechanisms.update(update).event(noise)
+  return costs.update(update).event(noise)
 
 
 def gcd_ledger(selection_noise: float, update_noise: float, *, steps: int,
@@ -198,7 +198,7 @@ def _to_route(method: str) -> str:
 
 
 def _from_route(route: str, update: str) -> str:
-  return "pure_pld" if route == "pld" and mechanisms.update(update).name == "laplace" else route
+  return "pure_pld" if route == "pld" and costs.update(update).name == "laplace" else route
 
 
 def _closed_form(b_sel: float, b_upd: float, steps: int, delta: float) -> float:
@@ -259,10 +259,10 @@ def gcd_epsilon(
   b_upd = check_noise("update_noise", update_noise)
   steps = _validate.check_int("steps", steps)
   check_delta(delta)
-  mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
-  mechanisms.update(update)
+  costs.selection(selection)  # ValueError naming it for an unknown mechanism
+  costs.update(update)
   _validate.check_choice("method", method,
-                         _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
+                         _gcd_valid_methods(costs.update(update).name, costs.selection(selection).name))
   if method == "closed_form":
     return _closed_form(b_sel, b_upd, steps, float(delta))
   ledger = gcd_ledger(b_sel, b_upd, steps=steps, selection=selection, update=update)
@@ -279,9 +279,9 @@ def share_ratios(selection: str, update: str, share: float | None) -> tuple[floa
   """
   if share is None:
     return 1.0, 1.0
-  if mechanisms.update(update).name == "laplace":  # eps_sel = share / k, eps_upd = (1 - share) / k.
+  if costs.update(update).name == "laplace":  # eps_sel = share / k, eps_upd = (1 - share) / k.
     return 2.0 / share, 1.0 / (1.0 - share)
-  c_sel = mechanisms.selection(selection).zcdp_per_unit  # rho_sel = c_sel / b_sel^2.
+  c_sel = costs.selection(selection).zcdp_per_unit  # rho_sel = c_sel / b_sel^2.
   return math.sqrt(c_sel / share), math.sqrt(0.5 / (1.0 - share))  # rho = 1 / k^2.
 
 
@@ -337,11 +337,11 @@ def calibrate_gcd(
   """
   check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
-  mechanisms.selection(selection)  # ValueError naming it for an unknown mechanism
-  mechanisms.update(update)
+  costs.selection(selection)  # ValueError naming it for an unknown mechanism
+  costs.update(update)
   share = check_share(selection_share)
   _validate.check_choice("method", method,
-                         _gcd_valid_methods(mechanisms.update(update).name, mechanisms.selection(selection).name))
+                         _gcd_valid_methods(costs.update(update).name, costs.selection(selection).name))
   return _calibrate_gcd(float(epsilon), float(delta), steps, selection, update, share, method)
 
 

@@ -141,3 +141,33 @@ def _private_imports():
 def test_no_module_imports_another_modules_private_names():
   """Issue 17: private names stay in their module, private modules in their package."""
   assert _private_imports() == []
+
+
+HOST_ACCOUNTING = ("accounting", "baseline_accounting", "calibration", "costs", "events", "ledger", "tuning",
+                   "_rdp", "_pld", "_br", "_routes", "_fft_pld", "_laplace", "_adapters")
+
+
+@pytest.mark.parametrize("name", HOST_ACCOUNTING)
+def test_host_accounting_never_imports_device_code(name):
+  """Issue 17: the floors hold: accounting reads the mechanisms' costs (privacy.costs), never the
+  samplers: no solver, no mechanism, no problem or clipping code, directly or through another module,
+  and no JAX import in the accounting modules themselves (``_validate``, the shared argument checks,
+  also checks JAX keys)."""
+  import ast  # pylint: disable=import-outside-toplevel
+  import pathlib  # pylint: disable=import-outside-toplevel
+  graph = _package_import_graph()
+  start = f"dpgcd_jax.privacy.{name}"
+  reached, todo = set(), [start]
+  while todo:
+    for nxt in graph[todo.pop()] - reached:
+      reached.add(nxt)
+      todo.append(nxt)
+  assert not {m for m in reached if not m.startswith("dpgcd_jax.privacy")} - {"dpgcd_jax._validate"}, reached
+  root = pathlib.Path(__file__).resolve().parents[2]
+  for module in (reached | {start}) - {"dpgcd_jax._validate"}:
+    path = root / (module.replace(".", "/") + ".py")
+    path = path if path.exists() else root / module.replace(".", "/") / "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text())):
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+               else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+      assert not any(n == "jax" or n.startswith("jax.") for n in names), (module, names)
