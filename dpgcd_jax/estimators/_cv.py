@@ -136,6 +136,11 @@ class _SearchMixin(_linear.DPGCDBase):
     raise NotImplementedError
 
   def _check_search(self) -> None:
+    if self.solver != "dp_gcd":
+      raise ValueError(
+          f"Expected solver='dp_gcd' in {type(self).__name__}: its private search accounts for "
+          f"DP-GCD runs (repetitions at a noise multiplier u sqrt(T)); for another solver use "
+          f"{type(self).__name__[:-2]}(solver=...), got solver={self.solver!r}.")
     if self.param_grid is not None:
       check_param_grid(self.param_grid, SEARCHABLE)
     if self.mean_repetitions is not None:
@@ -251,6 +256,9 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
     mean_repetitions: ``E[K] >= 1``; None: the number of candidates.
     repetition_shape: ``eta >= 0`` of the truncated negative binomial (1: geometric).
     validation_fraction: share of the rows held out for the private scores, in (0, 1).
+    solver, solver_params: accepted for scikit-learn's parameter protocol; only
+      ``solver="dp_gcd"`` (the default) is searched (the search's accounting is DP-GCD's):
+      another solver is a ValueError naming ``solver`` before any work.
     others: as :class:`DPGCDClassifier` (the values not in the grid are used as given).
 
   Attributes:
@@ -264,11 +272,13 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
                validation_fraction=0.25, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
                scaling=_linear.AUTO, clipping="coordinate", secure_noise=False,
-               max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, random_state=None):
+               max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, solver="dp_gcd",
+               solver_params=None, random_state=None):
     super().__init__(classes=classes, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
-                     step_size=step_size, clip=clip, random_state=random_state)
+                     step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
+                     random_state=random_state)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape
@@ -303,12 +313,12 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
                target_bound=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=_linear.AUTO, clipping="coordinate",
                secure_noise=False, max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO,
-               random_state=None):
+               solver="dp_gcd", solver_params=None, random_state=None):
     super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
                      alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip,
-                     random_state=random_state)
+                     solver=solver, solver_params=solver_params, random_state=random_state)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape

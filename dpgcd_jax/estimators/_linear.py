@@ -14,8 +14,11 @@ composed in ONE :class:`~dpgcd_jax.privacy.Ledger` calibrated to ``(epsilon, del
    (:mod:`dpgcd_jax.estimators._released`: per-feature private scales, or one private bound
    when ``n`` is too small for per-feature scales);
 2. a regressor's target bound ``T``: declared (``target_bound=``) or released;
-3. one DP-GCD run per target (one for a regressor or two classes, one per class for more):
-   Gumbel-max selection and Gaussian updates with equal multipliers.
+3. one run per target (one for a regressor or two classes, one per class for more) of the
+   solver (``solver=``): DP-GCD by default (Gumbel-max selection and Gaussian updates with equal
+   multipliers), or DP Frank-Wolfe, private hard thresholding, two-stage support selection or
+   DP-CD, each through its own ``fit`` (:func:`dpgcd_jax.solvers.budget.private_fit`), which
+   composes items 1-2 (``prior``) and the runs (``targets``) in the same one ledger.
 
 The label set is public by declaration (``classes=``); without it, it is read from ``y``
 with a :class:`~dpgcd_jax.PrivacyLeakWarning` and recorded in ``privacy_.not_private``.
@@ -28,6 +31,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 from typing import NamedTuple
 
@@ -49,9 +53,16 @@ from dpgcd_jax import penalties
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _released
+from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.problem import make_problem
+from dpgcd_jax.solvers import base as solver_base
+from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_cd
+from dpgcd_jax.solvers import dp_fw
 from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import dp_iht
+from dpgcd_jax.solvers import two_stage
 
 SELECTION, UPDATE = "gumbel", "gaussian"
 PENALTIES = ("l1", "l2", "elasticnet", None)
@@ -60,6 +71,26 @@ AUTO = _released.AUTO
 AUTO_CLIP = 0.1
 AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module of DPGCDRegressor)
 AUTO_MARGIN_STEP = 0.5
+
+# The private solvers an estimator can run (``solver=``), and the keys of ``solver_params`` each
+# takes (their defaults: :func:`solver_params`). Each one's ``fit`` composes the released bounds
+# (``prior``) and its runs (``targets``) in one ledger, calibrated once.
+SOLVERS = ("dp_gcd", "dp_fw", "dp_iht", "two_stage", "dp_cd")
+SOLVER_PARAMS: dict[str, tuple[str, ...]] = {
+    "dp_gcd": (),
+    "dp_fw": ("radius",),
+    "dp_iht": ("sparsity", "selection_share"),
+    "two_stage": ("sparsity", "support_share"),
+    "dp_cd": (),
+}
+SECURE_SOLVERS = ("dp_gcd", "dp_cd")  # those with a floating-point-safe (discrete) noise
+AUTO_SPARSITY = 10
+# DP-FW's default l1 radius, in units of the feature bounds (and of the target bound T): every
+# score is then within +-5. Measured (1000 x 20 standardized make_classification /
+# make_regression, 5 informative, B = 3, 3 seeds, 300 held-out rows): radius 5 / 10 / 20 gave
+# accuracy 0.89 / 0.87 / 0.84 and R^2 0.37 / 0.18 / -0.36 at epsilon = 1; at epsilon = 5,
+# accuracy 0.89 / 0.89 / 0.89 and R^2 0.74 / 0.84 / 0.86.
+AUTO_RADIUS = 5.0
 
 
 class Hyper(NamedTuple):
@@ -132,6 +163,67 @@ def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
     _validate.check_number(name, value, low=0.0, low_open=True)
 
 
+def check_solver(solver: Any, solver_params: Any, *, penalty: Any, step_size: Any, clipping: str,
+                 secure_noise: Any) -> None:
+  """Validates ``solver`` and ``solver_params`` against the other arguments (public, before any work).
+
+  Raises:
+    ValueError: naming the argument: an unknown ``solver``; ``solver_params`` not a dict, with a
+      key the solver does not take or a bad value; an argument the solver cannot honour
+      (``secure_noise`` outside DP-GCD and DP-CD, ``clipping="derivative"`` with DP-CD, a
+      non-smooth ``penalty`` or a ``step_size`` with DP-FW).
+  """
+  _validate.check_choice("solver", solver, SOLVERS)
+  if solver_params is not None:
+    if not isinstance(solver_params, Mapping):
+      raise ValueError(f"Expected solver_params to be None or a dict, got solver_params={solver_params!r}.")
+    for name, value in solver_params.items():
+      if name not in SOLVER_PARAMS[solver]:
+        raise ValueError(f"Expected solver_params keys for solver={solver!r} in {SOLVER_PARAMS[solver]}, "
+                         f"got solver_params={dict(solver_params)!r} (key {name!r}).")
+      if name == "radius":
+        _validate.check_number("solver_params['radius']", value, low=0.0, low_open=True)
+      elif name == "sparsity":
+        _validate.check_int("solver_params['sparsity']", value, low=1)
+      else:  # a share of the budget
+        _validate.check_number(f"solver_params[{name!r}]", value, low=0.0, high=1.0, low_open=True,
+                               high_open=True)
+  if secure_noise and solver not in SECURE_SOLVERS:
+    raise ValueError(f"Expected secure_noise=False with solver={solver!r}: floating-point-safe noise "
+                     f"exists for {SECURE_SOLVERS} only, got secure_noise={secure_noise!r}.")
+  if solver == "dp_cd" and clipping != "coordinate":
+    raise ValueError(f"Expected clipping='coordinate' with solver='dp_cd' (DP-CD clips per coordinate), "
+                     f"got clipping={clipping!r}.")
+  if solver == "dp_fw":
+    if penalty not in (None, "l2"):
+      raise ValueError(f"Expected penalty None or 'l2' with solver='dp_fw' (its constraint, the l1 ball of "
+                       f"solver_params['radius'], replaces an l1 penalty), got penalty={penalty!r}.")
+    if not (isinstance(step_size, str) and step_size == AUTO):
+      raise ValueError(f"Expected step_size={AUTO!r} with solver='dp_fw' (Frank-Wolfe steps by 2 / (t + 2); "
+                       f"the l1 radius is solver_params['radius']), got step_size={step_size!r}.")
+
+
+def solver_params(solver: str, given: Mapping[str, Any] | None, *, num_coordinates: int,
+                  radius: float) -> dict[str, Any]:
+  """The solver's hyperparameters: ``given``, completed by public defaults.
+
+  ``radius`` (DP-FW): the default is :data:`AUTO_RADIUS`, in units of the feature
+  bounds (and of the target bound for a regressor): every score ``|<clip_B(x), w> + b|`` is then
+  at most ``radius``. ``sparsity`` (DP-IHT, two-stage): ``min(AUTO_SPARSITY, num_coordinates)``,
+  the coordinates counting the intercept (it competes for the support like any feature);
+  more than ``num_coordinates`` is a ValueError naming it. The shares: the solvers' defaults.
+  """
+  given = dict(given or {})
+  if "radius" in SOLVER_PARAMS[solver]:
+    given.setdefault("radius", float(radius))
+  if "sparsity" in SOLVER_PARAMS[solver]:
+    given.setdefault("sparsity", min(AUTO_SPARSITY, num_coordinates))
+    if given["sparsity"] > num_coordinates:
+      raise ValueError(f"Expected solver_params['sparsity'] <= the number of coordinates {num_coordinates} "
+                       f"(features, plus the intercept), got solver_params['sparsity']={given['sparsity']}.")
+  return given
+
+
 def check_classes(classes: Any) -> np.ndarray:
   """The declared public label set as a sorted 1-D array of >= 2 distinct labels."""
   values = np.asarray(classes)
@@ -150,7 +242,8 @@ class DPGCDBase(BaseEstimator):
 
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=AUTO, clipping="coordinate",
-               secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO, random_state=None):
+               secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd",
+               solver_params=None, random_state=None):
     self.penalty = penalty
     self.alpha = alpha
     self.l1_ratio = l1_ratio
@@ -164,6 +257,8 @@ class DPGCDBase(BaseEstimator):
     self.max_iter = max_iter
     self.step_size = step_size
     self.clip = clip
+    self.solver = solver
+    self.solver_params = solver_params
     self.random_state = random_state
 
   def _check_params(self) -> None:
@@ -186,16 +281,30 @@ class DPGCDBase(BaseEstimator):
     if self.feature_bound is not None:  # the shape is checked against X in the release
       _released.check_positive_bound("feature_bound", self.feature_bound,
                                      np.shape(self.feature_bound) if np.ndim(self.feature_bound) == 1 else None)
+    check_solver(self.solver, self.solver_params, penalty=self.penalty, step_size=self.step_size,
+                 clipping=self.clipping, secure_noise=self.secure_noise)
 
   def _hyper(self, n: int, p: int, epsilon: float, **override: Any) -> Hyper:
     values = {k: override.get(k, getattr(self, k)) for k in Hyper._fields}
     for name in ("max_iter", "step_size", "clip"):
       _check_auto(name, values[name], integer=name == "max_iter")
     clip = self._auto_clip if values["clip"] == AUTO else float(values["clip"])
-    step = (auto_step_size(clip, self._curvature) if values["step_size"] == AUTO
-            else float(values["step_size"]))
     p += bool(self.fit_intercept)
-    steps = auto_max_iter(n, p, epsilon) if values["max_iter"] == AUTO else int(values["max_iter"])
+    if values["step_size"] != AUTO:
+      step = float(values["step_size"])
+    elif self.solver == "dp_iht":
+      # s coordinates move at once: DP-GCD's step divided by s keeps the margin move per step
+      # at most about AUTO_MARGIN_STEP (measured in AUTO_RADIUS's setting: step 1 / 0.5 / 0.25 /
+      # auto gave R^2 -2.7 / -0.17 / 0.25 / 0.56 at epsilon = 1, 0.44 / 0.78 / 0.85 / 0.90 at 5).
+      step = auto_step_size(clip, self._curvature) / self._solver_params(p)["sparsity"]
+    else:
+      step = auto_step_size(clip, self._curvature)
+    if values["max_iter"] != AUTO:
+      steps = int(values["max_iter"])
+    elif self.solver == "dp_cd":  # passes of p coordinate updates: about as many updates as DP-GCD's T
+      steps = max(1, round(auto_max_iter(n, p, epsilon) / p))
+    else:
+      steps = auto_max_iter(n, p, epsilon)
     return Hyper(steps, step, clip)
 
   def _penalty(self, p: int, alpha: float, l1_ratio: float) -> Any:
@@ -232,7 +341,21 @@ class DPGCDBase(BaseEstimator):
     Returns the (targets, p [+ 1]) weights, the privacy report of ``prior`` and the runs, and
     the hyperparameters as run (the step size capped when "auto" caps it).
     """
+    if self.solver == "dp_fw":
+      # The l1 ball is not equivariant to per-coordinate scaling (the other solvers are): run on
+      # x_ij / B_j with bound 1 (clip_1(x / B) = clip_B(x) / B; B public), so that the radius is in
+      # units of the bounds, then return the weights in raw units (post-processing).
+      scale = 1.0 / np.asarray(bound, float)
+      X = X @ scipy_sparse().diags(scale.astype(X.dtype)) if sparse.is_sparse(X) else X * scale.astype(X.dtype)
+      result = self._train_solver(self._problem(X, targets, np.ones_like(bound), alpha, l1_ratio), key,
+                                  targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
+      W = np.asarray(result.w, float)
+      W[:, :bound.shape[0]] *= scale
+      return W, result.privacy, hyper
     problem = self._problem(X, targets, bound, alpha, l1_ratio)
+    if self.solver != "dp_gcd":
+      result = self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
+      return np.asarray(result.w, float), result.privacy, hyper
     selection, update = self._mechanisms()
     n, steps = X.shape[0], hyper.max_iter
     step_size: float | Callable[[float], float] = hyper.step_size
@@ -248,6 +371,49 @@ class DPGCDBase(BaseEstimator):
     if callable(step_size):
       hyper = hyper._replace(step_size=float(step_size(update_noise(result.privacy))))
     return np.asarray(result.w, float), result.privacy, hyper
+
+  def _solver_params(self, num_coordinates: int) -> dict[str, Any]:
+    """``solver_params`` completed by the public defaults (:func:`solver_params`)."""
+    return solver_params(self.solver, self.solver_params, num_coordinates=num_coordinates,
+                         radius=AUTO_RADIUS)
+
+  def _train_solver(self, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper, *,
+                    epsilon: float, delta: float, prior: ledger_lib.Ledger) -> Any:
+    """One run per target of a solver other than DP-GCD, by its ``fit`` (one ledger with ``prior``).
+
+    Every solver's ``fit`` goes through :func:`dpgcd_jax.solvers.budget.private_fit`: the
+    released bounds (``prior``) and the ``K`` runs are composed in one ledger and calibrated once
+    to ``(epsilon, delta)``. DP-CD, whose ``fit`` takes no ``prior`` / ``targets``, is run through
+    ``private_fit`` here with exactly its ``fit``'s ledger (``T p`` Gaussian updates per run).
+    The step size is ``hyper.step_size`` as given (the regressor's "auto" noise cap is DP-GCD's).
+    """
+    params = self._solver_params(problem.num_features)
+    common: dict[str, Any] = dict(epsilon=epsilon, delta=delta, passes=hyper.max_iter, prior=prior,
+                                  targets=targets)
+    if self.solver == "dp_fw":
+      return dp_fw.fit(problem, key, radius=params["radius"], clip=hyper.clip,
+                       clipping_mode=self.clipping, **common)
+    if self.solver == "dp_iht":
+      return dp_iht.fit(problem, key, sparsity=params["sparsity"], step_size=hyper.step_size,
+                        clip=hyper.clip, selection_share=params.get("selection_share", 0.5),
+                        clipping_mode=self.clipping, **common)
+    selection, update = self._mechanisms()
+    if self.solver == "two_stage":
+      return two_stage.fit(problem, key, sparsity=params["sparsity"], step_size=hyper.step_size,
+                           clip=hyper.clip, selection=selection, update=update,
+                           support_share=params.get("support_share", 0.25), clipping_mode=self.clipping,
+                           **common)
+    # dp_cd: dp_cd.fit's ledger and parameters, for K runs, composed with prior.
+    update = "discrete_gaussian" if self.secure_noise else "gaussian"
+    steps = solver_base.total_steps(dp_cd.SOLVER, problem, hyper.max_iter) * len(targets)
+    return budget.private_fit(
+        dp_cd.SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=budget.DEFAULT_BOUND_SHARE,
+        passes=hyper.max_iter, params_at=lambda scale: dp_cd.Params(hyper.step_size, hyper.clip, scale),
+        solver_ledger=lambda scale: (
+            baseline_accounting.cd_ledger(scale, steps=steps) if update == "gaussian"
+            else ledger_lib.Ledger.of(("update", mechanisms.update(update).event(scale), steps))),
+        cache_key=("dp_cd", steps, update), prior=prior, prior_key=(prior,), targets=targets,
+        update=update)
 
   def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
                 key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
@@ -289,8 +455,9 @@ class DPGCDBase(BaseEstimator):
     self.feature_bound_, self.scaling_ = bound, released.how
     self.n_iter_, self.step_size_, self.clip_ = hyper
     self._store(coef, intercept)
+    updates = hyper.max_iter * ((p + bool(self.fit_intercept)) if self.solver == "dp_cd" else 1)
     noise = _released.prediction_noise(noise, step_size=hyper.step_size, clip=hyper.clip,
-                                       curvature=self._curvature, n=n, steps=hyper.max_iter)
+                                       curvature=self._curvature, n=n, steps=updates)
     fallback = released.how == "bound" and self.scaling == AUTO
     epsilon = float(self.epsilon)
     informative_n = (_released.informative_n(p, epsilon) if fallback else None)
@@ -337,6 +504,7 @@ class DPGCDBase(BaseEstimator):
     """The private fit on validated data (``note``: one more line for ``privacy_``)."""
     epsilon, (n, p) = float(self.epsilon), data.X.shape
     hyper = self._hyper(n, p, epsilon)
+    params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
     key_scales, key_target, key_run = jax.random.split(data.key, 3)
     released = _released.release_feature_bounds(
         key_scales, data.X, feature_bound=self.feature_bound, scaling=self.scaling,
@@ -346,11 +514,18 @@ class DPGCDBase(BaseEstimator):
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
     W, report, hyper = self._train(data.X, targets, released.bound, hyper, key_run, epsilon=epsilon,
                             delta=data.delta, prior=prior)
+    self.solver_params_ = params
     notes = [released.note] + ([] if target is None else [target.note])
     notes += self._notes(len(targets), hyper, data.delta) + ([] if note is None else [note])
     self.privacy_ = report.with_notes(*notes).with_not_private(*data.not_private)
-    self._set_model(W, released, hyper, n, update_noise(report), target)
+    self._set_model(W, released, hyper, n, self._update_noise(report), target)
     return self
+
+  def _update_noise(self, report: Any) -> float:
+    """The update noise multiplier of the runs for :func:`_released.prediction_noise` (public):
+    DP-GCD's, two-stage's (DP-GCD updates) or DP-CD's; 0 (no such warning) for DP-FW, which
+    adds no update noise, and DP-IHT, whose ``s`` noisy values per step that bound does not cover."""
+    return update_noise(report) if self.solver in ("dp_gcd", "two_stage", "dp_cd") else 0.0
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
                       ) -> _released.Released | None:
@@ -359,11 +534,30 @@ class DPGCDBase(BaseEstimator):
 
   def _notes(self, num_targets: int, hyper: Hyper, delta: float) -> list[str]:
     selection, update = self._mechanisms()
-    notes = [f"DP-GCD: {num_targets} run(s) x {hyper.max_iter} steps, {selection} selection and "
+    notes = [self._solver_note(num_targets, hyper) if self.solver != "dp_gcd" else
+             f"DP-GCD: {num_targets} run(s) x {hyper.max_iter} steps, {selection} selection and "
              f"{update} updates with equal noise multipliers"]
     if self.delta is None:
       notes.append(f"delta = 1/n^2 = {delta:.3g} (default)")
     return notes
+
+  def _solver_note(self, num_targets: int, hyper: Hyper) -> str:
+    """The ``privacy_`` line that names a solver other than DP-GCD and its public settings."""
+    params = self.solver_params_
+    units = "the feature bounds" + (" and the target bound" if self._noise_cap is not None else "")
+    if self.solver == "dp_fw":
+      return (f"solver dp_fw (DP Frank-Wolfe): {num_targets} run(s) x {hyper.max_iter} steps on the l1 ball "
+              f"of radius {params['radius']:g} (in units of {units}), one exponential-mechanism vertex "
+              f"selection per step")
+    if self.solver == "dp_iht":
+      return (f"solver dp_iht (private hard thresholding): {num_targets} run(s) x {hyper.max_iter} steps "
+              f"keeping {params['sparsity']} coordinates, peeling and Gaussian values")
+    if self.solver == "two_stage":
+      selection, update = self._mechanisms()
+      return (f"solver two_stage: {num_targets} run(s), each a peeling of {params['sparsity']} coordinates "
+              f"then {hyper.max_iter} DP-GCD steps on them ({selection} selection, {update} updates)")
+    return (f"solver dp_cd (randomized coordinate descent): {num_targets} run(s) x {hyper.max_iter} passes "
+            f"of {self.n_features_in_ + bool(self.fit_intercept)} Gaussian coordinate updates")
 
   def _decision(self, X: Any) -> np.ndarray:
     check_is_fitted(self)
@@ -476,12 +670,28 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     step_size: ``gamma`` in units of ``1 / M_j``, or "auto" (see above).
     clip: bound on ``|phi'|`` (per-example gradient ``phi' x_ij`` clipped at ``clip B_j``), or
       "auto" = 0.1 (see above).
+    solver: the private solver of the runs: "dp_gcd" (default), "dp_fw" (DP Frank-Wolfe on the
+      l1 ball, :mod:`dpgcd_jax.solvers.dp_fw`; penalty None or "l2", step_size "auto"),
+      "dp_iht" (private iterative hard thresholding, :mod:`dpgcd_jax.solvers.dp_iht`),
+      "two_stage" (peeling of a support, then DP-GCD on it, :mod:`dpgcd_jax.solvers.two_stage`)
+      or "dp_cd" (randomized coordinate descent, :mod:`dpgcd_jax.solvers.dp_cd`; ``max_iter``
+      counts passes of ``p`` updates, "auto" about DP-GCD's number of updates). The bounds'
+      releases, the one ledger and the units of ``coef_`` are the same for every solver;
+      ``secure_noise`` exists for "dp_gcd" and "dp_cd" only; the CV estimators search
+      "dp_gcd" only. A bad combination is a ValueError naming the argument, before any work.
+    solver_params: None or a dict of the solver's own hyperparameters (public): "dp_fw":
+      ``radius`` (the l1 radius in units of the feature bounds, and of ``T`` for a regressor;
+      default :data:`AUTO_RADIUS` = 5); "dp_iht": ``sparsity`` (coordinates kept, the
+      intercept counting as one; default ``min(10, p + 1)``) and ``selection_share``;
+      "two_stage": ``sparsity`` and ``support_share``; "dp_gcd", "dp_cd": none. With
+      "dp_iht", ``step_size="auto"`` is DP-GCD's divided by ``sparsity``.
     random_state: None (default: a fresh key from the operating system's entropy), an int
       (reproducibility only: the same int replays the same noise), a NumPy ``RandomState`` /
       ``Generator``, or a JAX key.
 
   Attributes:
     coef_, intercept_: the private model.
+    solver_params_: the solver's hyperparameters as run (``solver_params`` and the defaults).
     feature_bound_: (p,) the public bounds used (declared or privately released).
     scaling_: how they were obtained: "declared", "private" or "bound".
     n_iter_, step_size_, clip_: the resolved hyperparameters.
@@ -506,11 +716,12 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   def __init__(self, *, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
                delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
                clipping="coordinate", secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO,
-               random_state=None):
+               solver="dp_gcd", solver_params=None, random_state=None):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
-                     step_size=step_size, clip=clip, random_state=random_state)
+                     step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
+                     random_state=random_state)
     self.classes = classes
 
   def _check_params(self) -> None:
@@ -606,11 +817,13 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
   def __init__(self, *, loss="squared", huber_delta=1.0, target_bound=None, penalty=None,
                alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None, fit_intercept=True,
                feature_bound=None, scaling=AUTO, clipping="coordinate", secure_noise=False,
-               max_iter=AUTO, step_size=AUTO, clip=AUTO, random_state=None):
+               max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd", solver_params=None,
+               random_state=None):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
-                     step_size=step_size, clip=clip, random_state=random_state)
+                     step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
+                     random_state=random_state)
     self.loss = loss
     self.huber_delta = huber_delta
     self.target_bound = target_bound

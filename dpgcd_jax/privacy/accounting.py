@@ -30,9 +30,10 @@ Noise multipliers are in units of sensitivity: noise scale = multiplier * sensit
 
 Routes (``method``)
 -------------------
-The ledger's routes (see :mod:`dpgcd_jax.privacy._routes`), under the historical names:
+A method is the name of one of the ledger's routes (see :mod:`dpgcd_jax.privacy._routes`; one
+vocabulary for ``method=`` here, ``route=`` of the ledger and ``Calibration.method``), or "best":
 
-* ``"pure_pld"`` (Laplace update) / ``"pld"`` (Gaussian update): exact privacy-loss
+* ``"pld"``: exact privacy-loss
   distributions on lattices aligned with the events: selection as randomized response
   (exact for report-noisy-max, an upper bound for Gumbel), the Laplace update by its exact
   PLD (:mod:`dpgcd_jax.privacy._laplace`), the Gaussian updates as one GDP part.
@@ -182,7 +183,7 @@ def _gcd_methods(update: str, selection: str = "gumbel") -> tuple[str, ...]:
 
   "bounded_range" needs a bounded-range selection ("gumbel").
   """
-  names: tuple[str, ...] = ("best", "pure_pld" if update == "laplace" else "pld")
+  names: tuple[str, ...] = ("best", "pld")
   if selection == "gumbel":
     names += ("bounded_range",)
   names += ("rdp", "closed_form") if update == "laplace" else ("rdp",)
@@ -191,14 +192,6 @@ def _gcd_methods(update: str, selection: str = "gumbel") -> tuple[str, ...]:
 
 def _gcd_valid_methods(update: str, selection: str) -> tuple[str, ...]:
   return _gcd_methods(update, selection) + ("dp_accounting_pld",)
-
-
-def _to_route(method: str) -> str:
-  return "pld" if method in ("pure_pld", "pld") else method
-
-
-def _from_route(route: str, update: str) -> str:
-  return "pure_pld" if route == "pld" and costs.update(update).name == "laplace" else route
 
 
 def _closed_form(b_sel: float, b_upd: float, steps: int, delta: float) -> float:
@@ -240,9 +233,9 @@ def gcd_epsilon(
     delta: target delta in (0, 1).
     selection: "laplace" (report noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian".
-    method: "best" (min over the valid routes), "pure_pld" (update "laplace") or "pld"
-      (update "gaussian"), "bounded_range", "rdp", "dp_accounting_pld" (cross-check), or
-      "closed_form" (update "laplace"; for comparison only).
+    method: "best" (min over the valid routes), or a route: "pld", "bounded_range"
+      (selection "gumbel"), "rdp", "dp_accounting_pld" (cross-check), or "closed_form"
+      (update "laplace"; for comparison only).
 
   Returns:
     The epsilon of the (epsilon, delta)-DP guarantee for replace-one neighbours.
@@ -266,7 +259,7 @@ def gcd_epsilon(
   if method == "closed_form":
     return _closed_form(b_sel, b_upd, steps, float(delta))
   ledger = gcd_ledger(b_sel, b_upd, steps=steps, selection=selection, update=update)
-  return ledger.epsilon(float(delta), route=_to_route(method))
+  return ledger.epsilon(float(delta), route=method)
 
 
 def share_ratios(selection: str, update: str, share: float | None) -> tuple[float, float]:
@@ -361,8 +354,8 @@ def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method) -> C
                        steps=steps, method="closed_form",
                        report=factory(k).report(delta).with_notes(
                            "calibrated by advanced composition (closed form)"))
-  k, report = calibration.calibrate(factory, epsilon, delta, guess=guess, route=_to_route(method),
+  k, report = calibration.calibrate(factory, epsilon, delta, guess=guess, route=method,
                                    key=("gcd", steps, selection, update, share))
   return Calibration(selection_noise=k * r_sel, update_noise=k * r_upd, epsilon=report.epsilon,
-                     delta=delta, steps=steps, method=_from_route(report.route, update),
+                     delta=delta, steps=steps, method=report.route,
                      report=report)

@@ -6,11 +6,11 @@ compose exactly to ``sqrt(T) / s``-GDP (the ledger's "pld" route).
 DP-SGD: the noise on the SUM of the sampled clipped per-example gradients is ``N(0, (s C)^2 I)``,
 ``C`` the l2 clipping norm of one example's gradient: one step is the event
 ``PoissonSampledGaussian(s, q)`` (dp_accounting's convention; replace-one is handled by the
-routes, do NOT double ``s``). Routes: ``"pld"`` (the ledger's ``fft_pld``: dp_accounting's
-``REPLACE_ONE`` pair and pessimistic connect-the-dots discretization, vectorized),
-``"dp_accounting_pld"`` (dp_accounting itself, slower; the same bound to ~1e-4),
-``"dp_accounting_rdp"`` (the ledger's RDP route: the add/remove curve of Mironov, Talwar & Zhang
-2019 through the weak triangle inequality).
+routes, do NOT double ``s``). Methods are the ledger's route names: ``"fft_pld"``
+(dp_accounting's ``REPLACE_ONE`` pair and pessimistic connect-the-dots discretization,
+vectorized), ``"dp_accounting_pld"`` (dp_accounting itself, slower; the same bound to ~1e-4),
+``"rdp"`` (the add/remove curve of Mironov, Talwar & Zhang 2019 through the weak triangle
+inequality).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from dpgcd_jax.privacy.accounting import check_rate
 def cd_ledger(noise: float, *, steps: int) -> ledger_lib.Ledger:
   """The ledger of ``steps`` DP-CD Gaussian coordinate updates."""
   return ledger_lib.Ledger.of(("update", ev.Gaussian(noise), steps))
+
 
 def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") -> float:
   """Epsilon of ``steps`` DP-CD coordinate updates with Gaussian noise multiplier ``s``.
@@ -60,6 +61,7 @@ def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") 
   route = "pld" if method == "best" else method
   return cd_ledger(noise, steps=steps).epsilon(float(delta), route=route)
 
+
 def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "best"
                  ) -> Calibration:
   """Smallest DP-CD Gaussian multiplier ``s`` meeting (epsilon, delta)-DP over ``steps``.
@@ -81,6 +83,7 @@ def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "bes
   _validate.check_choice("method", method, ("best", "pld", "rdp"))
   return _calibrate_cd(float(epsilon), float(delta), steps, method)
 
+
 @functools.lru_cache(maxsize=256)
 def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
   route = "pld" if method == "best" else method
@@ -90,20 +93,16 @@ def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=report.route, report=report)
 
+
 # DP-SGD.
 
-_SGD_METHODS = ("best", "pld", "dp_accounting_pld", "dp_accounting_rdp")
+_SGD_METHODS = ("best", "fft_pld", "dp_accounting_pld", "rdp")
+
 
 def sgd_ledger(noise: float, *, steps: int, sampling_rate: float) -> ledger_lib.Ledger:
   """The ledger of ``steps`` DP-SGD steps (Poisson sampling + Gaussian noise on the sum)."""
   return ledger_lib.Ledger.of(("step", ev.PoissonSampledGaussian(noise, sampling_rate), steps))
 
-def _sgd_route(method: str) -> str:
-  return {"best": "best", "pld": "fft_pld", "dp_accounting_pld": "dp_accounting_pld",
-          "dp_accounting_rdp": "rdp"}[method]
-
-def _sgd_method(route: str) -> str:
-  return {"rdp": "dp_accounting_rdp", "fft_pld": "pld"}.get(route, route)
 
 def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
                 method: str = "best") -> float:
@@ -111,17 +110,16 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
 
   The noise on the sum of clipped per-example gradients is ``N(0, (s C)^2 I)`` with ``C`` the
   per-example l2 clipping norm. Replace-one neighbours: dp_accounting's ``REPLACE_ONE`` pair
-  and pessimistic discretization, vectorized here (route "pld", :mod:`._fft_pld`) or through
+  and pessimistic discretization, vectorized here (route "fft_pld", :mod:`._fft_pld`) or through
   dp_accounting itself (route "dp_accounting_pld", slower), or the add/remove RDP curve turned
-  into a replace-one bound by the weak triangle inequality (route "dp_accounting_rdp").
+  into a replace-one bound by the weak triangle inequality (route "rdp").
 
   Args:
     noise: multiplier ``s >= 0`` (units of ``C``).
     steps: number of steps ``T >= 1`` (``passes * (n // batch_size)`` for ``dp_sgd.run``).
     sampling_rate: Poisson sampling probability ``q`` in (0, 1].
     delta: target delta in (0, 1).
-    method: "best" (min of "pld" and "dp_accounting_rdp"), "pld", "dp_accounting_pld" or
-      "dp_accounting_rdp".
+    method: "best" (min of "fft_pld" and "rdp"), "fft_pld", "dp_accounting_pld" or "rdp".
 
   Returns:
     The epsilon of the (epsilon, delta)-DP guarantee.
@@ -135,7 +133,8 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
   check_delta(delta)
   _validate.check_choice("method", method, _SGD_METHODS)
   return sgd_ledger(noise, steps=steps, sampling_rate=q).epsilon(float(delta),
-                                                                 route=_sgd_route(method))
+                                                                 route=method)
+
 
 def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: float,
                   method: str = "best") -> Calibration:
@@ -146,7 +145,7 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
     delta: target delta in (0, 1).
     steps: number of steps ``T >= 1`` (``passes * (n // batch_size)`` for ``dp_sgd.run``).
     sampling_rate: Poisson sampling probability ``q`` in (0, 1].
-    method: "best", "pld", "dp_accounting_pld" or "dp_accounting_rdp".
+    method: "best", "fft_pld", "dp_accounting_pld" or "rdp".
 
   Returns:
     A :class:`Calibration` with ``selection_noise=None``.
@@ -160,12 +159,13 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
   _validate.check_choice("method", method, _SGD_METHODS)
   return _calibrate_sgd(float(epsilon), float(delta), steps, q, method)
 
+
 @functools.lru_cache(maxsize=256)
 def _calibrate_sgd(epsilon, delta, steps, q, method) -> Calibration:
   guess = q * math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
   s, report = calibration.calibrate(
       lambda s: sgd_ledger(s, steps=steps, sampling_rate=q), epsilon, delta,
-      guess=max(guess, 0.5), route=_sgd_route(method), key=("sgd", steps, q),
+      guess=max(guess, 0.5), route=method, key=("sgd", steps, q),
       rel_tol=calibration.REL_TOL)
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
-                     steps=steps, method=_sgd_method(report.route), report=report)
+                     steps=steps, method=report.route, report=report)

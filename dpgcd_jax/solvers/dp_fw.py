@@ -202,10 +202,8 @@ def step(
 
 
 def _penalty_gradient(penalty: Any, w: Array) -> Array:
-  """The gradient of a smooth penalty (data-independent): ``L2`` only; none is 0."""
-  if isinstance(penalty, penalties.L2):
-    return penalty.strength * w
-  return jnp.zeros_like(w)
+  """The gradient of a differentiable penalty (data-independent; :func:`_check_problem`)."""
+  return jax.grad(penalty.value)(w)
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise",))
@@ -229,8 +227,8 @@ def _check_params_radius(params: Any) -> None:
 
 def _check_problem(problem: problem_lib.Problem, clipping_mode: str) -> None:
   base.check_problem(problem)
-  if not isinstance(problem.penalty, (penalties.Zero, penalties.L2)):
-    raise ValueError(f"Expected a problem without a penalty (or a smooth L2 penalty) for DP-FW, "
+  if not penalties.is_differentiable(problem.penalty):
+    raise ValueError(f"Expected a problem without a penalty (or a differentiable one, e.g. L2) for DP-FW, "
                      f"whose constraint is the l1 ball, got penalty={problem.penalty!r}.")
   problem_lib.check_clipping_mode(problem, clipping_mode)
 

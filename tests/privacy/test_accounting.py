@@ -42,8 +42,8 @@ def _brute_force_rr_delta(eps, groups):
 
 
 @pytest.mark.parametrize("b,steps", [(93.6, 100), (10.0, 20), (3.0, 10)])
-def test_pure_pld_matches_dp_accounting_randomized_response(b, steps):
-  ours = privacy.gcd_epsilon(b, b, steps=steps, delta=DELTA, method="pure_pld")
+def test_pld_with_laplace_updates_matches_dp_accounting_randomized_response(b, steps):
+  ours = privacy.gcd_epsilon(b, b, steps=steps, delta=DELTA, method="pld")
   theirs = (_rr_pld(2.0 / b, steps).compose(_rr_pld(1.0 / b, steps))
             .get_epsilon_for_delta(DELTA))
   # dp_accounting is a pessimistic discretization of the same exact quantity.
@@ -60,20 +60,20 @@ def test_mixed_pld_matches_dp_accounting(b, steps):
   assert ours == pytest.approx(theirs, rel=0.01)
 
 
-def test_pure_pld_matches_brute_force():
+def test_pld_with_laplace_updates_matches_brute_force():
   groups = [(0.3, 30), (0.1, 25)]
   for eps in [0.0, 0.5, 1.7, 3.0, 6.0]:
     assert accounting._pld_delta(eps, groups, 0.0) == pytest.approx(
         _brute_force_rr_delta(eps, groups), rel=1e-9, abs=1e-15)
 
 
-def test_pure_pld_two_group_path_accurate_and_fast_at_ten_thousand_steps():
+def test_pld_with_laplace_updates_two_group_path_accurate_and_fast_at_ten_thousand_steps():
   e, t = 2.0 / 300.0, 10_000
   one_group = accounting._pld_delta(1.0, [(e, 2 * t)], 0.0)
   two_groups = accounting._pld_delta(1.0, [(e, t), (e * (1 + 1e-12), t)], 0.0)
   assert two_groups == pytest.approx(one_group, rel=1e-6)
   start = time.perf_counter()
-  eps = privacy.gcd_epsilon(300.0, 300.0, steps=t, delta=DELTA, method="pure_pld")
+  eps = privacy.gcd_epsilon(300.0, 300.0, steps=t, delta=DELTA, method="pld")
   assert time.perf_counter() - start < 2.0
   assert 0.0 < eps < math.inf
 
@@ -155,7 +155,7 @@ def test_sgd_pld_is_dp_accounting_replace_one():
 
 def test_sgd_full_batch_is_gaussian_with_twice_the_sensitivity():
   s, steps = 10.0, 10
-  for method in ("dp_accounting_pld", "dp_accounting_rdp"):
+  for method in ("dp_accounting_pld", "rdp"):
     ours = privacy.sgd_epsilon(s, steps=steps, sampling_rate=1.0, delta=DELTA, method=method)
     assert ours >= privacy.cd_epsilon(s / 2.0, steps=steps, delta=DELTA) * (1 - 1e-3)
   ours = privacy.sgd_epsilon(s, steps=steps, sampling_rate=1.0, delta=DELTA)
@@ -195,8 +195,8 @@ def test_sgd_rdp_route_upper_bounds_replace_pair_rdp(q, s):
 
 def test_sgd_rdp_route_is_looser_than_pld_route():
   kw = dict(steps=1000, sampling_rate=0.01, delta=DELTA)
-  pld = privacy.sgd_epsilon(2.0, method="pld", **kw)
-  rdp = privacy.sgd_epsilon(2.0, method="dp_accounting_rdp", **kw)
+  pld = privacy.sgd_epsilon(2.0, method="fft_pld", **kw)
+  rdp = privacy.sgd_epsilon(2.0, method="rdp", **kw)
   assert pld < rdp
   assert privacy.sgd_epsilon(2.0, **kw) == pytest.approx(pld)
   # Our vectorized PLD reproduces dp_accounting's (same pair, same discretization).
@@ -281,7 +281,7 @@ def test_calibrate_gcd_round_trip(selection, update, steps, share):
   assert _gcd_eps(cal, 1.0, selection, update, cal.method) == pytest.approx(eps, rel=1e-9)
 
 
-@pytest.mark.parametrize("method", ["pure_pld", "rdp", "closed_form"])
+@pytest.mark.parametrize("method", ["pld", "rdp", "closed_form"])
 def test_calibrate_gcd_round_trip_each_method(method):
   cal = privacy.calibrate_gcd(0.5, 1e-5, steps=50, method=method)
   assert cal.method == method
@@ -300,12 +300,12 @@ def test_calibrate_cd_round_trip(method):
 def test_calibrate_sgd_round_trip():
   target, kw = 1.0, dict(steps=1000, sampling_rate=0.01)
   cal = privacy.calibrate_sgd(target, 1e-5, **kw)
-  assert cal.method == "pld" and cal.selection_noise is None
+  assert cal.method == "fft_pld" and cal.selection_noise is None
   assert privacy.sgd_epsilon(cal.update_noise, delta=1e-5, **kw) <= target
   assert privacy.sgd_epsilon(0.99 * cal.update_noise, delta=1e-5, **kw) > target
-  rdp = privacy.calibrate_sgd(target, 1e-5, method="dp_accounting_rdp", **kw)
+  rdp = privacy.calibrate_sgd(target, 1e-5, method="rdp", **kw)
   assert rdp.update_noise > cal.update_noise
-  eps = lambda s: privacy.sgd_epsilon(s, delta=1e-5, method="dp_accounting_rdp", **kw)
+  eps = lambda s: privacy.sgd_epsilon(s, delta=1e-5, method="rdp", **kw)
   assert eps(rdp.update_noise) <= target < eps(0.99 * rdp.update_noise)
 
 
@@ -329,10 +329,10 @@ def test_monotone_cd_and_sgd():
     e = [privacy.cd_epsilon(10.0, steps=t, delta=DELTA, method=method) for t in [1, 10, 100]]
     assert np.all(np.diff(e) > 0)
   e = [privacy.sgd_epsilon(s, steps=100, sampling_rate=0.05, delta=DELTA,
-                           method="dp_accounting_rdp") for s in [0.7, 1.0, 2.0, 4.0]]
+                           method="rdp") for s in [0.7, 1.0, 2.0, 4.0]]
   assert np.all(np.diff(e) < 0)
   e = [privacy.sgd_epsilon(1.0, steps=t, sampling_rate=0.05, delta=DELTA,
-                           method="dp_accounting_rdp") for t in [10, 100, 1000]]
+                           method="rdp") for t in [10, 100, 1000]]
   assert np.all(np.diff(e) > 0)
 
 

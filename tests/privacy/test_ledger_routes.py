@@ -163,7 +163,7 @@ def test_laplace_laplace_figures():
   """T = 1000, delta = 1e-6: never worse than the randomized-response route (298.5 at eps 1)."""
   one = privacy.calibrate_gcd(1.0, DELTA, steps=1000)
   five = privacy.calibrate_gcd(5.0, DELTA, steps=1000)
-  assert one.method == five.method == "pure_pld"
+  assert one.method == five.method == "pld"
   assert one.update_noise <= 298.47 and five.update_noise <= 69.2
   rr = lambda s, e: _pld.pld_epsilon([(2.0 / s, 1000), (1.0 / s, 1000)], 0.0, DELTA)
   assert rr(five.update_noise, 5.0) > 5.0  # RR alone would need more noise here
@@ -176,7 +176,7 @@ def test_laplace_laplace_figures():
 
 @pytest.mark.parametrize("q,s,steps", [(0.01, 0.88, 10), (0.01, 1.04, 100), (0.05, 2.0, 300)])
 def test_fft_pld_matches_dp_accounting(q, s, steps):
-  ours = privacy.sgd_epsilon(s, steps=steps, sampling_rate=q, delta=DELTA, method="pld")
+  ours = privacy.sgd_epsilon(s, steps=steps, sampling_rate=q, delta=DELTA, method="fft_pld")
   acc = dp_accounting.pld.PLDAccountant(NR.REPLACE_ONE, value_discretization_interval=1e-4)
   acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), steps)
   assert ours == pytest.approx(acc.get_epsilon(DELTA), rel=2e-3)
