@@ -1,8 +1,8 @@
 """dpgcd_jax: differentially private greedy coordinate descent (and DP-CD, DP-SGD) in JAX.
 
-Every export is imported on first use (PEP 562, :mod:`dpgcd_jax._lazy`): ``import dpgcd_jax``
+Every export is imported on first use (PEP 562, `dpgcd_jax._lazy`): `import dpgcd_jax`
 loads neither JAX nor SciPy, dp_accounting or scikit-learn. To export a name, add one line
-to ``_EXPORTS`` (and to the ``TYPE_CHECKING`` block for type checkers).
+to `_EXPORTS` (and to the `TYPE_CHECKING` block for type checkers).
 """
 
 from typing import TYPE_CHECKING

@@ -1,20 +1,20 @@
 """Process-wide settings: JAX's persistent (on-disk) compilation cache.
 
 A first fit compiles a handful of XLA programs (seconds on a small machine); a second process
-that finds them on disk loads them instead (milliseconds). :func:`enable_compilation_cache`
-turns JAX's persistent cache on in a user cache directory the first time a solver's ``run`` or
-``fit`` is called (the estimators and the private driver call it too):
+that finds them on disk loads them instead (milliseconds). `enable_compilation_cache`
+turns JAX's persistent cache on in a user cache directory the first time a solver's `run` or
+`fit` is called (the estimators and the private driver call it too):
 
-- the directory is ``$DPGCD_JAX_COMPILATION_CACHE_DIR`` if set, else
-  ``$XDG_CACHE_HOME/dpgcd_jax/jax`` (``~/.cache/dpgcd_jax/jax`` without ``XDG_CACHE_HOME``;
-  ``~/Library/Caches/dpgcd_jax/jax`` on macOS, ``%LOCALAPPDATA%/dpgcd_jax/jax`` on Windows);
-- a cache directory the user already configured in ``jax.config`` (or ``JAX_COMPILATION_CACHE_DIR``)
-  is never overridden, and ``jax_enable_compilation_cache=False`` is respected;
-- opt out with the environment variable ``DPGCD_JAX_NO_COMPILATION_CACHE=1`` or
-  :func:`disable_compilation_cache` (before the first fit).
+- the directory is `$DPGCD_JAX_COMPILATION_CACHE_DIR` if set, else
+  `$XDG_CACHE_HOME/dpgcd_jax/jax` (`~/.cache/dpgcd_jax/jax` without `XDG_CACHE_HOME`;
+  `~/Library/Caches/dpgcd_jax/jax` on macOS, `%LOCALAPPDATA%/dpgcd_jax/jax` on Windows);
+- a cache directory the user already configured in `jax.config` (or `JAX_COMPILATION_CACHE_DIR`)
+  is never overridden, and `jax_enable_compilation_cache=False` is respected;
+- opt out with the environment variable `DPGCD_JAX_NO_COMPILATION_CACHE=1` or
+  `disable_compilation_cache` (before the first fit).
 
-When this module turns the cache on it also sets ``jax_persistent_cache_min_compile_time_secs``
-to 0 (unless the user set it, here or in ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``): JAX's
+When this module turns the cache on it also sets `jax_persistent_cache_min_compile_time_secs`
+to 0 (unless the user set it, here or in `JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`): JAX's
 default of 1 s would skip every program of a small fit. Both settings are process-wide (JAX has
 one cache per process), so programs the user compiles afterwards are cached there too.
 
@@ -77,11 +77,11 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
   """Turns JAX's persistent compilation cache on (once per process); returns its directory.
 
   Cheap after the first call. Does nothing (returns the user's directory, or None) when the
-  user configured a cache directory in ``jax.config``, disabled JAX's cache, set
-  ``DPGCD_JAX_NO_COMPILATION_CACHE``, or called :func:`disable_compilation_cache`.
+  user configured a cache directory in `jax.config`, disabled JAX's cache, set
+  `DPGCD_JAX_NO_COMPILATION_CACHE`, or called `disable_compilation_cache`.
 
   Args:
-    path: the directory (default :func:`default_cache_dir`); only the first call decides.
+    path: the directory (default `default_cache_dir`); only the first call decides.
   """
   if _state["decided"]:
     return _state["dir"]

@@ -1,10 +1,10 @@
-"""Lazy exports for the package ``__init__`` files (PEP 562), so that ``import dpgcd_jax`` is cheap.
+"""Lazy exports for the package `__init__` files (PEP 562), so that `import dpgcd_jax` is cheap.
 
-A package lists what it exports as ``name -> "module"`` (the name is an attribute of that
-module) or ``name -> "module:"`` (the name is that module itself); :func:`attach` returns the
-package's ``__getattr__`` and ``__dir__``. The module is imported on first access and the value
+A package lists what it exports as `name -> "module"` (the name is an attribute of that
+module) or `name -> "module:"` (the name is that module itself); `attach` returns the
+package's `__getattr__` and `__dir__`. The module is imported on first access and the value
 cached in the package, so JAX, SciPy, dp_accounting and scikit-learn load only when used.
-Any submodule of the package is also reachable as an attribute (``dpgcd_jax.privacy.bounds``).
+Any submodule of the package is also reachable as an attribute (`dpgcd_jax.privacy.bounds`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 
 def attach(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-  """``(__getattr__, __dir__)`` for the package named ``package`` with lazy ``exports``."""
+  """`(__getattr__, __dir__)` for the package named `package` with lazy `exports`."""
 
   def __getattr__(name: str) -> Any:  # pylint: disable=invalid-name
     if name.startswith("__"):

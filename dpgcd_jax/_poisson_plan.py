@@ -1,9 +1,9 @@
-"""Host side of :mod:`dpgcd_jax.sampling`: the exact tables of the Poisson sampler, built once per (n, q).
+"""Host side of [`dpgcd_jax.sampling`][]: the exact tables of the Poisson sampler, built once per (n, q).
 
-See :mod:`dpgcd_jax.sampling` for the sampler, why it is exact and its total-variation bound.
+See [`dpgcd_jax.sampling`][] for the sampler, why it is exact and its total-variation bound.
 This module computes the tables (gap thresholds in exact rational arithmetic, an alias table
 over the gap outcomes) and the bounds that the ledger adds as a delta slack. The public names
-are re-exported by :mod:`dpgcd_jax.sampling`.
+are re-exported by [`dpgcd_jax.sampling`][].
 """
 
 from __future__ import annotations
@@ -26,27 +26,27 @@ _MAX_EXAMPLES = 2**30  # positions stay below 2^31 before the first one past n
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PoissonPlan:
-  """Host-side tables of a Poisson(``q``) sampler over ``n`` examples (static, cached).
+  """Host-side tables of a Poisson(`q`) sampler over `n` examples (static, cached).
 
-  Build it with :func:`plan`. Arrays are read-only NumPy arrays, turned into constants
+  Build it with [`plan`][dpgcd_jax._poisson_plan.plan]. Arrays are read-only NumPy arrays, turned into constants
   when traced.
 
   Attributes:
-    num_examples: ``n``.
-    sampling_rate: ``q`` in (0, 1]; 1 means every example, every step.
+    num_examples: `n`.
+    sampling_rate: `q` in (0, 1]; 1 means every example, every step.
     capacity: number of gaps drawn on the fast path (the largest static batch).
-    tiers: increasing static batch sizes, the last one ``capacity``: a sample of ``K``
-      examples gathers the smallest tier ``>= K`` rows. The first is the 90% quantile of
-      ``Binomial(n, q)``, so the same small branch runs nine steps in ten (finer tiers
+    tiers: increasing static batch sizes, the last one `capacity`: a sample of `K`
+      examples gathers the smallest tier `>= K` rows. The first is the 90% quantile of
+      `Binomial(n, q)`, so the same small branch runs nine steps in ten (finer tiers
       measured no faster: alternating between compiled branches costs what fewer rows save).
-    table_bits: ``m``; the alias table has ``2^m`` buckets.
-    split_hi: (2^m,) uint32, top ``32 - m`` bits of each bucket's split point.
+    table_bits: `m`; the alias table has `2^m` buckets.
+    split_hi: (2^m,) uint32, top `32 - m` bits of each bucket's split point.
     split_lo: (2^m, 3) uint32, its lower 96 bits.
-    alias: (2^m,) int32, the outcome of a bucket's upper part (outcome ``o`` = gap ``o + 1``).
-    inclusion_words: (4,) uint32, ``round(q 2^128)`` in 32-bit words (most significant first).
-    gap_total_variation: bound on ``tau``, the total-variation distance of one gap.
-    inclusion_total_variation: ``tau_b = |q - round(q 2^128) 2^-128|``.
-    overflow_probability: ``P(Binomial(n, q) > capacity)``, how often the exact O(n)
+    alias: (2^m,) int32, the outcome of a bucket's upper part (outcome `o` = gap `o + 1`).
+    inclusion_words: (4,) uint32, `round(q 2^128)` in 32-bit words (most significant first).
+    gap_total_variation: bound on `tau`, the total-variation distance of one gap.
+    inclusion_total_variation: `tau_b = |q - round(q 2^128) 2^-128|`.
+    overflow_probability: `P(Binomial(n, q) > capacity)`, how often the exact O(n)
       completion runs.
   """
 
@@ -65,12 +65,12 @@ class PoissonPlan:
 
   @property
   def full(self) -> bool:
-    """True when ``q = 1``: the batch is the whole data set, with no randomness."""
+    """True when `q = 1`: the batch is the whole data set, with no randomness."""
     return self.sampling_rate >= 1.0
 
   @property
   def step_total_variation(self) -> float:
-    """``eta = (n q + 1) tau + n tau_b``: distance of one step's sample to exact Poisson(q)."""
+    """`eta = (n q + 1) tau + n tau_b`: distance of one step's sample to exact Poisson(q)."""
     n, q = self.num_examples, self.sampling_rate
     return (n * q + 1.0) * self.gap_total_variation + n * self.inclusion_total_variation
 
@@ -92,10 +92,10 @@ def _check_inputs(num_examples: int, sampling_rate: float) -> tuple[int, float]:
 
 
 def default_capacity(num_examples: int, sampling_rate: float) -> int:
-  """Smallest ``c`` with ``P(Binomial(n, q) > c) <= 1 / n`` (at least 1, at most ``n``).
+  """Smallest `c` with `P(Binomial(n, q) > c) <= 1 / n` (at least 1, at most `n`).
 
   The exact completion costs O(n) work, so this keeps its expected cost per step near one
-  example's, while the fast batch stays within a few standard deviations of ``n q``.
+  example's, while the fast batch stays within a few standard deviations of `n q`.
   """
   n, q = _check_inputs(num_examples, sampling_rate)
   if q >= 1.0:
@@ -109,11 +109,11 @@ def default_capacity(num_examples: int, sampling_rate: float) -> int:
 
 
 def _gap_thresholds(n: int, q: float) -> tuple[list[int], Fraction]:
-  """``D_k = round(2^128 rho^k)`` for ``k = 1..K`` and a bound on ``tau`` (exact integers).
+  """`D_k = round(2^128 rho^k)` for `k = 1..K` and a bound on `tau` (exact integers).
 
-  ``rho = 1 - q`` exactly (``q`` is a binary fraction ``a / 2^e``). ``R_k = floor(R_{k-1}
-  (2^e - a) / 2^e)`` with ``R_0 = 2^S``, ``S = 192``, satisfies ``0 <= 2^S rho^k - R_k < k``.
-  The table stops at ``K = n`` or before the first ``k`` with ``D_k = 0``.
+  `rho = 1 - q` exactly (`q` is a binary fraction `a / 2^e`). `R_k = floor(R_{k-1}
+  (2^e - a) / 2^e)` with `R_0 = 2^S`, `S = 192`, satisfies `0 <= 2^S rho^k - R_k < k`.
+  The table stops at `K = n` or before the first `k` with `D_k = 0`.
   """
   a, d = Fraction(q).as_integer_ratio()
   e = d.bit_length() - 1  # d = 2^e
@@ -138,11 +138,11 @@ def _gap_thresholds(n: int, q: float) -> tuple[list[int], Fraction]:
 
 
 def _alias_table(D: list[int]) -> tuple[int, list[int], list[int]]:
-  """Exact Walker/Vose alias table of the outcomes ``0..K`` (gap ``o + 1``).
+  """Exact Walker/Vose alias table of the outcomes `0..K` (gap `o + 1`).
 
-  Outcome masses in units of 2^-128: ``w_o = D_o - D_{o+1}`` (``D_0 = 2^128``) for
-  ``o < K`` and ``w_K = D_K``; they sum to 2^128 exactly. Every bucket holds
-  ``C = 2^(128 - m)`` units: ``split[b]`` for outcome ``b``, the rest for ``alias[b]``.
+  Outcome masses in units of 2^-128: `w_o = D_o - D_{o+1}` (`D_0 = 2^128`) for
+  `o < K` and `w_K = D_K`; they sum to 2^128 exactly. Every bucket holds
+  `C = 2^(128 - m)` units: `split[b]` for outcome `b`, the rest for `alias[b]`.
   """
   one = 1 << _PRECISION_BITS
   K = len(D)
@@ -174,7 +174,7 @@ def _alias_table(D: list[int]) -> tuple[int, list[int], list[int]]:
 
 
 def _words(x: int, count: int) -> list[int]:
-  """``x`` as ``count`` 32-bit words, most significant first."""
+  """`x` as `count` 32-bit words, most significant first."""
   return [(x >> (32 * (count - 1 - i))) & 0xFFFFFFFF for i in range(count)]
 
 
@@ -214,7 +214,7 @@ _TIER_QUANTILES = (0.9,)
 
 
 def _tiers(n: int, q: float, capacity: int) -> tuple[int, ...]:
-  """Batch sizes of the fast path: quantiles of ``Binomial(n, q)`` below ``capacity``, then it."""
+  """Batch sizes of the fast path: quantiles of `Binomial(n, q)` below `capacity`, then it."""
   if q >= 1.0:
     return (capacity,)
   sizes = {max(1, int(stats.binom.ppf(level, n, q))) for level in _TIER_QUANTILES}
@@ -240,17 +240,18 @@ def _freeze(p: PoissonPlan) -> PoissonPlan:
 
 
 def plan(num_examples: int, sampling_rate: float, capacity: int | None = None) -> PoissonPlan:
-  """Builds (or fetches from a cache) the sampler of Poisson(``q``) over ``n`` examples.
+  """Builds (or fetches from a cache) the sampler of Poisson(`q`) over `n` examples.
 
   Args:
-    num_examples: ``n``, 1 <= n < 2^30.
-    sampling_rate: ``q`` in (0, 1] (a Python float; static).
+    num_examples: `n`, 1 <= n < 2^30.
+    sampling_rate: `q` in (0, 1] (a Python float; static).
     capacity: gaps drawn on the fast path, 1 <= capacity <= n; default
-      :func:`default_capacity`. It changes the cost, never the law of the sample (it does
+      [`default_capacity`][dpgcd_jax._poisson_plan.default_capacity]. It changes the cost, never the law of the sample
+      (it does
       change which sample a given key produces).
 
   Returns:
-    A :class:`PoissonPlan`.
+    A [`PoissonPlan`][dpgcd_jax._poisson_plan.PoissonPlan].
 
   Raises:
     ValueError: naming the argument, for values outside these ranges.
@@ -266,9 +267,9 @@ def plan(num_examples: int, sampling_rate: float, capacity: int | None = None) -
 
 
 def step_total_variation(num_examples: int, sampling_rate: float) -> float:
-  """``eta``: the total-variation distance of one step's sample to exact Poisson(``q``).
+  """`eta`: the total-variation distance of one step's sample to exact Poisson(`q`).
 
-  ``eta = (n q + 1) tau + n tau_b <= MAX_STEP_TOTAL_VARIATION = 2^-64``; independent of
+  `eta = (n q + 1) tau + n tau_b <= MAX_STEP_TOTAL_VARIATION = 2^-64`; independent of
   the capacity (see the module docstring for the argument).
   """
   n, q = _check_inputs(num_examples, sampling_rate)
@@ -277,13 +278,13 @@ def step_total_variation(num_examples: int, sampling_rate: float) -> float:
 
 
 def total_variation_slack(num_examples: int, sampling_rate: float, steps: int) -> float:
-  """``T eta``: the total-variation distance of ``T`` steps' samples to exact Poisson sampling.
+  """`T eta`: the total-variation distance of `T` steps' samples to exact Poisson sampling.
 
   An (epsilon, delta)-DP accounting of exact Poisson sampling holds for this sampler with
-  ``delta + (1 + e^epsilon) total_variation_slack(n, q, T)``.
+  `delta + (1 + e^epsilon) total_variation_slack(n, q, T)`.
 
   Raises:
-    ValueError: when ``steps`` is not an int >= 0.
+    ValueError: when `steps` is not an int >= 0.
   """
   if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
     raise ValueError(f"Expected steps to be an int >= 0, got steps={steps!r}.")

@@ -1,6 +1,6 @@
 """Host-side validators: every message names the argument and its value.
 
-Checks that need values run only on concrete inputs; under ``jax.jit`` / ``jax.vmap``
+Checks that need values run only on concrete inputs; under `jax.jit` / `jax.vmap`
 the values are tracers and only shapes and dtypes are checked.
 """
 
@@ -19,7 +19,7 @@ class PrivacyLeakWarning(UserWarning):
 
 
 def is_concrete(x: Any) -> bool:
-  """True when ``x`` holds values (not a tracer inside jit / vmap / grad)."""
+  """True when `x` holds values (not a tracer inside jit / vmap / grad)."""
   return not isinstance(x, jax.core.Tracer)
 
 
@@ -44,7 +44,7 @@ def check_number(
     high_open: bool = False,
     allow_inf: bool = False,
 ) -> None:
-  """Checks that every entry of ``x`` lies in the interval [low, high] (ends open if asked)."""
+  """Checks that every entry of `x` lies in the interval [low, high] (ends open if asked)."""
   if not is_concrete(x):
     return
   v = _values(name, x)
@@ -76,7 +76,7 @@ def check_choice(name: str, x: Any, choices: tuple[str, ...]) -> str:
 
 
 def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
-  """Checks the rank of ``x`` and, when concrete, that it holds no NaN or infinity."""
+  """Checks the rank of `x` and, when concrete, that it holds no NaN or infinity."""
   shape = jnp.shape(x)
   if len(shape) != ndim:
     raise ValueError(f"Expected {name} to have {ndim} dimension(s), got {name}.shape={shape}.")
@@ -100,8 +100,8 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
 
 
 def host_values(x: Any) -> np.ndarray:
-  """``np.asarray(x)``; a global array over several processes (jax.distributed) is gathered
-  first, so every process gets all of it (for vectors such as ``y``, not for ``X``)."""
+  """`np.asarray(x)`; a global array over several processes (jax.distributed) is gathered
+  first, so every process gets all of it (for vectors such as `y`, not for `X`)."""
   if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and not x.is_fully_addressable:
     from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
@@ -114,7 +114,7 @@ def _count_nonfinite(x: jax.Array) -> jax.Array:
 
 
 def check_key(name: str, key: Any) -> None:
-  """Accepts a typed key (``jax.random.key``) or a raw uint32[2] key (``jax.random.PRNGKey``)."""
+  """Accepts a typed key (`jax.random.key`) or a raw uint32[2] key (`jax.random.PRNGKey`)."""
   dtype = getattr(key, "dtype", None)
   shape = jnp.shape(key) if dtype is not None else None
   if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):

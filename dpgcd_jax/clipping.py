@@ -1,98 +1,99 @@
 """Per-example clipping and the sensitivities it buys (shared by every solver and transform).
 
 Coordinate-wise clipping (DP-GCD, DP-CD): each example's coordinate gradient is clipped
-before averaging, ``c_ij = clip(grad_j l(w; d_i), -C_j, C_j)``, ``g_j = (1/n) sum_i c_ij``.
-Replacing one record changes ``g_j`` by at most ``Delta_j = 2 C_j / n``.
+before averaging, `c_ij = clip(grad_j l(w; d_i), -C_j, C_j)`, `g_j = (1/n) sum_i c_ij`.
+Replacing one record changes `g_j` by at most `Delta_j = 2 C_j / n`.
 
-Units of ``clip``. A scalar ``clip = c`` sets ``C_j = c sqrt(M_j / beta)``, with ``M_j`` the
-coordinate smoothness and ``beta`` the loss's curvature bound (``sup phi''``; 1 when unknown).
-For a GLM loss with features bounded by ``B_j`` (``M_j = beta B_j^2``), ``C_j = c B_j``: the
-per-example gradient is ``phi'(z, y) x_ij``, so ``c`` is a bound on ``|phi'|`` and
-``c >= sup |phi'|`` clips nothing (logistic: ``c = 1``; Huber(delta): ``c = delta``; squared
-loss: the residual ``|<x, w> - y|`` is clipped at ``c``). The rule keeps the DP-CD property
-that ``Delta_j / sqrt(M_j)`` is the same for every coordinate, and does not depend on the
-dimension. An explicit (p,) vector of thresholds is used as given. ``c = inf`` disables
+Units of `clip`. A scalar `clip = c` sets `C_j = c sqrt(M_j / beta)`, with `M_j` the
+coordinate smoothness and `beta` the loss's curvature bound (`sup phi''`; 1 when unknown).
+For a GLM loss with features bounded by `B_j` (`M_j = beta B_j^2`), `C_j = c B_j`: the
+per-example gradient is `phi'(z, y) x_ij`, so `c` is a bound on `|phi'|` and
+`c >= sup |phi'|` clips nothing (logistic: `c = 1`; Huber(delta): `c = delta`; squared
+loss: the residual `|<x, w> - y|` is clipped at `c`). The rule keeps the DP-CD property
+that `Delta_j / sqrt(M_j)` is the same for every coordinate, and does not depend on the
+dimension. An explicit (p,) vector of thresholds is used as given. `c = inf` disables
 clipping (and makes the sensitivity infinite: only noise-free runs make sense then).
 
 Fail closed: a non-finite per-example gradient (a loss that overflows on an extreme record)
-is replaced by 0 BEFORE clipping (:func:`finite_or_zero`), so such a record is
+is replaced by 0 BEFORE clipping ([`finite_or_zero`][dpgcd_jax.clipping.finite_or_zero]), so such a record is
 indistinguishable from one with a zero gradient and the sensitivity bound holds for every
-input. Why before: ``jnp.clip`` maps ``+-inf`` to ``+-C_j`` but keeps a NaN, and one NaN term
+input. Why before: `jnp.clip` maps `+-inf` to `+-C_j` but keeps a NaN, and one NaN term
 would make the sum, hence the release, depend on the record without bound.
 
-GLM losses (the dense kernel of :func:`dpgcd_jax.problem.clipped_gradient`, the sparse ones of
-:mod:`dpgcd_jax.sparse`): the guard is applied to the length-``n`` derivative ``phi'``, not to
-the ``(p, n)`` products ``phi'_i x_ij``, where it costs a pass over the products (and, under
-``jax.vmap`` over ``K`` configurations, a ``K x block x n`` temporary: issue 20). Same
-guarantee: with ``phi'_i`` finite (guarded) and ``x_ij`` finite (validated by
-``make_problem``), the float product is never NaN (a NaN needs a NaN factor or ``0 x inf``);
-it is ``+-inf`` only when the real product exceeds the largest float, and then clips to
-``+-C_j``. So every clipped term is in ``[-C_j, C_j]``, the bound the
-sensitivity needs. Values: a non-finite ``phi'_i`` zeroes the whole per-example gradient,
-exactly as the guard on the products did (``+-inf x x_ij`` is ``+-inf`` or, for ``x_ij = 0``,
+GLM losses (the dense kernel of [`dpgcd_jax.problem.clipped_gradient`][], the sparse ones of
+[`dpgcd_jax.sparse`][]): the guard is applied to the length-`n` derivative `phi'`, not to
+the `(p, n)` products `phi'_i x_ij`, where it costs a pass over the products (and, under
+`jax.vmap` over `K` configurations, a `K x block x n` temporary: issue 20). Same
+guarantee: with `phi'_i` finite (guarded) and `x_ij` finite (validated by
+`make_problem`), the float product is never NaN (a NaN needs a NaN factor or `0 x inf`);
+it is `+-inf` only when the real product exceeds the largest float, and then clips to
+`+-C_j`. So every clipped term is in `[-C_j, C_j]`, the bound the
+sensitivity needs. Values: a non-finite `phi'_i` zeroes the whole per-example gradient,
+exactly as the guard on the products did (`+-inf x x_ij` is `+-inf` or, for `x_ij = 0`,
 NaN: 0 either way); a finite one gives bit-for-bit the old terms, except a product that
-overflows, which was 0 and is now ``+-C_j`` (its real clipped value).
+overflows, which was 0 and is now `+-C_j` (its real clipped value).
 
-Per-example l2 clipping (DP-SGD): ``c_i = g_i min(1, C / ||g_i||_2)``, and 0 for a row whose
+Per-example l2 clipping (DP-SGD): `c_i = g_i min(1, C / ||g_i||_2)`, and 0 for a row whose
 norm is not finite (a NaN or infinite entry, or an overflowing norm); replacing one record
-changes the sum of clipped gradients by at most ``2 C``.
+changes the sum of clipped gradients by at most `2 C`.
 
-Sums that meet the sensitivity in floating point (:func:`clipped_mean`). A float32 sum of
-``n`` clipped terms is not the real sum: its rounding depends on every term, and at
-``n = 6e6`` two neighbours' float32 means differed by ``1.073 x 2C/n``. The clipped means are
+Sums that meet the sensitivity in floating point ([`clipped_mean`][dpgcd_jax.clipping.clipped_mean]). A float32 sum of
+`n` clipped terms is not the real sum: its rounding depends on every term, and at
+`n = 6e6` two neighbours' float32 means differed by `1.073 x 2C/n`. The clipped means are
 therefore computed EXACTLY, on a public fixed-point grid:
 
-1. Grid. ``h_j = 2^(e_j - 1 - k)`` with ``C_j = m 2^e_j``, ``m in [1/2, 1)`` (``frexp``): a
-   power of two, a function of ``C_j`` only, ``C_j / h_j < 2^(k+1)``.
-2. Per record (a map with public parameters, applied before any sum): ``q_ij =
-   trunc(clip(g_ij, -C_j, C_j) / h_j)``, an integer with ``|q_ij h_j| <= |clip(g_ij)| <= C_j``
+1. Grid. `h_j = 2^(e_j - 1 - k)` with `C_j = m 2^e_j`, `m in [1/2, 1)` (`frexp`): a
+   power of two, a function of `C_j` only, `C_j / h_j < 2^(k+1)`.
+2. Per record (a map with public parameters, applied before any sum): `q_ij =
+   trunc(clip(g_ij, -C_j, C_j) / h_j)`, an integer with `|q_ij h_j| <= |clip(g_ij)| <= C_j`
    (truncation toward zero never increases a magnitude; the division by a power of two is a
-   multiplication by ``2^(k+1-e_j)``, exact or flushed toward 0). Replacing one record changes
-   ``sum_i q_ij h_j`` by at most ``2 C_j``: the real-arithmetic argument, now about integers.
-3. Exact sum. float32 data: ``|q| < 2^(k+1)`` with ``k = 22``, so a block of ``m = 2^(30-k) =
-   256`` rows sums in int32 without overflow, in any order; the block sums (integers below
-   ``n 2^23 < 2^53``) are added in float64 (``jax.enable_x64`` locally, O(p n / 256) work),
-   again exactly in any order. float64 data: ``k = min(50, 62 - ceil(log2 n))`` and one int64
-   sum. ``Q_j = sum_i q_ij`` is exact: the reduction order XLA picks cannot matter.
-4. One rounding. ``g_j = Q_j h_j / n``: the product by ``h_j`` is exact; the division by ``n``
-   in float64 and the cast to the data's dtype round, so ``|g_j - Q_j h_j / n| <= r |Q_j h_j /
-   n| <= r C_j`` with ``r = u + 2 u64`` for float32 (``u = 2^-24``) and ``r = 3 u64`` for float64
+   multiplication by `2^(k+1-e_j)`, exact or flushed toward 0). Replacing one record changes
+   `sum_i q_ij h_j` by at most `2 C_j`: the real-arithmetic argument, now about integers.
+3. Exact sum. float32 data: `|q| < 2^(k+1)` with `k = 22`, so a block of `m = 2^(30-k) =
+   256` rows sums in int32 without overflow, in any order; the block sums (integers below
+   `n 2^23 < 2^53`) are added in float64 (`jax.enable_x64` locally, O(p n / 256) work),
+   again exactly in any order. float64 data: `k = min(50, 62 - ceil(log2 n))` and one int64
+   sum. `Q_j = sum_i q_ij` is exact: the reduction order XLA picks cannot matter.
+4. One rounding. `g_j = Q_j h_j / n`: the product by `h_j` is exact; the division by `n`
+   in float64 and the cast to the data's dtype round, so `|g_j - Q_j h_j / n| <= r |Q_j h_j /
+   n| <= r C_j` with `r = u + 2 u64` for float32 (`u = 2^-24`) and `r = 3 u64` for float64
    (the int64 -> float64 conversion, the division).
 
 What the ledger's sensitivity is, and why it is FOLDED, not carried. The value handed to
-the mechanism is the rounded ``g_j``; between neighbours it moves by at most ``2 C_j / n + 2 r
-C_j``. :func:`mean_sensitivity` returns this bound, times ``1 + 8 eps`` (``eps`` the dtype's
-machine epsilon) so that its own float evaluation (at most five roundings, ``n`` itself
-rounding above ``2^24``) never falls below it: ``Delta_j = (2 C_j / n + 2 r C_j)(1 + 8 eps)``.
-Every noise scale (``multiplier x Delta``) uses it, so the ledger, which counts in units of
-``Delta``, is unchanged. Relative cost on the noise: ``n r`` (float32: 6e-5 at n = 1000,
-0.6% at 1e5, 6% at 1e6, 36% at 6e6; float64: none measurable). Carrying ``g`` in higher precision
+the mechanism is the rounded `g_j`; between neighbours it moves by at most `2 C_j / n + 2 r
+C_j`. [`mean_sensitivity`][dpgcd_jax.clipping.mean_sensitivity] returns this bound, times `1 + 8 eps` (`eps` the dtype's
+machine epsilon) so that its own float evaluation (at most five roundings, `n` itself
+rounding above `2^24`) never falls below it: `Delta_j = (2 C_j / n + 2 r C_j)(1 + 8 eps)`.
+Every noise scale (`multiplier x Delta`) uses it, so the ledger, which counts in units of
+`Delta`, is unchanged. Relative cost on the noise: `n r` (float32: 6e-5 at n = 1000,
+0.6% at 1e5, 6% at 1e6, 36% at 6e6; float64: none measurable). Carrying `g` in higher precision
 until the noise is added would avoid the cost, but every later float32 operation before the noise
-(adding the public ``l2 w_j``, the score ``g_j / sqrt(M_j)`` of the selection) rounds again by a
-relative ``u``: carrying only pays if the whole selection and update run in higher precision. That
+(adding the public `l2 w_j`, the score `g_j / sqrt(M_j)` of the selection) rounds again by a
+relative `u`: carrying only pays if the whole selection and update run in higher precision. That
 arithmetic after the data-dependent sum (public offsets, scores, the noise draw and its addition)
 is treated, like every floating-point DP implementation without snapping, as the mechanism's own
 arithmetic; the secure-noise option is what closes that gap (Mironov 2012).
 
-Grid resolution: ``h_j <= 2^-22 C_j`` (float32; ``2^-50`` float64 at moderate ``n``), a
-per-term truncation at most one grid step, comparable with a float32 rounding of ``C_j``.
-``C_j = inf`` (clipping off: infinite sensitivity, non-private runs only) uses a plain float
+Grid resolution: `h_j <= 2^-22 C_j` (float32; `2^-50` float64 at moderate `n`), a
+per-term truncation at most one grid step, comparable with a float32 rounding of `C_j`.
+`C_j = inf` (clipping off: infinite sensitivity, non-private runs only) uses a plain float
 sum instead.
 
-DP-SGD's sums (:func:`quantize_l2`, :func:`masked_float64_sum`). The sum of l2-clipped rows
+DP-SGD's sums ([`quantize_l2`][dpgcd_jax.clipping.quantize_l2],
+[`masked_float64_sum`][dpgcd_jax.clipping.masked_float64_sum]). The sum of l2-clipped rows
 over a Poisson batch is exact too, and needs no fold: the noise is added to the exact sum.
 
-1. Per record: ``q_i = trunc(g_i m_i)`` with ``m_i = min(1, C' / ||g_i||_2) / h``, the norm
-   and factor in float64, ``C' = C`` :func:`l2_shrink` ``(dtype, p)`` (``1 - 2e-6`` for float32)
-   covering every rounding before the truncation, so ``||q_i h||_2 <= C`` in real arithmetic:
-   each record moves the sum by at most ``C`` (add / remove), ``2 C`` (replace-one), whatever
-   the ledger's relation. Grid ``h = 2^(e - 1 - k)`` (``C = m 2^e``), ``k =``
-   :func:`l2_grid_bits` ``(n) = min(50, 52 - ceil(log2 n))``: ``n``, the largest batch the
-   sampler can produce (its exact completion branch sums all ``n`` rows).
-2. ``Q = sum_{i in B} q_i`` in float64: integers below ``n 2^(k+1) <= 2^53``, exact in any order.
-3. The release: ``((Q h + Z) / (q n))`` in float64 (``Q h`` exact, ``Z`` the float32 noise),
+1. Per record: `q_i = trunc(g_i m_i)` with `m_i = min(1, C' / ||g_i||_2) / h`, the norm
+   and factor in float64, `C' = C` [`l2_shrink`][dpgcd_jax.clipping.l2_shrink] `(dtype, p)` (`1 - 2e-6` for float32)
+   covering every rounding before the truncation, so `||q_i h||_2 <= C` in real arithmetic:
+   each record moves the sum by at most `C` (add / remove), `2 C` (replace-one), whatever
+   the ledger's relation. Grid `h = 2^(e - 1 - k)` (`C = m 2^e`), `k =`
+   [`l2_grid_bits`][dpgcd_jax.clipping.l2_grid_bits] `(n) = min(50, 52 - ceil(log2 n))`: `n`, the largest batch the
+   sampler can produce (its exact completion branch sums all `n` rows).
+2. `Q = sum_{i in B} q_i` in float64: integers below `n 2^(k+1) <= 2^53`, exact in any order.
+3. The release: `((Q h + Z) / (q n))` in float64 (`Q h` exact, `Z` the float32 noise),
    rounded once to the data's dtype: post-processing of the noisy exact sum, so the ledger's
-   unit ``C`` holds as is (the noise addition itself is the mechanism's own arithmetic, as above).
+   unit `C` holds as is (the noise addition itself is the mechanism's own arithmetic, as above).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ Array = jax.Array
 
 
 def coordinate_thresholds(clip: Array, smoothness: Array, curvature: float = 1.0) -> Array:
-  """Per-coordinate thresholds ``C_j``: ``clip sqrt(M_j / beta)`` for a scalar, else ``clip``."""
+  """Per-coordinate thresholds `C_j`: `clip sqrt(M_j / beta)` for a scalar, else `clip`."""
   clip = jnp.asarray(clip, smoothness.dtype)
   if clip.ndim == 0:
     return clip * jnp.sqrt(smoothness / curvature)
@@ -117,28 +118,28 @@ def coordinate_thresholds(clip: Array, smoothness: Array, curvature: float = 1.0
 
 
 def finite_or_zero(x: Array) -> Array:
-  """``x`` with every NaN or infinite entry replaced by 0 (fail closed before clipping)."""
+  """`x` with every NaN or infinite entry replaced by 0 (fail closed before clipping)."""
   return jnp.where(jnp.isfinite(x), x, jnp.zeros_like(x))
 
 
 def clip_coordinates(per_example_grads: Array, thresholds: Array) -> Array:
-  """Clips per-example gradients coordinate-wise to [-C_j, C_j] (``thresholds`` broadcasts).
+  """Clips per-example gradients coordinate-wise to [-C_j, C_j] (`thresholds` broadcasts).
 
-  ``+-inf`` becomes ``+-C_j``; the input must hold no NaN: pass it through
-  :func:`finite_or_zero` first (or, for GLM products, the derivative; module docstring).
+  `+-inf` becomes `+-C_j`; the input must hold no NaN: pass it through
+  [`finite_or_zero`][dpgcd_jax.clipping.finite_or_zero] first (or, for GLM products, the derivative; module docstring).
   """
   thresholds = jnp.broadcast_to(thresholds, per_example_grads.shape)
   return jnp.clip(per_example_grads, -thresholds, thresholds)
 
 
 def when_finite(thresholds: Array, exact: Callable[..., Any], plain: Callable[..., Any], *operands: Any) -> Any:
-  """``exact(thresholds, *operands)`` when every threshold is finite, else ``plain(...)``.
+  """`exact(thresholds, *operands)` when every threshold is finite, else `plain(...)`.
 
-  ``jax.lax.cond``, except under ``jax.vmap``: a cond whose predicate is batched (a vmap over
-  ``clip``) runs BOTH branches and selects (measured: K = 16 clipped passes then cost 70x one
+  `jax.lax.cond`, except under `jax.vmap`: a cond whose predicate is batched (a vmap over
+  `clip`) runs BOTH branches and selects (measured: K = 16 clipped passes then cost 70x one
   pass). Here a batch whose thresholds are all finite (every private run) runs the batched
-  ``exact`` only, and a batch with some infinite thresholds runs both and picks per member;
-  nested vmaps apply the same rule level by level. ``exact`` and ``plain`` must read traced
+  `exact` only, and a batch with some infinite thresholds runs both and picks per member;
+  nested vmaps apply the same rule level by level. `exact` and `plain` must read traced
   arrays only through their arguments (a closure over a value that a vmap batches is an error).
   """
 
@@ -165,7 +166,7 @@ def when_finite(thresholds: Array, exact: Callable[..., Any], plain: Callable[..
 
 
 def clip_l2(per_example_grads: Array, clip: Array) -> Array:
-  """Rescales each row of an (n, p) matrix to l2 norm at most ``clip`` (non-finite rows -> 0)."""
+  """Rescales each row of an (n, p) matrix to l2 norm at most `clip` (non-finite rows -> 0)."""
   norms = jnp.linalg.norm(per_example_grads, axis=-1, keepdims=True)
   factor = jnp.minimum(1.0, clip / jnp.maximum(norms, jnp.finfo(norms.dtype).tiny))
   # A row with a NaN or infinite entry (or whose norm overflows) has a non-finite norm: 0.
@@ -173,7 +174,7 @@ def clip_l2(per_example_grads: Array, clip: Array) -> Array:
 
 
 def rounding_bound(dtype: Any) -> float:
-  """``r``: relative error of the one rounding of an exact clipped mean (module docstring, 4)."""
+  """`r`: relative error of the one rounding of an exact clipped mean (module docstring, 4)."""
   u64 = 2.0**-53
   if np.dtype(dtype) == np.float64:
     return 3 * u64  # int64 -> float64, then / n
@@ -183,9 +184,9 @@ def rounding_bound(dtype: Any) -> float:
 def mean_sensitivity(thresholds: Array, num_examples: int | Array) -> Array:
   """Replace-one sensitivity of the computed mean of values clipped to [-C, C].
 
-  ``(2 C / n + 2 r C)(1 + 8 eps)``: the real-arithmetic ``2 C / n`` plus the final rounding of
-  :func:`clipped_mean` on both neighbours (see the module docstring), evaluated so that the
-  float result is never below the bound. ``r`` and ``eps`` are those of the thresholds' dtype.
+  `(2 C / n + 2 r C)(1 + 8 eps)`: the real-arithmetic `2 C / n` plus the final rounding of
+  [`clipped_mean`][dpgcd_jax.clipping.clipped_mean] on both neighbours (see the module docstring), evaluated so that the
+  float result is never below the bound. `r` and `eps` are those of the thresholds' dtype.
   """
   thresholds = jnp.asarray(thresholds)
   dtype = thresholds.dtype if jnp.issubdtype(thresholds.dtype, jnp.floating) else jnp.result_type(float)
@@ -202,7 +203,7 @@ _BLOCK_BITS = 30  # an int32 block of 2^(30 - k) terms below 2^(k+1) stays below
 
 
 def grid_bits(dtype: Any, num_terms: int) -> int:
-  """``k``: the grid is ``h_j = 2^(e_j - 1 - k)``; a function of the dtype and ``n`` only."""
+  """`k`: the grid is `h_j = 2^(e_j - 1 - k)`; a function of the dtype and `n` only."""
   log_n = max(1, math.ceil(math.log2(max(num_terms, 2))))
   if np.dtype(dtype) == np.float64:
     return min(50, 62 - log_n)  # |Q| < n 2^(k+1) <= 2^63 in int64
@@ -216,7 +217,7 @@ def _int_dtype(dtype: Any) -> Any:
 
 
 def grid_scale(thresholds: Array, bits: int) -> Array:
-  """``1 / h_j = 2^(k + 1 - e_j)`` (a power of two; ``e_j`` clamped below so it stays finite)."""
+  """`1 / h_j = 2^(k + 1 - e_j)` (a power of two; `e_j` clamped below so it stays finite)."""
   _, e = jnp.frexp(thresholds)
   low = int(np.finfo(thresholds.dtype).minexp) + bits + 2  # h and 1 / h stay normal
   e = jnp.maximum(e, low)  # a tiny C_j: a coarser grid, still |q| < 2^(k+1)
@@ -224,11 +225,12 @@ def grid_scale(thresholds: Array, bits: int) -> Array:
 
 
 def power_of_two(exponent: Array, dtype: Any) -> Array:
-  """``2^exponent`` in ``dtype`` for integer exponents of normal numbers, built from its bits.
+  """`2^exponent` in `dtype` for integer exponents of normal numbers, built from its bits.
 
-  The value of ``jnp.ldexp(1, exponent)`` (exactly: a normal power of two has one encoding), at a
+  The value of `jnp.ldexp(1, exponent)` (exactly: a normal power of two has one encoding), at a
   tenth of its cost (1e6 thresholds: 4 ms, more than a DP-GCD iteration's sparse gradient). In
-  :func:`grid_scale` the exponent is in ``[k + 1 - maxexp, -minexp - 1]``, inside the normal range.
+  [`grid_scale`][dpgcd_jax.clipping.grid_scale] the exponent is in `[k + 1 - maxexp, -minexp - 1]`, inside the normal
+  range.
   """
   info = np.finfo(dtype)
   int_dtype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[np.dtype(dtype).itemsize]
@@ -237,18 +239,18 @@ def power_of_two(exponent: Array, dtype: Any) -> Array:
 
 
 def quantize(per_example_grads: Array, thresholds: Array, scale: Array) -> Array:
-  """``trunc(clip(g, -C, C) * scale)`` as integers (``scale = 1 / h`` broadcasts like ``C``; ``g`` without NaN)."""
+  """`trunc(clip(g, -C, C) * scale)` as integers (`scale = 1 / h` broadcasts like `C`; `g` without NaN)."""
   clipped = clip_coordinates(per_example_grads, thresholds)
   return (clipped * scale).astype(_int_dtype(per_example_grads.dtype))
 
 
 def block_sums(q: Array, axis: int = -1, bits: int | None = None) -> Array:
-  """Exact partial sums of the integers ``q`` along ``axis`` (moved last): (..., blocks).
+  """Exact partial sums of the integers `q` along `axis` (moved last): (..., blocks).
 
-  int32 terms below ``2^(k+1)`` (``k = bits``, the grid of the quantization; default
-  :func:`grid_bits` for float32 and this length, which is only right when the terms were
-  quantized for this length: a column of ``K`` stored entries of an ``n``-record problem was
-  quantized for ``n``) are summed in groups of ``m = 2^(30 - k)`` (plus a shorter tail group): no overflow,
+  int32 terms below `2^(k+1)` (`k = bits`, the grid of the quantization; default
+  [`grid_bits`][dpgcd_jax.clipping.grid_bits] for float32 and this length, which is only right when the terms were
+  quantized for this length: a column of `K` stored entries of an `n`-record problem was
+  quantized for `n`) are summed in groups of `m = 2^(30 - k)` (plus a shorter tail group): no overflow,
   whatever the order of the additions. The groups are strided (the head is viewed as (m,
   n // m) and summed over the first axis: vector adds of contiguous rows, about 1.5x faster
   on CPU than contiguous groups); any partition is exact. int64 terms: one group.
@@ -268,7 +270,7 @@ def block_sums(q: Array, axis: int = -1, bits: int | None = None) -> Array:
 
 
 def exact_total(blocks: Array) -> Array:
-  """``Q``, the sum of :func:`block_sums` over the last axis, exactly (float64 or int64)."""
+  """`Q`, the sum of [`block_sums`][dpgcd_jax.clipping.block_sums] over the last axis, exactly (float64 or int64)."""
   with jax.enable_x64(True):
     if blocks.dtype == jnp.int64:
       return jnp.sum(blocks, axis=-1)
@@ -276,22 +278,23 @@ def exact_total(blocks: Array) -> Array:
 
 
 def exact_sum(q: Array, axis: int = -1, bits: int | None = None) -> Array:
-  """The exact integer sum of ``q`` along ``axis`` (see :func:`block_sums`)."""
+  """The exact integer sum of `q` along `axis` (see [`block_sums`][dpgcd_jax.clipping.block_sums])."""
   return exact_total(block_sums(q, axis, bits))
 
 
 def exact_mean(total: Array, scale: Array, num_examples: int, dtype: Any) -> Array:
-  """``Q h / n`` rounded once to ``dtype`` (``total = Q`` from :func:`exact_sum`, ``scale = 1 / h``)."""
+  """`Q h / n` rounded once to `dtype` (`total = Q` from `exact_sum`, `scale = 1 / h`)."""
   with jax.enable_x64(True):
     h = 1.0 / scale.astype(jnp.float64)  # a power of two: exact
     return (total.astype(jnp.float64) * h / num_examples).astype(dtype)
 
 
 def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1) -> Array:
-  """``mean(clip(g, -C, C))`` along ``axis``, exact up to one rounding (sensitivity: :func:`mean_sensitivity`).
+  """`mean(clip(g, -C, C))` along `axis`, exact up to one rounding (sensitivity: `mean_sensitivity`).
 
-  ``thresholds`` broadcasts against ``per_example_grads`` with ``axis`` reduced (e.g. (p, 1)
-  for a (p, n) array and ``axis=1``). Non-finite entries count as 0 (:func:`finite_or_zero`).
+  `thresholds` broadcasts against `per_example_grads` with `axis` reduced (e.g. (p, 1)
+  for a (p, n) array and `axis=1`). Non-finite entries count as 0
+  ([`finite_or_zero`][dpgcd_jax.clipping.finite_or_zero]).
   Any infinite threshold (clipping off): a plain float mean.
   """
   g = per_example_grads
@@ -312,11 +315,11 @@ def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1) ->
 
 
 def noise_scale(multiplier: Array, sensitivity: Array) -> Array:
-  """``multiplier * sensitivity``; fails closed on invalid values.
+  """`multiplier * sensitivity`; fails closed on invalid values.
 
   A multiplier of exactly 0 gives 0 (the non-private limit, even when clipping is off). A
   negative or NaN multiplier, or a NaN / negative sensitivity (e.g. a NaN clip traced through
-  ``jax.vmap``, where host validation cannot see values), gives NaN: the run's outputs are
+  `jax.vmap`, where host validation cannot see values), gives NaN: the run's outputs are
   NaN, never a noiseless release.
   """
   valid = (multiplier >= 0) & (sensitivity >= 0)
@@ -330,48 +333,48 @@ def noise_scale(multiplier: Array, sensitivity: Array) -> Array:
 
 
 def l2_grid_bits(num_terms: int) -> int:
-  """``k`` for sums of up to ``num_terms`` quantized vectors accumulated in float64.
+  """`k` for sums of up to `num_terms` quantized vectors accumulated in float64.
 
-  ``|q| < 2^(k+1)`` and ``num_terms 2^(k+1) <= 2^53``: every partial sum is an integer that
-  float64 holds exactly, in any order. ``k <= 50``, whatever the data's dtype.
+  `|q| < 2^(k+1)` and `num_terms 2^(k+1) <= 2^53`: every partial sum is an integer that
+  float64 holds exactly, in any order. `k <= 50`, whatever the data's dtype.
   """
   log_n = max(1, math.ceil(math.log2(max(num_terms, 2))))
   return min(50, 52 - log_n)
 
 
 def l2_shrink(dtype: Any, num_features: int) -> float:
-  """``1 - 32 u - (p + 64) 2^-50`` (``u``: the dtype's unit roundoff): the norm :func:`quantize_l2`
-  clips to, in units of ``C``.
+  """`1 - 32 u - (p + 64) 2^-50` (`u`: the dtype's unit roundoff): the norm `quantize_l2`
+  clips to, in units of `C`.
 
   It covers every rounding between the row and its quantized value: the float64 sum of squares
-  (in any order: at most ``p 2^-53`` relative), the square root, ``C'``, the factor (two more
+  (in any order: at most `p 2^-53` relative), the square root, `C'`, the factor (two more
   float64 roundings if the division becomes a product by a reciprocal square root), the
-  per-row multiplier rounded to the data's dtype and the product by it (``2 u``): in all at most
-  ``2 u + (p / 2 + 7) 2^-53`` relative, which the margin exceeds 16 times. The computed quantized
-  row therefore has REAL l2 norm ``<= C``. Exact in float64 (a multiple of ``2^-53`` in [1/2, 1]).
+  per-row multiplier rounded to the data's dtype and the product by it (`2 u`): in all at most
+  `2 u + (p / 2 + 7) 2^-53` relative, which the margin exceeds 16 times. The computed quantized
+  row therefore has REAL l2 norm `<= C`. Exact in float64 (a multiple of `2^-53` in [1/2, 1]).
   """
   u = float(np.finfo(dtype).eps) / 2
   return 1.0 - 32 * u - (num_features + 64) * 2.0**-50
 
 
 def quantize_l2(per_example_grads: Array, clip: Array, scale: Array) -> Array:
-  """Row-wise ``trunc(clip_2(g_i, C) / h)``: integer-valued, in the rows' dtype (``C`` finite).
+  """Row-wise `trunc(clip_2(g_i, C) / h)`: integer-valued, in the rows' dtype (`C` finite).
 
-  ``clip_2(v, C) = v min(1, C' / ||v||_2)``, ``C' = C`` :func:`l2_shrink`, with the norm and
+  `clip_2(v, C) = v min(1, C' / ||v||_2)`, `C' = C` [`l2_shrink`][dpgcd_jax.clipping.l2_shrink], with the norm and
   the factor computed in float64 (the squares of float32 entries are exact there, and the sum
-  errs by at most ``p 2^-53`` relative in any order), then one multiplier per row
-  ``m_i = factor_i / h`` rounded to the rows' dtype and ``q_ij = trunc(g_ij m_i)``: truncation
-  toward zero never increases a magnitude, so ``||q_i h||_2 <= C`` in real arithmetic (the
-  shrink covers every rounding before the truncation). Every ``|q_ij| < 2^(bits + 1)``: an
+  errs by at most `p 2^-53` relative in any order), then one multiplier per row
+  `m_i = factor_i / h` rounded to the rows' dtype and `q_ij = trunc(g_ij m_i)`: truncation
+  toward zero never increases a magnitude, so `||q_i h||_2 <= C` in real arithmetic (the
+  shrink covers every rounding before the truncation). Every `|q_ij| < 2^(bits + 1)`: an
   integer that float32 or float64 holds exactly. A row with a non-finite norm (a NaN or
-  infinite entry, an overflowing norm), or whose multiplier would be subnormal (``C`` below
-  about ``2^-100`` times the row's norm), is 0: a zero row meets any bound. ``C = inf``
+  infinite entry, an overflowing norm), or whose multiplier would be subnormal (`C` below
+  about `2^-100` times the row's norm), is 0: a zero row meets any bound. `C = inf`
   (clipping off, infinite sensitivity) returns the rows with non-finite rows zeroed (a plain sum).
 
   Args:
     per_example_grads: (k, p) per-example gradients (float32 or float64).
-    clip: ``C``, a scalar in the rows' dtype (may be a tracer).
-    scale: ``1 / h = 2^(bits + 1 - e)`` from ``grid_scale(C, l2_grid_bits(n))``.
+    clip: `C`, a scalar in the rows' dtype (may be a tracer).
+    scale: `1 / h = 2^(bits + 1 - e)` from `grid_scale(C, l2_grid_bits(n))`.
 
   Returns:
     (k, p) in the rows' dtype.
@@ -391,12 +394,12 @@ def quantize_l2(per_example_grads: Array, clip: Array, scale: Array) -> Array:
 
 
 def masked_float64_sum(values: Array, mask: Array) -> Array:
-  """``sum(where(mask, values, 0), axis=0)`` in float64.
+  """`sum(where(mask, values, 0), axis=0)` in float64.
 
-  Exact when ``values`` are integers and every partial sum stays below ``2^53`` (then any
+  Exact when `values` are integers and every partial sum stays below `2^53` (then any
   order of the additions gives the same result). A reduction, not a product by the mask:
-  ``dot_general``'s batching rule (``jax.vmap`` of a ``lax.switch``, which re-traces the branch
-  outside this function's ``enable_x64``) would truncate a float64 accumulation to float32.
+  `dot_general`'s batching rule (`jax.vmap` of a `lax.switch`, which re-traces the branch
+  outside this function's `enable_x64`) would truncate a float64 accumulation to float32.
   """
   with jax.enable_x64(True):
     kept = jnp.where(mask.reshape(mask.shape + (1,) * (values.ndim - 1)), values, jnp.zeros((), values.dtype))
@@ -404,6 +407,6 @@ def masked_float64_sum(values: Array, mask: Array) -> Array:
 
 
 def grid_step(clip: Array, scale: Array) -> Array:
-  """``h = 1 / scale`` in float64 (exact: a power of two) when ``C`` is finite, else 1."""
+  """`h = 1 / scale` in float64 (exact: a power of two) when `C` is finite, else 1."""
   with jax.enable_x64(True):
     return jnp.where(jnp.isfinite(jnp.asarray(clip)), 1.0 / jnp.asarray(scale).astype(jnp.float64), 1.0)

@@ -1,57 +1,57 @@
 """Exact discrete Laplace and discrete Gaussian samplers in JAX, and the public grid they live on.
 
-Why. A float sampler ``mean + b * laplace()`` cannot output every float, and the set of floats
-it CAN output depends on ``mean``: Mironov (CCS 2012) showed that an observed output then
+Why. A float sampler `mean + b * laplace()` cannot output every float, and the set of floats
+it CAN output depends on `mean`: Mironov (CCS 2012) showed that an observed output then
 identifies the mean, whatever the noise scale. The remedy (Canonne, Kamath & Steinke 2020) is
-to release an integer: snap the value to a public grid of step ``gran``, add integer noise
+to release an integer: snap the value to a public grid of step `gran`, add integer noise
 drawn exactly, and multiply back. The released float is a function of one integer, so every
 float computation after the sampler is post-processing.
 
 Samplers (Canonne, Kamath & Steinke, NeurIPS 2020, Algorithms 1-3), integer arithmetic only:
 
-- :func:`bernoulli_rational`: ``Bernoulli(num / den)`` as ``U < num / den`` for a uniform ``U``
+- `bernoulli_rational`: `Bernoulli(num / den)` as `U < num / den` for a uniform `U`
   drawn as base-1024 digits, compared with the digits of the exact long division (int32:
-  remainders ``< 2^21``), digits drawn lazily until decided (at most 7: a tie of 70 bits).
-- :func:`bernoulli_exp`: ``Bernoulli(exp(-num / den))`` (Algorithm 1): the integer part ``n``
-  by ``U < exp(-n)`` against a table of the exact base-1024 expansions of ``exp(-k / 2)``,
-  ``k <= 128`` (computed on the host with correctly rounded 60-digit decimals); the fractional
-  part ``gamma`` by the series ``K = 1, 2, ...`` while ``Bernoulli(gamma / K)``, ``K`` odd.
-- :func:`discrete_laplace`: ``P(Z = z) ∝ exp(-|z| / t)`` on the integers, integer ``t >= 1``
-  (Algorithm 2 with ``s = 1``): ``U`` uniform in ``[0, t)`` (masked random bits, rejected
-  when ``>= t``) kept with ``Bernoulli(exp(-U / t))``, ``V`` geometric (``P(V >= v) = e^-v``,
-  one uniform against the table), ``X = U + t V``, a random sign, ``-0`` rejected.
-- :func:`discrete_gaussian`: ``P(Z = z) ∝ exp(-z^2 / (2 t^2))``, integer ``t = sigma >= 1``
-  (Algorithm 3): ``Y`` discrete Laplace of scale ``t``, kept with
-  ``Bernoulli(exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2)))``. Algorithm 3 holds for any Laplace
-  scale; taking it equal to the integer ``sigma`` makes ``sigma^2 / t = t`` an integer, and the
-  exponent ``x^2 / (2 t^2)`` (``x = |Y| - t = q t + r``) is split into
-  ``q^2 / 2 + q r / t + r^2 / (2 t^2)``: three exact Bernoulli draws whose integers fit in int32
-  (``r^2 / (2 t^2 K) = (r / t) (r / (2 t K))``). Acceptance about ``e^-1/2 sqrt(pi / 2) = 0.76``.
+  remainders `< 2^21`), digits drawn lazily until decided (at most 7: a tie of 70 bits).
+- `bernoulli_exp`: `Bernoulli(exp(-num / den))` (Algorithm 1): the integer part `n`
+  by `U < exp(-n)` against a table of the exact base-1024 expansions of `exp(-k / 2)`,
+  `k <= 128` (computed on the host with correctly rounded 60-digit decimals); the fractional
+  part `gamma` by the series `K = 1, 2, ...` while `Bernoulli(gamma / K)`, `K` odd.
+- `discrete_laplace`: `P(Z = z) ∝ exp(-|z| / t)` on the integers, integer `t >= 1`
+  (Algorithm 2 with `s = 1`): `U` uniform in `[0, t)` (masked random bits, rejected
+  when `>= t`) kept with `Bernoulli(exp(-U / t))`, `V` geometric (`P(V >= v) = e^-v`,
+  one uniform against the table), `X = U + t V`, a random sign, `-0` rejected.
+- `discrete_gaussian`: `P(Z = z) ∝ exp(-z^2 / (2 t^2))`, integer `t = sigma >= 1`
+  (Algorithm 3): `Y` discrete Laplace of scale `t`, kept with
+  `Bernoulli(exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2)))`. Algorithm 3 holds for any Laplace
+  scale; taking it equal to the integer `sigma` makes `sigma^2 / t = t` an integer, and the
+  exponent `x^2 / (2 t^2)` (`x = |Y| - t = q t + r`) is split into
+  `q^2 / 2 + q r / t + r^2 / (2 t^2)`: three exact Bernoulli draws whose integers fit in int32
+  (`r^2 / (2 t^2 K) = (r / t) (r / (2 t K))`). Acceptance about `e^-1/2 sqrt(pi / 2) = 0.76`.
 
-Rejection is vectorized: 8 candidate rounds per output at once, in a ``lax.while_loop`` that
+Rejection is vectorized: 8 candidate rounds per output at once, in a `lax.while_loop` that
 stops when every output has an accepted candidate (at most 32 batches).
 
-What is floating-point: nothing inside the samplers. All randomness is uniform ``uint32``
-bits from ``jax.random.bits``, all arithmetic is int32, the outputs are int32. The only floats
-are in the mechanisms around them (:mod:`dpgcd_jax.mechanisms`): the public grid step (a power
-of two built with ``ldexp``, so ``value / gran`` and ``k * gran`` are exact), the public
-integer scale ``t = floor(multiplier * D) + 1`` and the snapping ``round(value / gran)``, which
-is where the sensitivity grows by one grid step (see :func:`grid_sensitivity`).
+What is floating-point: nothing inside the samplers. All randomness is uniform `uint32`
+bits from `jax.random.bits`, all arithmetic is int32, the outputs are int32. The only floats
+are in the mechanisms around them (`dpgcd_jax.mechanisms`): the public grid step (a power
+of two built with `ldexp`, so `value / gran` and `k * gran` are exact), the public
+integer scale `t = floor(multiplier * D) + 1` and the snapping `round(value / gran)`, which
+is where the sensitivity grows by one grid step (see `grid_sensitivity`).
 
 Caps, and what happens there (each is a documented deviation or a fail-closed FAILED):
 
-- a comparison of 70 bits that ties: FAILED (probability ``2^-70`` per Bernoulli draw);
-- the series reaching ``K = 20``: FAILED (probability ``<= 1/20! < 5e-19``);
-- ``Bernoulli(exp(-gamma))`` with ``gamma >= 65`` (or ``q >= 12`` in the Gaussian's
-  ``q^2 / 2``) returns 0: its exact probability of 1 is below ``e^-64``;
-- the geometric ``V`` reaching 64: FAILED (probability ``e^-64``);
+- a comparison of 70 bits that ties: FAILED (probability `2^-70` per Bernoulli draw);
+- the series reaching `K = 20`: FAILED (probability `<= 1/20! < 5e-19`);
+- `Bernoulli(exp(-gamma))` with `gamma >= 65` (or `q >= 12` in the Gaussian's
+  `q^2 / 2`) returns 0: its exact probability of 1 is below `e^-64`;
+- the geometric `V` reaching 64: FAILED (probability `e^-64`);
 - no accepted candidate among 32 x 8 (acceptance >= 0.24 per candidate): FAILED (< 1e-30).
 
-FAILED is :data:`FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed),
+FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed),
 never into a noiseless release. Each sampler's distribution is the exact one up to a total
-variation below ``1e-18`` per draw.
+variation below `1e-18` per draw.
 
-Scales: ``1 <= t <= MAX_SCALE = 2^15 - 1``; outside, FAILED.
+Scales: `1 <= t <= MAX_SCALE = 2^15 - 1`; outside, FAILED.
 
 What this does NOT protect: JAX's threefry generator is not a cryptographic generator (and a
 reused key replays the noise); timing is not constant (the loops run a random number of
@@ -76,10 +76,10 @@ FAILED = np.iinfo(np.int32).min
 """Value returned where a sampler hit one of its caps (probability < 1e-18 per draw)."""
 
 MAX_SCALE = 2**15 - 1
-"""Largest integer scale ``t`` of the samplers (every denominator ``<= 2 t K < 2^21``)."""
+"""Largest integer scale `t` of the samplers (every denominator `<= 2 t K < 2^21`)."""
 
 GRID_TARGET = 2**13
-"""The grid makes the noise scale between ``GRID_TARGET`` and ``2 GRID_TARGET`` grid steps."""
+"""The grid makes the noise scale between `GRID_TARGET` and `2 GRID_TARGET` grid steps."""
 
 _I32 = jnp.int32
 _DIGIT_BITS = 10          # base-1024 digits: r * 1024 < 2^31 for every remainder r < 2^21.
@@ -96,11 +96,11 @@ _ROUNDS = 32              # batches of candidates before FAILED (acceptance >= 0
 
 
 def _exp_digits(halves: int) -> list[int]:
-  """The first 7 base-1024 digits of ``exp(-halves / 2)``, exactly (host side, Python integers).
+  """The first 7 base-1024 digits of `exp(-halves / 2)`, exactly (host side, Python integers).
 
-  ``decimal``'s ``exp`` is correctly rounded at 60 digits; ``floor(2^70 exp(-k/2))`` is exact
-  because the product is checked to be at least 1e-20 away from an integer. ``exp(0) = 1`` is
-  the digit 1024 followed by zeros (every ``U < 1``).
+  `decimal`'s `exp` is correctly rounded at 60 digits; `floor(2^70 exp(-k/2))` is exact
+  because the product is checked to be at least 1e-20 away from an integer. `exp(0) = 1` is
+  the digit 1024 followed by zeros (every `U < 1`).
   """
   if halves == 0:
     return [1024] + [0] * (_DIGITS - 1)
@@ -116,12 +116,12 @@ _EXP_TABLE = np.array([_exp_digits(k) for k in range(_TABLE_HALVES + 1)], dtype=
 
 
 def _random_digits(key: Array, shape: tuple[int, ...]) -> Array:
-  """Uniform base-1024 digits (int32 in [0, 1024)), shape ``shape + (7,)``."""
+  """Uniform base-1024 digits (int32 in [0, 1024)), shape `shape + (7,)`."""
   return (jax.random.bits(key, shape + (_DIGITS,), jnp.uint32) & 1023).astype(_I32)
 
 
 def _less(digits: Array, target: Array) -> tuple[Array, Array]:
-  """``(U < x, decided)`` for ``U = 0.digits``, ``x = 0.target`` (base 1024, last axis).
+  """`(U < x, decided)` for `U = 0.digits`, `x = 0.target` (base 1024, last axis).
 
   Decided at the first digit where they differ; undecided (a tie of 70 bits) otherwise.
   """
@@ -132,11 +132,11 @@ def _less(digits: Array, target: Array) -> tuple[Array, Array]:
 
 
 def bernoulli_rational(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
-  """``(Bernoulli(num / den), ok)`` for int32 ``0 <= num``, ``1 <= den < 2^21``; 1 if ``num >= den``.
+  """`(Bernoulli(num / den), ok)` for int32 `0 <= num`, `1 <= den < 2^21`; 1 if `num >= den`.
 
-  ``U < num / den`` for a uniform ``U`` given by 70 random bits, compared digit by digit with
-  the exact long division of ``num`` by ``den`` (remainders ``< 2^21``, so ``1024 r`` fits in
-  int32); ``ok`` is False when the 70 bits tie (probability ``2^-70``).
+  `U < num / den` for a uniform `U` given by 70 random bits, compared digit by digit with
+  the exact long division of `num` by `den` (remainders `< 2^21`, so `1024 r` fits in
+  int32); `ok` is False when the 70 bits tie (probability `2^-70`).
   """
   num, den = jnp.broadcast_arrays(jnp.asarray(num, _I32), jnp.asarray(den, _I32))
   below = num < den
@@ -161,9 +161,9 @@ def bernoulli_rational(key: Array, num: Array, den: Array) -> tuple[Array, Array
 
 
 def _bernoulli_exp_halves(key: Array, halves: Array) -> tuple[Array, Array]:
-  """``(Bernoulli(exp(-halves / 2)), ok)`` by comparison with the tabulated expansion.
+  """`(Bernoulli(exp(-halves / 2)), ok)` by comparison with the tabulated expansion.
 
-  ``halves > 128`` gives 0 (its exact probability of 1 is below ``e^-64``).
+  `halves > 128` gives 0 (its exact probability of 1 is below `e^-64`).
   """
   inside = halves <= _TABLE_HALVES
   table = jnp.asarray(_EXP_TABLE)[jnp.clip(halves, 0, _TABLE_HALVES)]
@@ -172,9 +172,9 @@ def _bernoulli_exp_halves(key: Array, halves: Array) -> tuple[Array, Array]:
 
 
 def _series(key: Array, bernoulli_over_k, shape: tuple[int, ...]) -> tuple[Array, Array]:
-  """Algorithm 1 for ``gamma <= 1``: ``K = 1, 2, ...`` while ``Bernoulli(gamma / K)``; ``K`` odd.
+  """Algorithm 1 for `gamma <= 1`: `K = 1, 2, ...` while `Bernoulli(gamma / K)`; `K` odd.
 
-  ``bernoulli_over_k(key, K)`` draws ``Bernoulli(gamma / K)`` (with ``ok``); the ``K``'s are
+  `bernoulli_over_k(key, K)` draws `Bernoulli(gamma / K)` (with `ok`); the `K`'s are
   scanned up to 20, and reaching 20 (probability <= 1/20!) is not ok.
   """
 
@@ -197,12 +197,12 @@ def _series(key: Array, bernoulli_over_k, shape: tuple[int, ...]) -> tuple[Array
 
 
 def bernoulli_exp(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
-  """``(Bernoulli(exp(-num / den)), ok)``, int32 ``num >= 0``, ``1 <= den``, ``20 den < 2^21``.
+  """`(Bernoulli(exp(-num / den)), ok)`, int32 `num >= 0`, `1 <= den`, `20 den < 2^21`.
 
-  CKS Algorithm 1: the integer part ``n = floor(num / den)`` by one comparison with the exact
-  expansion of ``exp(-n)`` (``n > 64`` gives 0: exact probability ``< e^-64``), AND the
-  fractional part ``f = (num mod den) / den`` by the series, ``Bernoulli(f / K)`` being
-  ``Bernoulli((num mod den) / (den K))``. ``ok`` is False with probability ``< 1e-18``.
+  CKS Algorithm 1: the integer part `n = floor(num / den)` by one comparison with the exact
+  expansion of `exp(-n)` (`n > 64` gives 0: exact probability `< e^-64`), AND the
+  fractional part `f = (num mod den) / den` by the series, `Bernoulli(f / K)` being
+  `Bernoulli((num mod den) / (den K))`. `ok` is False with probability `< 1e-18`.
   """
   num, den = jnp.broadcast_arrays(jnp.asarray(num, _I32), jnp.asarray(den, _I32))
   k_whole, k_frac = jax.random.split(key)
@@ -213,7 +213,7 @@ def bernoulli_exp(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
 
 
 def _geometric(key: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
-  """``V`` with ``P(V >= v) = e^-v``: ``#{v in 1..64 : U < e^-v}`` for one uniform ``U``."""
+  """`V` with `P(V >= v) = e^-v`: `#{v in 1..64 : U < e^-v}` for one uniform `U`."""
   table = jnp.asarray(_EXP_TABLE[2::2])  # exp(-v), v = 1..64.
   digits = jnp.broadcast_to(_random_digits(key, shape)[..., None, :], shape + table.shape)
   less, decided = _less(digits, jnp.broadcast_to(table, shape + table.shape))
@@ -227,7 +227,7 @@ def _geometric(key: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
 
 
 def _laplace_round(key: Array, t: Array) -> tuple[Array, Array, Array]:
-  """One round of CKS Algorithm 2 (``s = 1``): ``(z, accepted, ok)``, elementwise in ``t``."""
+  """One round of CKS Algorithm 2 (`s = 1`): `(z, accepted, ok)`, elementwise in `t`."""
   k_u, k_keep, k_v, k_sign = jax.random.split(key, 4)
   mask = _smear(jnp.maximum(t - 1, 0).astype(jnp.uint32))
   u = (jax.random.bits(k_u, t.shape, jnp.uint32) & mask).astype(_I32)  # uniform in [0, mask]
@@ -242,7 +242,7 @@ def _laplace_round(key: Array, t: Array) -> tuple[Array, Array, Array]:
 
 
 def _gaussian_round(key: Array, t: Array) -> tuple[Array, Array, Array]:
-  """One round of CKS Algorithm 3 with ``sigma = t``: ``(z, accepted, ok)``."""
+  """One round of CKS Algorithm 3 with `sigma = t`: `(z, accepted, ok)`."""
   k_y, k_a, k_b, k_c1, k_c2 = jax.random.split(key, 5)
   y, accepted, ok = _laplace_round(k_y, t)
   x = jnp.abs(jnp.abs(y) - t)  # | |Y| - sigma^2 / t |, t = sigma
@@ -263,7 +263,7 @@ def _and(x, y):
 
 
 def _smear(m: Array) -> Array:
-  """All bits below the highest set bit of the uint32 ``m`` set (a mask >= m)."""
+  """All bits below the highest set bit of the uint32 `m` set (a mask >= m)."""
   for shift in (1, 2, 4, 8, 16):
     m = m | (m >> shift)
   return m
@@ -274,7 +274,7 @@ def _valid_scale(t: Array) -> Array:
 
 
 def _rejection(round_fn, key: Array, scale: Array) -> Array:
-  """The first accepted of up to 16 x 8 rounds per entry of ``scale``; FAILED otherwise."""
+  """The first accepted of up to 16 x 8 rounds per entry of `scale`; FAILED otherwise."""
   valid = _valid_scale(scale)
   t = jnp.broadcast_to(jnp.where(valid, scale, 1)[..., None], scale.shape + (_CANDIDATES,))
 
@@ -314,21 +314,21 @@ def _sampler(round_fn, key: Array, scale: Array, shape: tuple[int, ...]) -> Arra
 
 
 def discrete_laplace(key: Array, scale: Array, shape: tuple[int, ...] = ()) -> Array:
-  """Exact discrete Laplace draws: ``P(Z = z) = tanh(1 / (2 t)) exp(-|z| / t)``, ``z`` in Z.
+  """Exact discrete Laplace draws: `P(Z = z) = tanh(1 / (2 t)) exp(-|z| / t)`, `z` in Z.
 
   Args:
     key: a JAX PRNG key.
-    scale: integer ``t`` in ``[1, MAX_SCALE]`` (broadcast to ``shape``); any other value
-      gives :data:`FAILED`.
+    scale: integer `t` in `[1, MAX_SCALE]` (broadcast to `shape`); any other value
+      gives `FAILED`.
     shape: the output shape.
 
   Returns:
-    int32 draws (CKS Algorithm 2), :data:`FAILED` where a cap was hit (prob. < 1e-18).
+    int32 draws (CKS Algorithm 2), `FAILED` where a cap was hit (prob. < 1e-18).
 
-  Privacy: for integers ``|x - x'| <= D``, ``x + Z`` is ``D / t``-DP; report-noisy-max
-  ``argmax_j m_j + Z_j`` over integer scores of sensitivity ``D`` is ``2 D / t``-DP (ties go
-  to the lowest index: ``j`` wins iff ``Z_j`` reaches an integer threshold that moves by at
-  most ``2 D``, and ``P(Z >= a) <= e^{c / t} P(Z >= a + c)``).
+  Privacy: for integers `|x - x'| <= D`, `x + Z` is `D / t`-DP; report-noisy-max
+  `argmax_j m_j + Z_j` over integer scores of sensitivity `D` is `2 D / t`-DP (ties go
+  to the lowest index: `j` wins iff `Z_j` reaches an integer threshold that moves by at
+  most `2 D`, and `P(Z >= a) <= e^{c / t} P(Z >= a + c)`).
 
   Examples:
     >>> import jax
@@ -340,20 +340,20 @@ def discrete_laplace(key: Array, scale: Array, shape: tuple[int, ...] = ()) -> A
 
 
 def discrete_gaussian(key: Array, sigma: Array, shape: tuple[int, ...] = ()) -> Array:
-  """Exact discrete Gaussian draws: ``P(Z = z) ∝ exp(-z^2 / (2 sigma^2))``, ``z`` in Z.
+  """Exact discrete Gaussian draws: `P(Z = z) ∝ exp(-z^2 / (2 sigma^2))`, `z` in Z.
 
   Args:
     key: a JAX PRNG key.
-    sigma: integer ``sigma`` in ``[1, MAX_SCALE]`` (broadcast to ``shape``); any other value
-      gives :data:`FAILED`.
+    sigma: integer `sigma` in `[1, MAX_SCALE]` (broadcast to `shape`); any other value
+      gives `FAILED`.
     shape: the output shape.
 
   Returns:
-    int32 draws (CKS Algorithm 3), :data:`FAILED` where a cap was hit (prob. < 1e-18).
+    int32 draws (CKS Algorithm 3), `FAILED` where a cap was hit (prob. < 1e-18).
 
-  Privacy (CKS Theorem 4): for integers ``|x - x'| <= D``, ``x + Z`` is
-  ``rho = D^2 / (2 sigma^2)``-zCDP: Renyi divergence at most ``alpha D^2 / (2 sigma^2)`` at
-  every order ``alpha > 1``.
+  Privacy (CKS Theorem 4): for integers `|x - x'| <= D`, `x + Z` is
+  `rho = D^2 / (2 sigma^2)`-zCDP: Renyi divergence at most `alpha D^2 / (2 sigma^2)` at
+  every order `alpha > 1`.
   """
   return _sampler(_gaussian_round, key, sigma, shape)
 
@@ -364,11 +364,11 @@ def discrete_gaussian(key: Array, sigma: Array, shape: tuple[int, ...] = ()) -> 
 
 
 def grid_step(noise_scale: Array, target: int = GRID_TARGET) -> Array:
-  """The public grid step: the power of two ``2^floor(log2(noise_scale / target))``.
+  """The public grid step: the power of two `2^floor(log2(noise_scale / target))`.
 
-  ``noise_scale`` (``multiplier * sensitivity``) is public, so the grid is. A power of two
-  makes ``value / gran`` and ``k * gran`` exact in floating point (no under/overflow), so the
-  grid-unit sensitivity below is exact and the released ``k * gran`` depends on ``k`` only.
+  `noise_scale` (`multiplier * sensitivity`) is public, so the grid is. A power of two
+  makes `value / gran` and `k * gran` exact in floating point (no under/overflow), so the
+  grid-unit sensitivity below is exact and the released `k * gran` depends on `k` only.
   """
   noise_scale = jnp.asarray(noise_scale)
   exponent = jnp.floor(jnp.log2(noise_scale / target))
@@ -378,20 +378,20 @@ def grid_step(noise_scale: Array, target: int = GRID_TARGET) -> Array:
 
 
 def grid_sensitivity(sensitivity: Array, gran: Array) -> Array:
-  """Integer sensitivity, in grid steps, of ``round(value / gran)``: ``ceil(Delta / gran) + 1``.
+  """Integer sensitivity, in grid steps, of `round(value / gran)`: `ceil(Delta / gran) + 1`.
 
-  If ``|v - v'| <= Delta`` then ``|round(v / gran) - round(v' / gran)| <= Delta / gran + 1``
-  (each rounding moves by at most 1/2), and the difference is an integer. ``Delta / gran``
-  is exact (``gran`` a power of two), so the ceiling is.
+  If `|v - v'| <= Delta` then `|round(v / gran) - round(v' / gran)| <= Delta / gran + 1`
+  (each rounding moves by at most 1/2), and the difference is an integer. `Delta / gran`
+  is exact (`gran` a power of two), so the ceiling is.
   """
   return jnp.ceil(sensitivity / gran) + 1.0
 
 
 def integer_scale(multiplier: Array, grid_sens: Array) -> tuple[Array, Array]:
-  """``(t, valid)``: the int32 scale ``floor(multiplier * D) + 1 > multiplier * D``.
+  """`(t, valid)`: the int32 scale `floor(multiplier * D) + 1 > multiplier * D`.
 
-  ``floor(fl(x)) + 1`` exceeds the exact ``x`` whenever the float error is below 1, which
-  holds for ``x < MAX_SCALE``. ``valid`` is False for a scale outside ``[1, MAX_SCALE]`` or a
+  `floor(fl(x)) + 1` exceeds the exact `x` whenever the float error is below 1, which
+  holds for `x < MAX_SCALE`. `valid` is False for a scale outside `[1, MAX_SCALE]` or a
   non-finite one (the mechanisms then release NaN).
   """
   t = jnp.floor(multiplier * grid_sens) + 1.0
@@ -400,7 +400,7 @@ def integer_scale(multiplier: Array, grid_sens: Array) -> tuple[Array, Array]:
 
 
 def snap(value: Array, gran: Array) -> Array:
-  """``round(value / gran)`` (ties to even), an integer held in ``value``'s float dtype."""
+  """`round(value / gran)` (ties to even), an integer held in `value`'s float dtype."""
   return jnp.round(value / gran)
 
 
@@ -410,13 +410,13 @@ def snap(value: Array, gran: Array) -> Array:
 
 
 def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:
-  """``P(Z = z) = tanh(1 / (2 t)) exp(-|z| / t)`` (normalized: ``sum_z exp(-|z|/t) = coth(1/(2t))``)."""
+  """`P(Z = z) = tanh(1 / (2 t)) exp(-|z| / t)` (normalized: `sum_z exp(-|z|/t) = coth(1/(2t))`)."""
   z = np.asarray(z, dtype=float)
   return np.tanh(0.5 / scale) * np.exp(-np.abs(z) / scale)
 
 
 def discrete_gaussian_pmf(z: np.ndarray, sigma: float) -> np.ndarray:
-  """``P(Z = z) = exp(-z^2 / (2 sigma^2)) / sum_k exp(-k^2 / (2 sigma^2))`` (sum truncated at 60 sigma)."""
+  """`P(Z = z) = exp(-z^2 / (2 sigma^2)) / sum_k exp(-k^2 / (2 sigma^2))` (sum truncated at 60 sigma)."""
   z = np.asarray(z, dtype=float)
   k = np.arange(-int(60 * sigma) - 1, int(60 * sigma) + 2, dtype=float)
   norm = np.sum(np.exp(-k**2 / (2.0 * sigma**2)))

@@ -1,33 +1,33 @@
-"""Per-example losses: plain JAX functions ``loss(w, x, y) -> scalar`` and their curvature.
+"""Per-example losses: plain JAX functions `loss(w, x, y) -> scalar` and their curvature.
 
-A :class:`Loss` wraps a per-example loss. Losses of generalized-linear form
-``l(w; x, y) = phi(<x, w>, y)`` also carry ``phi`` and, when known, an upper bound
-``curvature >= sup_z phi''(z, y)``; solvers then keep the margins ``Xw`` and update
+A [`Loss`][dpgcd_jax.losses.Loss] wraps a per-example loss. Losses of generalized-linear form
+`l(w; x, y) = phi(<x, w>, y)` also carry `phi` and, when known, an upper bound
+`curvature >= sup_z phi''(z, y)`; solvers then keep the margins `Xw` and update
 them in O(n) after each coordinate step (the GLM fast path), and the coordinate
-smoothness constants have the closed form ``M_j = curvature * mean_i x_ij^2``.
+smoothness constants have the closed form `M_j = curvature * mean_i x_ij^2`.
 
-Built-ins (closed-form curvature, checked against ``jax.hessian`` in the tests):
+Built-ins (closed-form curvature, checked against `jax.hessian` in the tests):
 
-============  ======================================  ==============
-name          phi(z, y)                               sup phi''
-============  ======================================  ==============
-squared       (z - y)^2 / 2                           1
-logistic      log(1 + exp(-y z)),  y in {-1, +1}      1 / 4
-huber(delta)  r^2/2 if |r| <= delta else               1
-              delta (|r| - delta/2),  r = z - y
-============  ======================================  ==============
+| name | phi(z, y) | sup phi'' |
+|---|---|---|
+| squared | (z - y)^2 / 2 | 1 |
+| logistic | log(1 + exp(-y z)),  y in {-1, +1} | 1 / 4 |
+| huber(delta) | r^2/2 if \\|r\\| <= delta else delta (\\|r\\| - delta/2),  r = z - y | 1 |
 
 Custom losses:
 
+```pycon
 >>> import jax.numpy as jnp
 >>> log_cosh = glm_loss(lambda z, y: jnp.logaddexp(z - y, y - z) - jnp.log(2.0),
 ...                     curvature=1.0, name="log_cosh")
 >>> my_loss = custom_loss(lambda w, x, y: jnp.log(jnp.cosh(x @ w - y)))
 
-A GLM loss without ``curvature`` gets a numerical estimate (see
-:func:`dpgcd_jax.problem.coordinate_smoothness`); any other loss gets its
+```
+
+A GLM loss without `curvature` gets a numerical estimate (see
+[`dpgcd_jax.problem.coordinate_smoothness`][]); any other loss gets its
 smoothness constants from the Hessian diagonal computed by JAX. Pass public
-constants ``smoothness=`` to :func:`dpgcd_jax.make_problem` to avoid both.
+constants `smoothness=` to [`dpgcd_jax.make_problem`][] to avoid both.
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ class Loss:
   """A smooth convex per-example loss (static: part of the compiled structure).
 
   Attributes:
-    fn: ``fn(w, x, y) -> scalar``, the loss of one example ``(x, y)`` at ``w``.
+    fn: `fn(w, x, y) -> scalar`, the loss of one example `(x, y)` at `w`.
     name: a label for tables and errors.
-    phi: for GLM losses, ``phi(z, y)`` with ``fn(w, x, y) = phi(x @ w, y)``; else None.
-    curvature: an upper bound on ``phi''`` (GLM losses), None when unknown.
-    labels: the values ``y`` may take (e.g. ``(-1.0, 1.0)`` for the logistic loss), or None:
-      any finite value (checked by :func:`dpgcd_jax.make_problem`).
+    phi: for GLM losses, `phi(z, y)` with `fn(w, x, y) = phi(x @ w, y)`; else None.
+    curvature: an upper bound on `phi''` (GLM losses), None when unknown.
+    labels: the values `y` may take (e.g. `(-1.0, 1.0)` for the logistic loss), or None:
+      any finite value (checked by [`dpgcd_jax.make_problem`][]).
   """
 
   fn: PerExampleLoss
@@ -69,7 +69,7 @@ class Loss:
 
 @dataclasses.dataclass(frozen=True)
 class _MarginComposition:
-  """``fn(w, x, y) = phi(<x, w>, y)``: a picklable, hashable per-example loss (no lambda)."""
+  """`fn(w, x, y) = phi(<x, w>, y)`: a picklable, hashable per-example loss (no lambda)."""
 
   phi: MarginLoss
 
@@ -79,8 +79,8 @@ class _MarginComposition:
 
 def glm_loss(phi: MarginLoss, *, curvature: float | None = None, name: str = "glm",
              labels: tuple[float, ...] | None = None) -> Loss:
-  """A loss ``l(w; x, y) = phi(<x, w>, y)``; ``curvature`` bounds ``phi''`` if known; ``labels``:
-  the values ``y`` may take (None: any finite value)."""
+  """A loss `l(w; x, y) = phi(<x, w>, y)`; `curvature` bounds `phi''` if known; `labels`:
+  the values `y` may take (None: any finite value)."""
   if curvature is not None and not curvature > 0:
     raise ValueError(f"Expected curvature > 0, got curvature={curvature!r}.")
   if labels is not None:
@@ -89,7 +89,7 @@ def glm_loss(phi: MarginLoss, *, curvature: float | None = None, name: str = "gl
 
 
 def custom_loss(fn: PerExampleLoss, *, name: str = "custom") -> Loss:
-  """Any smooth convex per-example loss ``fn(w, x, y) -> scalar``."""
+  """Any smooth convex per-example loss `fn(w, x, y) -> scalar`."""
   return Loss(fn=fn, name=name)
 
 
@@ -107,8 +107,8 @@ logistic = glm_loss(_logistic, curvature=0.25, name="logistic", labels=(-1.0, 1.
 
 @dataclasses.dataclass(frozen=True)
 class _HuberPhi:
-  """Huber ``phi`` with threshold ``delta``; equal thresholds give equal (hashable) objects, so
-  ``huber(1.0)`` built twice hits the same jit cache entry."""
+  """Huber `phi` with threshold `delta`; equal thresholds give equal (hashable) objects, so
+  `huber(1.0)` built twice hits the same jit cache entry."""
 
   delta: float
 
@@ -118,7 +118,7 @@ class _HuberPhi:
 
 
 def huber(delta: float = 1.0) -> Loss:
-  """Huber loss of the residual ``z - y`` with threshold ``delta`` (curvature 1)."""
+  """Huber loss of the residual `z - y` with threshold `delta` (curvature 1)."""
   if not delta > 0:
     raise ValueError(f"Expected delta > 0, got delta={delta!r}.")
   return glm_loss(_HuberPhi(float(delta)), curvature=1.0, name=f"huber({delta:g})")
@@ -128,7 +128,7 @@ BUILTIN = {"squared": squared, "logistic": logistic, "huber": huber()}
 
 
 def get(loss: Loss | str | PerExampleLoss) -> Loss:
-  """Returns a :class:`Loss` from a Loss, a built-in name or a plain function ``fn(w, x, y)``."""
+  """Returns a [`Loss`][dpgcd_jax.losses.Loss] from a Loss, a built-in name or a plain function `fn(w, x, y)`."""
   if isinstance(loss, Loss):
     return loss
   if isinstance(loss, str) and loss in BUILTIN:

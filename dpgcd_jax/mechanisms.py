@@ -1,38 +1,38 @@
 """The noise mechanisms of the coordinate solvers: each one a device-side sampler and its cost.
 
-A mechanism is a small frozen (hashable, static under ``jax.jit``) object with
+A mechanism is a small frozen (hashable, static under `jax.jit`) object with
 
-- a device-side sampler: ``select(key, scores_fn, g, w, M, penalty, scale, rule)`` for a
-  selection, ``perturb(key, g_j, scale)`` for an update (``scale`` = multiplier x sensitivity);
-- ``cost``: its host-side privacy cost (:mod:`dpgcd_jax.privacy.costs`), from which it reads
-  ``name``, ``event(multiplier)`` (the privacy event of one use with that multiplier, which the
-  ledger composes) and ``zcdp_per_unit`` (``rho`` of one use times ``multiplier^2``: splits a
-  budget between a selection and an update, ``selection_share`` of
-  :func:`dpgcd_jax.privacy.calibrate_gcd`). The accounting reads the costs, never this module.
+- a device-side sampler: `select(key, scores_fn, g, w, M, penalty, scale, rule)` for a
+  selection, `perturb(key, g_j, scale)` for an update (`scale` = multiplier x sensitivity);
+- `cost`: its host-side privacy cost (`dpgcd_jax.privacy.costs`), from which it reads
+  `name`, `event(multiplier)` (the privacy event of one use with that multiplier, which the
+  ledger composes) and `zcdp_per_unit` (`rho` of one use times `multiplier^2`: splits a
+  budget between a selection and an update, `selection_share` of
+  [`dpgcd_jax.privacy.calibrate_gcd`][]). The accounting reads the costs, never this module.
 
-Solvers and the accounting look mechanisms up by object or by name (``"laplace"``,
-``"gumbel"``, ``"gaussian"`` are sugar for the objects below). Adding a mechanism is one
-class in this file, registered in :data:`SELECTIONS` or :data:`UPDATES`, with its cost in
-:mod:`dpgcd_jax.privacy.costs`, and a statistical
-test of its sampler (``tests/privacy/test_noise.py``) and of its event against dp_accounting.
+Solvers and the accounting look mechanisms up by object or by name (`"laplace"`,
+`"gumbel"`, `"gaussian"` are sugar for the objects below). Adding a mechanism is one
+class in this file, registered in `SELECTIONS` or `UPDATES`, with its cost in
+`dpgcd_jax.privacy.costs`, and a statistical
+test of its sampler (`tests/privacy/test_noise.py`) and of its event against dp_accounting.
 
-Privacy arguments (sensitivities in :mod:`dpgcd_jax.solvers.greedy`): report-noisy-max with
-Laplace noise ``b Delta_bar`` is ``2 / b``-DP; the Gumbel-max (exponential mechanism) with
-scale ``b Delta_bar`` is ``2 / b``-DP and ``2 / b``-bounded-range; a Laplace update of scale
-``b' Delta_j`` is ``1 / b'``-DP (the Laplace mechanism); a Gaussian update of standard deviation
-``s Delta_j`` is the Gaussian mechanism with multiplier ``s``.
+Privacy arguments (sensitivities in [`dpgcd_jax.solvers.greedy`][]): report-noisy-max with
+Laplace noise `b Delta_bar` is `2 / b`-DP; the Gumbel-max (exponential mechanism) with
+scale `b Delta_bar` is `2 / b`-DP and `2 / b`-bounded-range; a Laplace update of scale
+`b' Delta_j` is `1 / b'`-DP (the Laplace mechanism); a Gaussian update of standard deviation
+`s Delta_j` is the Gaussian mechanism with multiplier `s`.
 
-Floating-point-safe mechanisms (``secure_noise=True`` in :func:`dpgcd_jax.dp_gcd.run` / ``fit``,
-or the names ``"discrete_laplace"`` / ``"discrete_gaussian"``): they release integers on a
-public grid (:mod:`dpgcd_jax.discrete_noise`), so that no released float carries Mironov's
-(2012) artefacts. Such an object has ``discrete = True`` and takes the multiplier and the
-sensitivity separately: ``select(key, scores_fn, g, w, M, penalty, multiplier, sensitivity,
-rule) -> (j, ok)`` and ``perturb(key, value, multiplier, sensitivity)`` (NaN when not ok).
-Grid: ``gran = 2^floor(log2(multiplier Delta / 8192))`` (public), integer sensitivity
-``D = ceil(Delta / gran) + 1`` (the rounding adds one step), integer scale
-``t = floor(multiplier D) + 1 > multiplier D``. Hence report-noisy-max with discrete Laplace
-noise ``t`` on the snapped scores is ``2 D / t < 2 / b``-DP, a discrete Laplace update
-``D / t < 1 / b'``-DP, a discrete Gaussian update ``D^2 / (2 t^2) < 1 / (2 s^2)``-zCDP
+Floating-point-safe mechanisms (`secure_noise=True` in [`dpgcd_jax.dp_gcd.run`][] / `fit`,
+or the names `"discrete_laplace"` / `"discrete_gaussian"`): they release integers on a
+public grid (`dpgcd_jax.discrete_noise`), so that no released float carries Mironov's
+(2012) artefacts. Such an object has `discrete = True` and takes the multiplier and the
+sensitivity separately: `select(key, scores_fn, g, w, M, penalty, multiplier, sensitivity,
+rule) -> (j, ok)` and `perturb(key, value, multiplier, sensitivity)` (NaN when not ok).
+Grid: `gran = 2^floor(log2(multiplier Delta / 8192))` (public), integer sensitivity
+`D = ceil(Delta / gran) + 1` (the rounding adds one step), integer scale
+`t = floor(multiplier D) + 1 > multiplier D`. Hence report-noisy-max with discrete Laplace
+noise `t` on the snapped scores is `2 D / t < 2 / b`-DP, a discrete Laplace update
+`D / t < 1 / b'`-DP, a discrete Gaussian update `D^2 / (2 t^2) < 1 / (2 s^2)`-zCDP
 (Canonne, Kamath & Steinke 2020, Thm 4): the events below are these bounds.
 """
 
@@ -57,9 +57,9 @@ Array = jax.Array
 
 
 def argmax(x: Array) -> Array:
-  """``jnp.argmax`` of a vector (the first maximum; a NaN counts as the maximum), as two reductions.
+  """`jnp.argmax` of a vector (the first maximum; a NaN counts as the maximum), as two reductions.
 
-  The same index as ``jnp.argmax`` for every input (a max, then the smallest index holding it or
+  The same index as `jnp.argmax` for every input (a max, then the smallest index holding it or
   a NaN), but vectorized: XLA's CPU argmax reduces (value, index) pairs one by one (4.6 ms over
   1e6 scores against 0.6 ms here; a noisy selection over 1e6 coordinates 18.6 -> 9.4 ms).
   """
@@ -70,7 +70,7 @@ def argmax(x: Array) -> Array:
 
 @runtime_checkable
 class SelectionMechanism(Protocol):
-  """The contract of a selection (module docstring): a device-side ``select`` and its cost."""
+  """The contract of a selection (module docstring): a device-side `select` and its cost."""
 
   name: str
   zcdp_per_unit: float
@@ -82,7 +82,7 @@ class SelectionMechanism(Protocol):
 
 @runtime_checkable
 class UpdateMechanism(Protocol):
-  """The contract of an update (module docstring): a device-side ``perturb`` and its cost."""
+  """The contract of an update (module docstring): a device-side `perturb` and its cost."""
 
   name: str
   zcdp_per_unit: float
@@ -93,7 +93,7 @@ class UpdateMechanism(Protocol):
 
 
 class _Costed:
-  """A mechanism's host-side cost (:mod:`dpgcd_jax.privacy.costs`): its name, event and zCDP."""
+  """A mechanism's host-side cost (`dpgcd_jax.privacy.costs`): its name, event and zCDP."""
 
   cost: ClassVar[costs.Cost]
 
@@ -111,7 +111,7 @@ class _Costed:
 
 @dataclasses.dataclass(frozen=True)
 class LaplaceNoisyMax(_Costed):
-  """Paper-faithful selection: Laplace noise, inside ``|.|`` where the score allows it."""
+  """Paper-faithful selection: Laplace noise, inside `|.|` where the score allows it."""
 
   cost: ClassVar[costs.Cost] = costs.SELECTIONS["laplace"]
 
@@ -126,7 +126,7 @@ class LaplaceNoisyMax(_Costed):
 
 @dataclasses.dataclass(frozen=True)
 class GumbelMax(_Costed):
-  """Exponential mechanism: ``argmax score_j + b Delta_bar G_j``, ``G_j ~ Gumbel(0, 1)``."""
+  """Exponential mechanism: `argmax score_j + b Delta_bar G_j`, `G_j ~ Gumbel(0, 1)`."""
 
   cost: ClassVar[costs.Cost] = costs.SELECTIONS["gumbel"]
 
@@ -138,7 +138,7 @@ class GumbelMax(_Costed):
 
 @dataclasses.dataclass(frozen=True)
 class LaplaceNoise(_Costed):
-  """Update noise ``Lap(b' Delta_j)``: the Laplace mechanism, ``1 / b'``-DP."""
+  """Update noise `Lap(b' Delta_j)`: the Laplace mechanism, `1 / b'`-DP."""
 
   cost: ClassVar[costs.Cost] = costs.UPDATES["laplace"]
 
@@ -148,7 +148,7 @@ class LaplaceNoise(_Costed):
 
 @dataclasses.dataclass(frozen=True)
 class GaussianNoise(_Costed):
-  """Update noise ``N(0, (s Delta_j)^2)``: the Gaussian mechanism, ``1 / (2 s^2)``-zCDP."""
+  """Update noise `N(0, (s Delta_j)^2)`: the Gaussian mechanism, `1 / (2 s^2)`-zCDP."""
 
   cost: ClassVar[costs.Cost] = costs.UPDATES["gaussian"]
 
@@ -157,7 +157,7 @@ class GaussianNoise(_Costed):
 
 
 def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
-  """``(gran, t, valid)``: the public grid step and integer noise scale (module docstring)."""
+  """`(gran, t, valid)`: the public grid step and integer noise scale (module docstring)."""
   gran = discrete_noise.grid_step(multiplier * sensitivity)
   grid_sens = discrete_noise.grid_sensitivity(sensitivity, gran)
   t, valid = discrete_noise.integer_scale(multiplier, grid_sens)
@@ -166,21 +166,21 @@ def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
 
 
 def _snap_int(value: Array, gran: Array) -> Array:
-  """``round(value / gran)`` as int32, clamped to ``[-2^30, 2^30]`` (1-Lipschitz: sensitivity kept)."""
+  """`round(value / gran)` as int32, clamped to `[-2^30, 2^30]` (1-Lipschitz: sensitivity kept)."""
   return jnp.clip(discrete_noise.snap(value, gran), -2.0**30, 2.0**30).astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteLaplaceNoisyMax(_Costed):
-  """Report-noisy-max on the public grid: ``argmax_j round(score_j / gran) + Z_j``, integers.
+  """Report-noisy-max on the public grid: `argmax_j round(score_j / gran) + Z_j`, integers.
 
-  ``Z_j`` discrete Laplace of integer scale ``t = floor(b D) + 1``; every score (GS-s, GS-r,
-  GS-q) goes through the same report-noisy-max (no noise inside ``|.|``). Privacy: the snapped
-  scores are integers of sensitivity ``D = ceil(Delta_bar / gran) + 1``; given the other
-  noises, ``j`` wins (ties: lowest index) iff ``Z_j`` reaches an integer threshold that moves
-  by at most ``2 D`` between neighbours, so the release is ``2 D / t``-DP, ``< 2 / b``: the
-  event ``PureDp(2 / b)`` is an upper bound on the exact mechanism. Multiplier 0: the
-  noise-free argmax (the non-private limit); an invalid multiplier or a sampler cap: ``ok``
+  `Z_j` discrete Laplace of integer scale `t = floor(b D) + 1`; every score (GS-s, GS-r,
+  GS-q) goes through the same report-noisy-max (no noise inside `|.|`). Privacy: the snapped
+  scores are integers of sensitivity `D = ceil(Delta_bar / gran) + 1`; given the other
+  noises, `j` wins (ties: lowest index) iff `Z_j` reaches an integer threshold that moves
+  by at most `2 D` between neighbours, so the release is `2 D / t`-DP, `< 2 / b`: the
+  event `PureDp(2 / b)` is an upper bound on the exact mechanism. Multiplier 0: the
+  noise-free argmax (the non-private limit); an invalid multiplier or a sampler cap: `ok`
   False (the step then releases NaN).
   """
 
@@ -215,10 +215,10 @@ def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteLaplaceNoise(_Costed):
-  """Update ``(round(g_j / gran) + Z) gran``, ``Z`` discrete Laplace of scale ``t = floor(b' D) + 1``.
+  """Update `(round(g_j / gran) + Z) gran`, `Z` discrete Laplace of scale `t = floor(b' D) + 1`.
 
-  ``D / t < 1 / b'``-DP (the discrete Laplace mechanism on an integer of sensitivity ``D``):
-  event ``DiscreteLaplace(1 / b')``, accounted as pure DP (randomized response dominates it).
+  `D / t < 1 / b'`-DP (the discrete Laplace mechanism on an integer of sensitivity `D`):
+  event `DiscreteLaplace(1 / b')`, accounted as pure DP (randomized response dominates it).
   """
 
   cost: ClassVar[costs.Cost] = costs.UPDATES["discrete_laplace"]
@@ -230,10 +230,10 @@ class DiscreteLaplaceNoise(_Costed):
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteGaussianNoise(_Costed):
-  """Update ``(round(g_j / gran) + Z) gran``, ``Z`` discrete Gaussian, ``sigma = floor(s D) + 1``.
+  """Update `(round(g_j / gran) + Z) gran`, `Z` discrete Gaussian, `sigma = floor(s D) + 1`.
 
-  ``D^2 / (2 sigma^2) < 1 / (2 s^2)``-zCDP (CKS 2020, Thm 4, integer sensitivity ``D``):
-  event ``DiscreteGaussian(s)`` (RDP ``alpha / (2 s^2)``; no GDP / PLD route claims it).
+  `D^2 / (2 sigma^2) < 1 / (2 s^2)`-zCDP (CKS 2020, Thm 4, integer sensitivity `D`):
+  event `DiscreteGaussian(s)` (RDP `alpha / (2 s^2)`; no GDP / PLD route claims it).
   """
 
   cost: ClassVar[costs.Cost] = costs.UPDATES["discrete_gaussian"]
@@ -252,7 +252,7 @@ SECURE_UPDATES = {"laplace": "discrete_laplace", "gaussian": "discrete_gaussian"
 
 
 def is_discrete(mechanism: Any) -> bool:
-  """Whether a mechanism object releases integers on the public grid (``discrete = True``)."""
+  """Whether a mechanism object releases integers on the public grid (`discrete = True`)."""
   return bool(getattr(mechanism, "discrete", False))
 
 
@@ -260,7 +260,7 @@ def secure(selection_name: Any, update_name: Any) -> tuple[str, str]:
   """The floating-point-safe counterparts of a (selection, update) pair of names.
 
   "laplace" -> "discrete_laplace" (both), "gaussian" -> "discrete_gaussian". There is no exact
-  discrete exponential mechanism here: ``selection="gumbel"`` raises, as does any object that
+  discrete exponential mechanism here: `selection="gumbel"` raises, as does any object that
   is not discrete.
   """
   for kind, name, table in (("selection", selection_name, SECURE_SELECTIONS),

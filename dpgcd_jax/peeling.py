@@ -1,33 +1,33 @@
-"""Peeling: private top-``s`` selection, ``s`` rounds of the exponential mechanism without replacement.
+"""Peeling: private top-`s` selection, `s` rounds of the exponential mechanism without replacement.
 
-Used by private iterative hard thresholding (:mod:`dpgcd_jax.solvers.dp_iht`) and by the
-support selection of the two-stage solver (:mod:`dpgcd_jax.solvers.two_stage`).
+Used by private iterative hard thresholding ([`dpgcd_jax.solvers.dp_iht`][]) and by the
+support selection of the two-stage solver ([`dpgcd_jax.solvers.two_stage`][]).
 
-Given scores ``u`` (a (p,) vector) whose entries each move by at most ``Delta_u`` between
-neighbouring datasets, round ``r = 1, ..., s`` draws ``j_r`` from the coordinates not drawn yet,
-``R_r = {1..p} \\ {j_1..j_(r-1)}``, with
+Given scores `u` (a (p,) vector) whose entries each move by at most `Delta_u` between
+neighbouring datasets, round `r = 1, ..., s` draws `j_r` from the coordinates not drawn yet,
+`R_r = {1..p} \\ {j_1..j_(r-1)}`, with
 
-.. math::
+$$
+P(j_r = j \\mid j_1, \\dots, j_{r-1}) = \\frac{\\exp(u_j / (b \\Delta_u))}
+{\\sum_{k \\in R_r} \\exp(u_k / (b \\Delta_u))}, \\quad j \\in R_r
+$$
 
-   P(j_r = j \\mid j_1, \\dots, j_{r-1}) = \\frac{\\exp(u_j / (b \\Delta_u))}
-   {\\sum_{k \\in R_r} \\exp(u_k / (b \\Delta_u))}, \\quad j \\in R_r
-
-(``b`` the multiplier). One draw computes all ``s`` rounds: the indices of the ``s`` largest
-``u_j + b Delta_u G_j``, ``G_j ~ Gumbel(0, 1)`` i.i.d., in decreasing order. The ordered top-``s``
+(`b` the multiplier). One draw computes all `s` rounds: the indices of the `s` largest
+`u_j + b Delta_u G_j`, `G_j ~ Gumbel(0, 1)` i.i.d., in decreasing order. The ordered top-`s`
 of Gumbel-perturbed scores has exactly the law above (the Gumbel-top-k trick; Yellott 1977,
 Kool, van Hoof & Welling 2019; Durfee & Rogers 2019 use it for private top-k): the arg max of
-``u_j / tau + G_j`` over a set is a softmax draw from it, independent of the value of the max;
-given the first winner and its value ``m``, the others are conditioned only on their max being
-below ``m``, which leaves their arg max a softmax draw from the remaining set; and so on.
-``b = 0`` is the exact top-``s`` (ties: the lower index first).
+`u_j / tau + G_j` over a set is a softmax draw from it, independent of the value of the max;
+given the first winner and its value `m`, the others are conditioned only on their max being
+below `m`, which leaves their arg max a softmax draw from the remaining set; and so on.
+`b = 0` is the exact top-`s` (ties: the lower index first).
 
-Privacy (replace-one neighbours). Round ``r`` is the exponential mechanism over the set ``R_r``,
-which is a function of the earlier outputs only: the argument of :class:`dpgcd_jax.mechanisms.GumbelMax`
-(the utility moves by at most ``Delta_u`` for every candidate, the log-probability ratio is a
-term in ``[-1/b, 1/b]`` plus a constant) makes it ``2 / b``-bounded-range. The ``s`` rounds are
-``s`` adaptive ``BoundedRange(2 / b)`` releases, :func:`ledger`; the one-shot draw has the
+Privacy (replace-one neighbours). Round `r` is the exponential mechanism over the set `R_r`,
+which is a function of the earlier outputs only: the argument of `dpgcd_jax.mechanisms.GumbelMax`
+(the utility moves by at most `Delta_u` for every candidate, the log-probability ratio is a
+term in `[-1/b, 1/b]` plus a constant) makes it `2 / b`-bounded-range. The `s` rounds are
+`s` adaptive `BoundedRange(2 / b)` releases, [`ledger`][dpgcd_jax.peeling.ledger]; the one-shot draw has the
 same output distribution, hence the same guarantee. Releasing the set instead of the ordered
-list is post-processing. The Gumbel draw is not snapped to a grid (no ``secure_noise``).
+list is post-processing. The Gumbel draw is not snapped to a grid (no `secure_noise`).
 """
 
 from __future__ import annotations
@@ -47,16 +47,16 @@ ROUND = mechanisms.GumbelMax()  # one round: the exponential mechanism, BoundedR
 
 
 def peel(key: Array, scores: Array, sparsity: int, multiplier: Array, sensitivity: Array) -> Array:
-  """The ``sparsity`` indices drawn by peeling on ``scores``, in the order drawn.
+  """The `sparsity` indices drawn by peeling on `scores`, in the order drawn.
 
   Args:
     key: a JAX PRNG key, used once.
-    scores: (p,) utilities ``u``; each moves by at most ``sensitivity`` between neighbours.
-    sparsity: ``s``, static, ``1 <= s <= p``.
-    multiplier: ``b`` >= 0, the temperature in units of ``sensitivity``. 0: the exact top-``s``;
+    scores: (p,) utilities `u`; each moves by at most `sensitivity` between neighbours.
+    sparsity: `s`, static, `1 <= s <= p`.
+    multiplier: `b` >= 0, the temperature in units of `sensitivity`. 0: the exact top-`s`;
       invalid (negative, NaN): NaN scores, a data-independent output (see
-      :func:`dpgcd_jax.clipping.noise_scale`).
-    sensitivity: ``Delta_u``.
+      [`dpgcd_jax.clipping.noise_scale`][]).
+    sensitivity: `Delta_u`.
 
   Returns:
     (s,) int32 indices, distinct.
@@ -67,17 +67,17 @@ def peel(key: Array, scores: Array, sparsity: int, multiplier: Array, sensitivit
 
 
 def indicator(indices: Array, size: int) -> Array:
-  """(size,) bool: ``True`` at ``indices`` (a comparison, not a scatter: it vmaps well)."""
+  """(size,) bool: `True` at `indices` (a comparison, not a scatter: it vmaps well)."""
   return jnp.any(jnp.arange(size)[:, None] == indices[None, :], axis=1)
 
 
 def event(multiplier: float) -> events.PrivacyEvent:
-  """The event of ONE round with multiplier ``b``: ``BoundedRange(2 / b)``."""
+  """The event of ONE round with multiplier `b`: `BoundedRange(2 / b)`."""
   return ROUND.event(float(multiplier))
 
 
 def ledger(label: str, multiplier: float, sparsity: int, count: int = 1) -> ledger_lib.Ledger:
-  """``count`` peelings of ``sparsity`` rounds each: ``count * sparsity`` rounds ``BoundedRange(2 / b)``."""
+  """`count` peelings of `sparsity` rounds each: `count * sparsity` rounds `BoundedRange(2 / b)`."""
   sparsity = check_sparsity(sparsity)
   count = _validate.check_int("count", count, low=0)
   _validate.check_positive("multiplier", multiplier, allow_zero=True, allow_inf=True)
@@ -85,7 +85,7 @@ def ledger(label: str, multiplier: float, sparsity: int, count: int = 1) -> ledg
 
 
 def check_sparsity(sparsity: int, num_features: int | None = None) -> int:
-  """``sparsity`` as an int in ``[1, p]`` (ValueError naming it otherwise)."""
+  """`sparsity` as an int in `[1, p]` (ValueError naming it otherwise)."""
   sparsity = _validate.check_int("sparsity", sparsity, low=1)
   if num_features is not None and sparsity > num_features:
     raise ValueError(f"Expected sparsity <= the number of features {num_features}, got sparsity={sparsity}.")

@@ -1,22 +1,22 @@
-"""Separable penalties ``psi(w) = sum_j psi_j(w_j)``: value, prox, subdifferential distance.
+"""Separable penalties `psi(w) = sum_j psi_j(w_j)`: value, prox, subdifferential distance.
 
 A penalty is a small pytree (its strengths are array leaves, scalars or per-coordinate
-vectors, so ``jax.vmap`` over them works and new values do not recompile) with three
+vectors, so `jax.vmap` over them works and new values do not recompile) with three
 methods, all vectorized over coordinates:
 
-``coordinate_values(w) -> array``
-    ``psi_j(w_j)`` per coordinate (``value(w)`` is their sum).
-``prox(v, step) -> array``
-    ``prox_{step * psi}(v) = argmin_x  psi(x) + (x - v)^2 / (2 step)``, coordinate-wise,
-    ``step`` a scalar or a per-coordinate vector.
-``subdiff_distance(w, g) -> array``
-    ``dist(-g_j, d psi_j(w_j))`` per coordinate: zero at every coordinate iff ``w``
-    minimizes ``f + psi`` when ``g = grad f(w)`` (the optimality check, and the GS-s score).
+`coordinate_values(w) -> array`
+    `psi_j(w_j)` per coordinate (`value(w)` is their sum).
+`prox(v, step) -> array`
+    `prox_{step * psi}(v) = argmin_x  psi(x) + (x - v)^2 / (2 step)`, coordinate-wise,
+    `step` a scalar or a per-coordinate vector.
+`subdiff_distance(w, g) -> array`
+    `dist(-g_j, d psi_j(w_j))` per coordinate: zero at every coordinate iff `w`
+    minimizes `f + psi` when `g = grad f(w)` (the optimality check, and the GS-s score).
 
-Writing a new penalty: subclass :class:`SeparablePenalty`, decorate the class with
-:func:`penalty` (a frozen dataclass whose fields are array leaves), write the three
-methods, and validate parameters in ``__post_init__`` (see :class:`L1`). Solvers call
-nothing else; :func:`coordinate` restricts a penalty to one coordinate.
+Writing a new penalty: subclass [`SeparablePenalty`][dpgcd_jax.penalties.SeparablePenalty], decorate the class with
+[`penalty`][dpgcd_jax.penalties.penalty] (a frozen dataclass whose fields are array leaves), write the three
+methods, and validate parameters in `__post_init__` (see [`L1`][dpgcd_jax.penalties.L1]). Solvers call
+nothing else; [`coordinate`][dpgcd_jax.penalties.coordinate] restricts a penalty to one coordinate.
 """
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ def penalty(cls: type[_P]) -> type[_P]:
 
 
 class SeparablePenalty:
-  """Base of the built-in penalties: ``value`` is the sum of ``coordinate_values``.
+  """Base of the built-in penalties: `value` is the sum of `coordinate_values`.
 
-  Capability: ``differentiable`` (a class attribute, False unless a penalty says otherwise): the
+  Capability: `differentiable` (a class attribute, False unless a penalty says otherwise): the
   penalty is differentiable everywhere, so its subdifferential at every point is one gradient
-  (``jax.grad(penalty.value)``). Solvers read the capability, never the class: e.g. DP-GCD's
-  Laplace selection puts its noise inside the GS-s score ``|.|`` only for differentiable
+  (`jax.grad(penalty.value)`). Solvers read the capability, never the class: e.g. DP-GCD's
+  Laplace selection puts its noise inside the GS-s score `|.|` only for differentiable
   penalties (a V-shaped score without plateau), and DP Frank-Wolfe accepts only those.
   """
 
@@ -86,12 +86,12 @@ class SeparablePenalty:
 
 
 def is_differentiable(pen: Any) -> bool:
-  """Whether a penalty declares itself differentiable everywhere (:class:`SeparablePenalty`)."""
+  """Whether a penalty declares itself differentiable everywhere (`SeparablePenalty`)."""
   return bool(getattr(pen, "differentiable", False))
 
 
 def coordinate(pen: Penalty, j: Array) -> Penalty:
-  """The penalty of coordinate ``j`` alone (per-coordinate parameter vectors indexed at j)."""
+  """The penalty of coordinate `j` alone (per-coordinate parameter vectors indexed at j)."""
   return jax.tree.map(lambda leaf: jnp.asarray(leaf)[j] if jnp.ndim(leaf) else leaf, pen)
 
 
@@ -113,7 +113,7 @@ def _check(**fields: Any) -> None:
 
 @penalty
 class Zero(SeparablePenalty):
-  """No penalty: ``psi = 0``."""
+  """No penalty: `psi = 0`."""
 
   differentiable: ClassVar[bool] = True
 
@@ -131,7 +131,7 @@ class Zero(SeparablePenalty):
 
 @penalty
 class L1(SeparablePenalty):
-  """``psi(w) = strength * ||w||_1``; prox = soft thresholding."""
+  """`psi(w) = strength * ||w||_1`; prox = soft thresholding."""
 
   strength: Any
 
@@ -151,7 +151,7 @@ class L1(SeparablePenalty):
 
 @penalty
 class L2(SeparablePenalty):
-  """``psi(w) = strength / 2 * ||w||_2^2`` (as a proximal term); prox = shrinkage."""
+  """`psi(w) = strength / 2 * ||w||_2^2` (as a proximal term); prox = shrinkage."""
 
   differentiable: ClassVar[bool] = True
   strength: Any
@@ -171,7 +171,7 @@ class L2(SeparablePenalty):
 
 @penalty
 class ElasticNet(SeparablePenalty):
-  """``psi(w) = strength * (l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||_2^2)`` (scikit-learn's)."""
+  """`psi(w) = strength * (l1_ratio ||w||_1 + (1 - l1_ratio) / 2 ||w||_2^2)` (scikit-learn's)."""
 
   strength: Any
   l1_ratio: Any
@@ -195,7 +195,7 @@ class ElasticNet(SeparablePenalty):
 
 @penalty
 class Box(SeparablePenalty):
-  """Indicator of ``lower <= w <= upper`` (``Box(0, inf)``: non-negativity); prox = clip."""
+  """Indicator of `lower <= w <= upper` (`Box(0, inf)`: non-negativity); prox = clip."""
 
   lower: Any
   upper: Any
@@ -225,5 +225,5 @@ class Box(SeparablePenalty):
 
 
 def non_negative() -> Box:
-  """The constraint ``w >= 0``."""
+  """The constraint `w >= 0`."""
   return Box(0.0, jnp.inf)

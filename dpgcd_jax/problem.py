@@ -1,36 +1,36 @@
 """A private ERM problem: data, per-example loss, smooth l2 term and separable penalty.
 
-.. math::
+$$
+F(w) = \\frac1n \\sum_{i=1}^n l(w; x_i, y_i) + \\frac{\\lambda_2}{2} \\|w\\|_2^2 + \\psi(w)
+$$
 
-   F(w) = \\frac1n \\sum_{i=1}^n l(w; x_i, y_i) + \\frac{\\lambda_2}{2} \\|w\\|_2^2 + \\psi(w)
+The data term and `l2` are smooth; `psi` (a [`dpgcd_jax.penalties`][] object) is
+handled by its prox. Neighbouring data sets differ in one record (replace-one; `n` is public).
 
-The data term and ``l2`` are smooth; ``psi`` (a :mod:`dpgcd_jax.penalties` object) is
-handled by its prox. Neighbouring data sets differ in one record (replace-one; ``n`` is public).
+Coordinate smoothness `M_j` bounds the curvature of `f = data term + l2 term` along
+`e_j`; it sets step sizes, score normalizations and clipping thresholds, so where it comes
+from matters for privacy. [`make_problem`][dpgcd_jax.problem.make_problem] records its source:
 
-Coordinate smoothness ``M_j`` bounds the curvature of ``f = data term + l2 term`` along
-``e_j``; it sets step sizes, score normalizations and clipping thresholds, so where it comes
-from matters for privacy. :func:`make_problem` records its source:
-
-- ``"declared"``: public constants passed as ``smoothness=`` (the data-term part, without
-  ``l2``). Public by the user's declaration.
-- ``"feature_bound"``: a public bound ``B`` on the features passed as ``feature_bound=``:
-  every entry is clipped to ``[-B_j, B_j]`` when the problem is built (a per-record
-  transformation with public parameters) and ``M_j = beta B_j^2``, with ``beta >= phi''`` the
+- `"declared"`: public constants passed as `smoothness=` (the data-term part, without
+  `l2`). Public by the user's declaration.
+- `"feature_bound"`: a public bound `B` on the features passed as `feature_bound=`:
+  every entry is clipped to `[-B_j, B_j]` when the problem is built (a per-record
+  transformation with public parameters) and `M_j = beta B_j^2`, with `beta >= phi''` the
   loss's curvature bound: no look at the data.
-- ``"data"`` (the default when neither is given): ``M_j`` computed from the raw data, kept
-  for non-private use (``run`` without noise, reference solvers). It is NOT public: every
-  private entry point (``fit``) ignores it and releases a feature bound with an accounted
-  mechanism instead (:mod:`dpgcd_jax.privacy.bounds`), and ``run`` with noise warns.
-- ``"data_nonprivate"``: ``smoothness="from_data_nonprivate"``, the explicit opt-in to use the
-  data-derived ``M`` in private runs (the paper's convention for standardized data). It is
+- `"data"` (the default when neither is given): `M_j` computed from the raw data, kept
+  for non-private use (`run` without noise, reference solvers). It is NOT public: every
+  private entry point (`fit`) ignores it and releases a feature bound with an accounted
+  mechanism instead ([`dpgcd_jax.privacy.bounds`][]), and `run` with noise warns.
+- `"data_nonprivate"`: `smoothness="from_data_nonprivate"`, the explicit opt-in to use the
+  data-derived `M` in private runs (the paper's convention for standardized data). It is
   NOT private (measured: an audit finds epsilon >= 6.7 against a claim of 1 when one record's
-  features change); it warns with :class:`PrivacyLeakWarning` and is recorded in
-  ``result.privacy``.
+  features change); it warns with [`PrivacyLeakWarning`][dpgcd_jax.PrivacyLeakWarning] and is recorded in
+  `result.privacy`.
 
-Data-derived ``M`` is computed as: ``beta * mean_i x_ij^2`` for a GLM loss with a known
-curvature bound; for a GLM loss without one, the largest ``phi''`` over the labels and a grid
+Data-derived `M` is computed as: `beta * mean_i x_ij^2` for a GLM loss with a known
+curvature bound; for a GLM loss without one, the largest `phi''` over the labels and a grid
 of margins (a numerical estimate); for any other loss, the Hessian diagonal of the
-per-example losses at ``w = 0`` via ``jax.jvp`` of ``jax.grad`` (a local estimate).
+per-example losses at `w = 0` via `jax.jvp` of `jax.grad` (a local estimate).
 """
 
 from __future__ import annotations
@@ -63,23 +63,23 @@ FROM_DATA_NONPRIVATE = "from_data_nonprivate"
 )
 @dataclasses.dataclass(frozen=True)
 class Problem:
-  """Data and objective of a private ERM problem (a pytree; ``loss`` is static).
+  """Data and objective of a private ERM problem (a pytree; `loss` is static).
 
-  Build it with :func:`make_problem`, which validates the inputs.
+  Build it with [`make_problem`][dpgcd_jax.problem.make_problem], which validates the inputs.
 
-  The features are stored column-major, ``XT = X.T`` of shape (p, n): the clipped
+  The features are stored column-major, `XT = X.T` of shape (p, n): the clipped
   coordinate gradient then reduces over contiguous memory (about 2x faster on CPU, and it
-  vmaps well) and column ``j`` is one contiguous row.
+  vmaps well) and column `j` is one contiguous row.
 
   Attributes:
-    XT: (p, n) transposed features (``X`` is a property): a dense array, or
-      :class:`dpgcd_jax.sparse.SparseColumns` for sparse features.
+    XT: (p, n) transposed features (`X` is a property): a dense array, or
+      [`dpgcd_jax.sparse.SparseColumns`][] for sparse features.
     y: (n,) targets or labels.
-    smoothness: (p,) coordinate smoothness of the data term (without ``l2``).
-    l2: strength of the smooth ridge term ``l2 / 2 ||w||^2``.
-    penalty: separable penalty ``psi`` (see :mod:`dpgcd_jax.penalties`).
+    smoothness: (p,) coordinate smoothness of the data term (without `l2`).
+    l2: strength of the smooth ridge term `l2 / 2 ||w||^2`.
+    penalty: separable penalty `psi` (see [`dpgcd_jax.penalties`][]).
     loss: the per-example loss.
-    smoothness_source: where ``smoothness`` comes from: "declared", "feature_bound", "data" or
+    smoothness_source: where `smoothness` comes from: "declared", "feature_bound", "data" or
       "data_nonprivate" (see the module docstring).
   """
 
@@ -109,7 +109,7 @@ class Problem:
 
   @property
   def curvature(self) -> float:
-    """``beta``, the loss's curvature bound (1 when unknown): the unit of a scalar ``clip``."""
+    """`beta`, the loss's curvature bound (1 when unknown): the unit of a scalar `clip`."""
     return 1.0 if self.loss.curvature is None else float(self.loss.curvature)
 
 
@@ -123,28 +123,28 @@ def make_problem(
     smoothness: Any | None = None,
     feature_bound: Any | None = None,
 ) -> Problem:
-  """Validates the inputs and builds a :class:`Problem`.
+  """Validates the inputs and builds a [`Problem`][dpgcd_jax.problem.Problem].
 
   Args:
     X: (n, p) finite features.
-    y: (n,) finite targets (in ``loss.labels`` when the loss has a label domain: {-1, +1} for
+    y: (n,) finite targets (in `loss.labels` when the loss has a label domain: {-1, +1} for
       the logistic loss).
-    loss: a :class:`dpgcd_jax.Loss`, a built-in name ("squared", "logistic", "huber"), or a
-      plain function ``loss(w, x, y) -> scalar`` (wrapped with :func:`dpgcd_jax.custom_loss`).
+    loss: a [`dpgcd_jax.Loss`][], a built-in name ("squared", "logistic", "huber"), or a
+      plain function `loss(w, x, y) -> scalar` (wrapped with [`dpgcd_jax.custom_loss`][]).
     l2: smooth ridge strength, >= 0.
-    penalty: separable penalty object from :mod:`dpgcd_jax.penalties` (default: none), e.g.
-      ``dg.penalties.L1(0.1)``.
+    penalty: separable penalty object from [`dpgcd_jax.penalties`][] (default: none), e.g.
+      `dg.penalties.L1(0.1)`.
     smoothness: public (p,) coordinate smoothness of the data term (declared), or
-      ``"from_data_nonprivate"`` to opt in to the data-derived one in private runs (NOT
+      `"from_data_nonprivate"` to opt in to the data-derived one in private runs (NOT
       private: warns). See the module docstring.
-    feature_bound: public bound ``B > 0`` on ``|x_ij|`` (scalar or (p,)): features are clipped
-      to it and ``M_j = beta B_j^2`` (needs a loss with a known curvature bound ``beta``).
+    feature_bound: public bound `B > 0` on `|x_ij|` (scalar or (p,)): features are clipped
+      to it and `M_j = beta B_j^2` (needs a loss with a known curvature bound `beta`).
 
   Raises:
     ValueError: naming the argument, for NaN / infinite data, mismatched shapes, a loss
       that does not return a scalar, labels that are not in {-1, +1} for the logistic loss,
-      negative ``l2``, a penalty that is not a penalty object or has the wrong length, bad
-      ``smoothness`` or ``feature_bound``.
+      negative `l2`, a penalty that is not a penalty object or has the wrong length, bad
+      `smoothness` or `feature_bound`.
   """
   loss = losses_lib.get(loss)
   sparse_XT: sparse.SparseColumns | None = None
@@ -229,11 +229,11 @@ _CHUNK_BYTES = 1 << 20  # above: 1 MB row chunks (16 MB chunks left 2.26x X at p
 
 
 def _dense_columns(X: Any, dtype: Any, bound: Array | None) -> Array:
-  """``XT = X.T`` in ``dtype`` on the device (clipped to ``bound`` when given).
+  """`XT = X.T` in `dtype` on the device (clipped to `bound` when given).
 
   Memory: a host array over 64 MB is transposed in row chunks of about 1 MB written in place
-  into the device array (a donated buffer), so the peak is ``X`` plus ``XT`` (2.02x ``X`` at
-  20000 x 20000 float32, ``benchmarks/bench_scale.py``), not several copies.
+  into the device array (a donated buffer), so the peak is `X` plus `XT` (2.02x `X` at
+  20000 x 20000 float32, `benchmarks/bench_scale.py`), not several copies.
   """
   n, p = X.shape
   itemsize = np.dtype(dtype).itemsize
@@ -278,7 +278,7 @@ def _check_penalty(penalty: Any, p: int) -> Any:
 
 
 def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[Array, float]:
-  """The checked bound in ``dtype`` and the loss's curvature bound ``beta`` (which it needs)."""
+  """The checked bound in `dtype` and the loss's curvature bound `beta` (which it needs)."""
   _validate.check_number("feature_bound", bound, low=0.0, low_open=True)
   if np.ndim(bound) not in (0, 1) or (np.ndim(bound) == 1 and np.shape(bound) != (p,)):
     raise ValueError(f"Expected feature_bound to be a scalar or of shape ({p},), got "
@@ -292,10 +292,10 @@ def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) 
 
 
 def check_smoothness(problem: Problem) -> None:
-  """Raises when some ``M_j + l2 <= 0`` (a step ``1 / M_j`` would be infinite).
+  """Raises when some `M_j + l2 <= 0` (a step `1 / M_j` would be infinite).
 
-  Called by :func:`make_problem` for declared or public smoothness, and by the NON-private
-  consumers of a data-derived one (``run``, the reference solvers); never by ``fit``.
+  Called by [`make_problem`][dpgcd_jax.problem.make_problem] for declared or public smoothness, and by the NON-private
+  consumers of a data-derived one (`run`, the reference solvers); never by `fit`.
   """
   M, l2, loss, source = (np.asarray(problem.smoothness), float(problem.l2), problem.loss,
                          problem.smoothness_source)
@@ -342,17 +342,17 @@ def _data_smoothness(problem: Problem) -> Array:
 
 
 def coordinate_smoothness(problem: Problem) -> Array:
-  """``M_j`` of the smooth part ``f`` (data term plus ``l2``)."""
+  """`M_j` of the smooth part `f` (data term plus `l2`)."""
   return problem.smoothness + problem.l2
 
 
 def is_sparse(problem: Problem) -> bool:
-  """Whether the features are stored sparse (:class:`dpgcd_jax.sparse.SparseColumns`)."""
+  """Whether the features are stored sparse ([`dpgcd_jax.sparse.SparseColumns`][])."""
   return isinstance(problem.XT, sparse.SparseColumns)
 
 
 def init_margins(problem: Problem, w: Array) -> Array | None:
-  """The cache of the GLM fast path: margins ``Xw`` (None for other losses)."""
+  """The cache of the GLM fast path: margins `Xw` (None for other losses)."""
   if not problem.loss.is_glm:
     return None
   return _margins(problem.XT, w)
@@ -363,7 +363,7 @@ def _margins(XT: Array | sparse.SparseColumns, w: Array) -> Array:
 
 
 def update_margins(problem: Problem, margins: Array | None, j: Array, change: Array) -> Array | None:
-  """Margins after ``w_j += change``: O(n) dense, O(nnz of column j) sparse."""
+  """Margins after `w_j += change`: O(n) dense, O(nnz of column j) sparse."""
   if margins is None:
     return None
   XT = problem.XT
@@ -373,7 +373,7 @@ def update_margins(problem: Problem, margins: Array | None, j: Array, change: Ar
 
 
 def _dphi(problem: Problem, margins: Array | None) -> Array:
-  """``phi'`` at the margins, (n,): GLM losses only, whose margins :func:`init_margins` keeps."""
+  """`phi'` at the margins, (n,): GLM losses only, whose margins `init_margins` keeps."""
   phi = problem.loss.phi
   if phi is None or margins is None:
     raise ValueError(f"Expected a GLM loss and its margins (init_margins), got loss {problem.loss.name!r} "
@@ -382,7 +382,7 @@ def _dphi(problem: Problem, margins: Array | None) -> Array:
 
 
 def _dense(problem: Problem) -> Array:
-  """``problem.XT`` of a dense problem (the GLM paths that have no sparse variant)."""
+  """`problem.XT` of a dense problem (the GLM paths that have no sparse variant)."""
   if isinstance(problem.XT, sparse.SparseColumns):
     raise ValueError("Expected a dense problem, got sparse features (problem.XT.todense() gives the dense "
                      "(p, n) array).")
@@ -400,7 +400,7 @@ CLIPPING_MODES = ("coordinate", "derivative")
 
 
 def check_clipping_mode(problem: Problem, mode: str) -> None:
-  """Host-side check that ``mode`` (static) is known and usable on ``problem``."""
+  """Host-side check that `mode` (static) is known and usable on `problem`."""
   if mode not in CLIPPING_MODES:
     raise ValueError(f"Expected clipping in {CLIPPING_MODES}, got clipping={mode!r}.")
   if mode == "derivative" and not (problem.loss.is_glm and problem.smoothness_source == "feature_bound"):
@@ -411,16 +411,16 @@ def check_clipping_mode(problem: Problem, mode: str) -> None:
 
 
 def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
-  """``clip(phi'_i, -c, c)`` with ``c = min_j C_j / B_j`` (``B_j = sqrt(M_j / beta)``, the feature bound).
+  """`clip(phi'_i, -c, c)` with `c = min_j C_j / B_j` (`B_j = sqrt(M_j / beta)`, the feature bound).
 
-  Derivative clipping (GLM, ``|x_ij| <= B_j``): every coordinate of a per-example gradient
-  ``clip(phi'_i) x_ij`` is at most ``c B_j <= C_j`` in magnitude, so replacing one record moves
-  ``g_j`` by at most ``2 c B_j / n <= 2 C_j / n``: the ledger's ``Delta_j`` holds unchanged
-  (``= 2 c B_j / n`` with the scalar clip rule and ``l2 = 0``: ``C_j = clip sqrt(M_j / beta)
-  = clip B_j``). Unlike coordinate clipping it scales a whole per-example gradient by one factor
-  (its direction is kept). The features are clipped to ``B`` when the problem is built, and
-  the per-coordinate clip at ``C_j`` stays in the exact sum (inactive in real arithmetic) so
-  that the bound also holds after floating-point rounding of ``B_j`` and the products.
+  Derivative clipping (GLM, `|x_ij| <= B_j`): every coordinate of a per-example gradient
+  `clip(phi'_i) x_ij` is at most `c B_j <= C_j` in magnitude, so replacing one record moves
+  `g_j` by at most `2 c B_j / n <= 2 C_j / n`: the ledger's `Delta_j` holds unchanged
+  (`= 2 c B_j / n` with the scalar clip rule and `l2 = 0`: `C_j = clip sqrt(M_j / beta)
+  = clip B_j`). Unlike coordinate clipping it scales a whole per-example gradient by one factor
+  (its direction is kept). The features are clipped to `B` when the problem is built, and
+  the per-coordinate clip at `C_j` stays in the exact sum (inactive in real arithmetic) so
+  that the bound also holds after floating-point rounding of `B_j` and the products.
   """
   B = jnp.sqrt(problem.smoothness / problem.curvature)
   c = jnp.min(thresholds / B)
@@ -429,16 +429,17 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
 
 def clipped_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                      mode: str = "coordinate") -> Array:
-  """Gradient of ``f`` with coordinate-wise per-example clipping of the data term.
+  """Gradient of `f` with coordinate-wise per-example clipping of the data term.
 
-  ``mode="derivative"`` (GLM losses with bounded features, :func:`check_clipping_mode`) clips
-  the scalar ``phi'`` first (:func:`derivative_clip`); ``"coordinate"`` is the paper's rule.
+  `mode="derivative"` (GLM losses with bounded features, [`check_clipping_mode`][dpgcd_jax.problem.check_clipping_mode])
+  clips
+  the scalar `phi'` first ([`derivative_clip`][dpgcd_jax.problem.derivative_clip]); `"coordinate"` is the paper's rule.
 
-  ``(1/n) sum_i clip(grad l(w; d_i), -C, C) + l2 w``; the ``l2 w`` part is data-independent.
-  The mean is exact up to one final rounding (:func:`dpgcd_jax.clipping.clipped_mean`: a
+  `(1/n) sum_i clip(grad l(w; d_i), -C, C) + l2 w`; the `l2 w` part is data-independent.
+  The mean is exact up to one final rounding ([`dpgcd_jax.clipping.clipped_mean`][]: a
   fixed-point sum on a public grid), so the replace-one sensitivity of coordinate j is
-  ``clipping.mean_sensitivity(C_j, n)``, i.e. ``2 C_j / n`` plus that rounding, in every dtype
-  and at every ``n``. Sparse features: the same value from the stored entries only, O(nnz).
+  `clipping.mean_sensitivity(C_j, n)`, i.e. `2 C_j / n` plus that rounding, in every dtype
+  and at every `n`. Sparse features: the same value from the stored entries only, O(nnz).
   """
   XT = problem.XT
   if mode == "derivative":
@@ -457,19 +458,19 @@ BLOCK_ROWS = 8
 
 
 def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
-  """``mean_i clip(XT_ji dphi_i, -C_j, C_j)`` for every j, over blocks of ``BLOCK_ROWS`` features.
+  """`mean_i clip(XT_ji dphi_i, -C_j, C_j)` for every j, over blocks of `BLOCK_ROWS` features.
 
-  The same exact fixed-point mean as :func:`dpgcd_jax.clipping.clipped_mean`: each block of
+  The same exact fixed-point mean as [`dpgcd_jax.clipping.clipped_mean`][]: each block of
   features is clipped, quantized to its public grid and summed in int32 row blocks in one
   pass (XLA's CPU code for the fused clip-and-reduce over a whole large (p, n) array runs at
   about a tenth of the memory bandwidth; over blocks of a few rows it streams,
   benchmarks/bench_scale.py); the (p, n / 256) block sums are then added exactly and scaled
   once. Infinite thresholds (clipping off, non-private): a plain float mean.
 
-  Fail closed on ``dphi`` (length n), not on the products: with ``X`` finite, the products of
-  a finite ``dphi`` are never NaN, so every clipped term is in ``[-C_j, C_j]``
-  (:mod:`dpgcd_jax.clipping`, "GLM losses"). Under ``jax.vmap`` over configurations the branch
-  stays a branch (:func:`dpgcd_jax.clipping.when_finite`) and each block of X is read once for
+  Fail closed on `dphi` (length n), not on the products: with `X` finite, the products of
+  a finite `dphi` are never NaN, so every clipped term is in `[-C_j, C_j]`
+  ([`dpgcd_jax.clipping`][], "GLM losses"). Under `jax.vmap` over configurations the branch
+  stays a branch ([`dpgcd_jax.clipping.when_finite`][]) and each block of X is read once for
   all of them.
   """
   p, n = XT.shape
@@ -499,7 +500,7 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
 
 def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                                 j: Array, mode: str = "coordinate") -> Array:
-  """Coordinate ``j`` of :func:`clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
+  """Coordinate `j` of `clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
   XT = problem.XT
   if mode == "derivative":
     dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
@@ -513,7 +514,7 @@ def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | Non
 
 
 def smooth_objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
-  """``f(w)``: data term plus the l2 term."""
+  """`f(w)`: data term plus the l2 term."""
   phi = problem.loss.phi
   if phi is not None:
     margins = _margins(problem.XT, w) if margins is None else margins
@@ -524,17 +525,17 @@ def smooth_objective(problem: Problem, w: Array, margins: Array | None = None) -
 
 
 def objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
-  """``F(w) = f(w) + psi(w)``. NOT private: a diagnostic computed from the raw data."""
+  """`F(w) = f(w) + psi(w)`. NOT private: a diagnostic computed from the raw data."""
   return smooth_objective(problem, w, margins) + problem.penalty.value(w)
 
 
 def gradient(problem: Problem, w: Array) -> Array:
-  """Unclipped gradient of ``f`` (for non-private reference solvers)."""
+  """Unclipped gradient of `f` (for non-private reference solvers)."""
   return jax.grad(smooth_objective, argnums=1)(problem, w)
 
 
 def clip_features(problem: Problem, bound: Array) -> Problem:
-  """The problem with every feature entry clipped to ``[-B_j, B_j]`` (a per-record map)."""
+  """The problem with every feature entry clipped to `[-B_j, B_j]` (a per-record map)."""
   XT = problem.XT
   if isinstance(XT, sparse.SparseColumns):
     return dataclasses.replace(problem, XT=XT.clip_entries(bound))
@@ -543,6 +544,6 @@ def clip_features(problem: Problem, bound: Array) -> Problem:
 
 
 def record_max_abs(problem: Problem) -> Array:
-  """``max_j |x_ij|`` per example, (n,): the statistic of :mod:`dpgcd_jax.privacy.bounds`."""
+  """`max_j |x_ij|` per example, (n,): the statistic of [`dpgcd_jax.privacy.bounds`][]."""
   XT = problem.XT
   return XT.record_max_abs() if isinstance(XT, sparse.SparseColumns) else jnp.max(jnp.abs(XT), axis=0)

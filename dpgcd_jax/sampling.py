@@ -1,67 +1,68 @@
 """Poisson subsampling for DP-SGD: exact in law up to 2^-64 per step, O(batch) work per step.
 
-Poisson sampling includes every example independently with probability ``q``; the
+Poisson sampling includes every example independently with probability `q`; the
 privacy amplification of DP-SGD (the Poisson-subsampled Gaussian mechanism accounted by
-:func:`dpgcd_jax.privacy.calibrate_sgd`) assumes exactly this law, so the sampler must
+`dpgcd_jax.privacy.calibrate_sgd`) assumes exactly this law, so the sampler must
 realize it, not an approximation whose error is not accounted.
 
 Method: the positions of the included examples are the partial sums of i.i.d. gaps
-``G ~ Geometric(q)``, ``P(G = k) = q (1 - q)^(k - 1)``. With ``rho = 1 - q`` and
-``F(k) = 1 - rho^k``, each gap is drawn by inversion of a 128-bit uniform ``U`` against
-thresholds rounded to multiples of 2^-128, with the tail ``G > K`` lumped into one outcome
-(``K = n``, or smaller when ``rho^K`` is below 2^-129):
+`G ~ Geometric(q)`, `P(G = k) = q (1 - q)^(k - 1)`. With `rho = 1 - q` and
+`F(k) = 1 - rho^k`, each gap is drawn by inversion of a 128-bit uniform `U` against
+thresholds rounded to multiples of 2^-128, with the tail `G > K` lumped into one outcome
+(`K = n`, or smaller when `rho^K` is below 2^-129):
 
-.. math::
+$$
+G' = 1 + \\#\\{k \\le K : T_k \\le U\\}, \\qquad T_k = 2^{128} - \\mathrm{round}(2^{128} \\rho^k).
+$$
 
-   G' = 1 + \\#\\{k \\le K : T_k \\le U\\}, \\qquad T_k = 2^{128} - \\mathrm{round}(2^{128} \\rho^k).
-
-The inversion is tabulated as a Walker alias table over ``2^m >= K + 1`` buckets, built
-on the host in exact integer arithmetic: the top ``m`` bits of ``U`` choose a bucket, the
-remaining ``128 - m`` bits are compared with the bucket's split point. Only the first
-32-bit word of ``U`` is drawn on the fast path; the three lower words are drawn (from an
+The inversion is tabulated as a Walker alias table over `2^m >= K + 1` buckets, built
+on the host in exact integer arithmetic: the top `m` bits of `U` choose a bucket, the
+remaining `128 - m` bits are compared with the bucket's split point. Only the first
+32-bit word of `U` is drawn on the fast path; the three lower words are drawn (from an
 independent key) only when the first word ties with a split point, probability at most
-``2^-(32 - m)`` per gap. Lower words are independent of the first, so drawing them lazily
-does not change the law: ``G'`` is a fixed function of a 128-bit uniform. Why not the
-alternatives: Bernoulli trials from integer bits cost ``n`` random words per step (on a
-CPU threefry costs about 15 ns a word: 150 us per step at ``n = 10^4``, ten times an
-optax DP-SGD step); float inversion (``jax.random.geometric``) has 2^23 levels, so at
-``q = 0.01`` no gap exceeds 1587 and inclusion is not independent.
+`2^-(32 - m)` per gap. Lower words are independent of the first, so drawing them lazily
+does not change the law: `G'` is a fixed function of a 128-bit uniform. Why not the
+alternatives: Bernoulli trials from integer bits cost `n` random words per step (on a
+CPU threefry costs about 15 ns a word: 150 us per step at `n = 10^4`, ten times an
+optax DP-SGD step); float inversion (`jax.random.geometric`) has 2^23 levels, so at
+`q = 0.01` no gap exceeds 1587 and inclusion is not independent.
 
-Static shapes without truncation: the fast path draws ``capacity`` gaps (a batch near
-``n q``, see :func:`default_capacity`). When all of them land inside the data set (the
-batch may hold more, probability :attr:`PoissonPlan.overflow_probability`), the sample is
+Static shapes without truncation: the fast path draws `capacity` gaps (a batch near
+`n q`, see [`default_capacity`][dpgcd_jax.sampling.default_capacity]). When all of them land inside the data set (the
+batch may hold more, probability `PoissonPlan.overflow_probability`), the sample is
 completed exactly: by memorylessness, the examples after the last drawn position form a
-Poisson(``q``) sample of their own, drawn as independent Bernoulli trials, each a 128-bit
-uniform against ``round(q 2^128)``. No batch is ever truncated.
+Poisson(`q`) sample of their own, drawn as independent Bernoulli trials, each a 128-bit
+uniform against `round(q 2^128)`. No batch is ever truncated.
 
-Privacy argument (what the accountant must add). Let ``tau`` be the total-variation
-distance between ``G'`` and ``min(G, n + 1)`` and ``tau_b = |q - round(q 2^128) 2^-128|``
-(0 whenever ``q`` has at most 128 fractional bits, e.g. every float ``q >= 2^-75``). Couple
+Privacy argument (what the accountant must add). Let `tau` be the total-variation
+distance between `G'` and `min(G, n + 1)` and `tau_b = |q - round(q 2^128) 2^-128|`
+(0 whenever `q` has at most 128 fractional bits, e.g. every float `q >= 2^-75`). Couple
 the exact and the implemented gap sequences index by index. The sample is determined by
-the gaps it consumes, at most ``|S| + 1`` of them; whether gap ``j`` is consumed depends
-only on gaps ``< j``, so the samples differ with probability at most
-``E[|S| + 1] tau + n tau_b``:
+the gaps it consumes, at most `|S| + 1` of them; whether gap `j` is consumed depends
+only on gaps `< j`, so the samples differ with probability at most
+`E[|S| + 1] tau + n tau_b`:
 
-.. math::
+$$
+\\eta = (n q + 1)\\, \\tau + n\\, \\tau_b, \\qquad
+\\tau \\le \\sum_{k=1}^{n} |F'(k) - F(k)| \\quad (\\text{computed on the host}).
+$$
 
-   \\eta = (n q + 1)\\, \\tau + n\\, \\tau_b, \\qquad
-   \\tau \\le \\sum_{k=1}^{n} |F'(k) - F(k)| \\quad (\\text{computed on the host}).
-
-A T-step run is then within ``T eta`` of the ideal one in total variation, so an
+A T-step run is then within `T eta` of the ideal one in total variation, so an
 (epsilon, delta)-DP guarantee for exact Poisson sampling gives
-(epsilon, delta + (1 + e^epsilon) T eta) for this sampler. :func:`step_total_variation`
-and :func:`total_variation_slack` compute ``eta`` and ``T eta``; for every ``n < 2^30``
-and every ``q``, ``eta <= MAX_STEP_TOTAL_VARIATION = 2^-64`` (``tau <= n 2^-127``), so
-``(1 + e^epsilon) T 2^-64`` is a valid, negligible slack. As everywhere in JAX, the
+(epsilon, delta + (1 + e^epsilon) T eta) for this sampler.
+[`step_total_variation`][dpgcd_jax.sampling.step_total_variation]
+and [`total_variation_slack`][dpgcd_jax.sampling.total_variation_slack] compute `eta` and `T eta`; for every `n < 2^30`
+and every `q`, `eta <= MAX_STEP_TOTAL_VARIATION = 2^-64` (`tau <= n 2^-127`), so
+`(1 + e^epsilon) T 2^-64` is a valid, negligible slack. As everywhere in JAX, the
 argument assumes the PRNG's bits are independent and uniform.
 
-Cost: the alias table has ``2^m`` entries (20 bytes each) and is built on the host in
+Cost: the alias table has `2^m` entries (20 bytes each) and is built on the host in
 O(min(n, 89 / q)) Python integer operations (measured on a busy 2-core CPU: 0.07 s at
-``n = 10^4``, 0.7 s at ``10^5``, 7 s at ``10^6``), once per ``(n, q)`` (cached). Per
-step: one PRNG call for ``capacity`` words, two table lookups per gap, a cumulative sum,
-then ``per_example`` on the smallest of :attr:`PoissonPlan.tiers` rows
-that holds the sample (``lax.switch``); the exact completion costs O(n) and runs with
-probability ``overflow_probability`` (at most ``1 / n`` by default).
+`n = 10^4`, 0.7 s at `10^5`, 7 s at `10^6`), once per `(n, q)` (cached). Per
+step: one PRNG call for `capacity` words, two table lookups per gap, a cumulative sum,
+then `per_example` on the smallest of `PoissonPlan.tiers` rows
+that holds the sample (`lax.switch`); the exact completion costs O(n) and runs with
+probability `overflow_probability` (at most `1 / n` by default).
 
 Example:
 
@@ -99,13 +100,13 @@ __all__ = ["Batch", "MAX_STEP_TOTAL_VARIATION", "PoissonPlan", "complete_mask", 
            "total_variation_slack"]
 
 class Batch(NamedTuple):
-  """The fast-path part of a Poisson sample (fixed shape ``(capacity,)``).
+  """The fast-path part of a Poisson sample (fixed shape `(capacity,)`).
 
   Attributes:
     indices: (capacity,) int32 increasing sampled indices; padding entries hold 0.
     valid: (capacity,) bool, True for sampled entries (a prefix).
     overflow: () bool, True when every entry is valid and the sample may hold more
-      examples after ``indices[-1]``; :func:`sample_mask` then completes it exactly.
+      examples after `indices[-1]`; [`sample_mask`][dpgcd_jax.sampling.sample_mask] then completes it exactly.
   """
 
   indices: Array
@@ -117,7 +118,7 @@ class Batch(NamedTuple):
 
 
 def _less_128(x: Array, y: Array) -> Array:
-  """Lexicographic ``x < y`` over the last axis (uint32 words, most significant first)."""
+  """Lexicographic `x < y` over the last axis (uint32 words, most significant first)."""
   less = x[..., -1] < y[..., -1]
   for i in range(x.shape[-1] - 2, -1, -1):
     less = (x[..., i] < y[..., i]) | ((x[..., i] == y[..., i]) & less)
@@ -125,12 +126,12 @@ def _less_128(x: Array, y: Array) -> Array:
 
 
 def _draw(key: Array, num: int) -> tuple[Array, Array]:
-  """``num`` first words of the gaps' uniforms, and a key for the rare branches.
+  """`num` first words of the gaps' uniforms, and a key for the rare branches.
 
-  One PRNG call per step: the data of ``jax.random.split(key, m)``, ``m`` fresh keys of
-  ``w`` uniform 32-bit words each (``w = 2`` for threefry), hold the ``num`` words and one
-  more key (used only through ``fold_in``). Splitting keeps every word a counter-mode
-  output yields, and ``m <= 16`` lets XLA unroll the CPU threefry loop.
+  One PRNG call per step: the data of `jax.random.split(key, m)`, `m` fresh keys of
+  `w` uniform 32-bit words each (`w = 2` for threefry), hold the `num` words and one
+  more key (used only through `fold_in`). Splitting keeps every word a counter-mode
+  output yields, and `m <= 16` lets XLA unroll the CPU threefry loop.
   """
   typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
   key_words = jax.random.key_data(key).shape[-1] if typed else key.shape[-1]
@@ -150,10 +151,10 @@ def _fast_outcomes(u: Array, p: PoissonPlan) -> tuple[Array, Array, Array, Array
 
 
 def _exact_outcomes(u: Array, extra: Array, p: PoissonPlan) -> Array:
-  """Outcomes ``o = G' - 1`` of the 128-bit uniforms whose first words are ``u``.
+  """Outcomes `o = G' - 1` of the 128-bit uniforms whose first words are `u`.
 
   The three lower words are drawn only when some first word ties with its bucket's split
-  point (probability at most ``capacity 2^-(32 - m)``); they are independent of ``u``.
+  point (probability at most `capacity 2^-(32 - m)`); they are independent of `u`.
   """
   fast, tie, bucket, rest, split_hi = _fast_outcomes(u, p)
 
@@ -168,10 +169,10 @@ def _exact_outcomes(u: Array, extra: Array, p: PoissonPlan) -> Array:
 
 
 def sample_gaps(key: Array, p: PoissonPlan, num: int) -> Array:
-  """``num`` i.i.d. gaps ``G'`` (int32, in [1, K + 1]) of the sampler (for tests and audits).
+  """`num` i.i.d. gaps `G'` (int32, in [1, K + 1]) of the sampler (for tests and audits).
 
-  Their law is within ``p.gap_total_variation`` of ``min(G, n + 1)``, ``G ~ Geometric(q)``;
-  any gap above ``n`` ends a sample.
+  Their law is within `p.gap_total_variation` of `min(G, n + 1)`, `G ~ Geometric(q)`;
+  any gap above `n` ends a sample.
   """
   if p.full:
     raise ValueError(f"Expected a plan with sampling_rate < 1, got sampling_rate={p.sampling_rate}.")
@@ -198,18 +199,19 @@ def _full_batch(n: int) -> Batch:
 
 
 def sample(key: Array, p: PoissonPlan) -> Batch:
-  """The fast part of a Poisson(``q``) sample: the first ``capacity`` sampled indices.
+  """The fast part of a Poisson(`q`) sample: the first `capacity` sampled indices.
 
-  When ``overflow`` is False the batch is the whole sample. Otherwise the sample also holds
-  the examples after ``indices[-1]`` that :func:`complete_mask` adds; :func:`subsample_sum`
-  handles both cases under ``jit``.
+  When `overflow` is False the batch is the whole sample. Otherwise the sample also holds
+  the examples after `indices[-1]` that [`complete_mask`][dpgcd_jax.sampling.complete_mask] adds;
+  [`subsample_sum`][dpgcd_jax.sampling.subsample_sum]
+  handles both cases under `jit`.
 
   Args:
     key: a JAX PRNG key (used once: pass a fresh key every step).
-    p: a :class:`PoissonPlan` from :func:`plan` (static).
+    p: a [`PoissonPlan`][dpgcd_jax.sampling.PoissonPlan] from [`plan`][dpgcd_jax.sampling.plan] (static).
 
   Returns:
-    A :class:`Batch`.
+    A [`Batch`][dpgcd_jax.sampling.Batch].
   """
   if p.full:
     return _full_batch(p.num_examples)
@@ -222,7 +224,7 @@ def _batch_mask(n: int, batch: Batch) -> Array:
 
 
 def _complete(extra: Array, p: PoissonPlan, batch: Batch) -> Array:
-  """The batch's mask plus the exact tail after an overflow (``p.full`` is False)."""
+  """The batch's mask plus the exact tail after an overflow (`p.full` is False)."""
   n = p.num_examples
   mask = _batch_mask(n, batch)
   u = jax.random.bits(jax.random.fold_in(extra, 1), (n, 4), jnp.uint32)
@@ -232,11 +234,11 @@ def _complete(extra: Array, p: PoissonPlan, batch: Batch) -> Array:
 
 
 def complete_mask(key: Array, p: PoissonPlan, batch: Batch) -> Array:
-  """The whole sample as an (n,) bool mask: ``batch = sample(key, p)`` plus its exact tail.
+  """The whole sample as an (n,) bool mask: `batch = sample(key, p)` plus its exact tail.
 
-  On overflow the examples after ``batch.indices[-1]`` form a Poisson(``q``) sample of
+  On overflow the examples after `batch.indices[-1]` form a Poisson(`q`) sample of
   their own (memorylessness); each is included when a 128-bit uniform is below
-  ``round(q 2^128)``. O(n) work.
+  `round(q 2^128)`. O(n) work.
   """
   if p.full:
     return _batch_mask(p.num_examples, batch)
@@ -244,9 +246,10 @@ def complete_mask(key: Array, p: PoissonPlan, batch: Batch) -> Array:
 
 
 def sample_mask(key: Array, p: PoissonPlan) -> Array:
-  """The Poisson(``q``) sample of ``key`` as an (n,) bool mask (O(n); for tests and audits).
+  """The Poisson(`q`) sample of `key` as an (n,) bool mask (O(n); for tests and audits).
 
-  The same sample as :func:`sample` and :func:`subsample_sum` for the same key and plan.
+  The same sample as [`sample`][dpgcd_jax.sampling.sample] and [`subsample_sum`][dpgcd_jax.sampling.subsample_sum] for
+  the same key and plan.
   """
   return complete_mask(key, p, sample(key, p))
 
@@ -259,31 +262,31 @@ def _masked_sum(values: Array, mask: Array) -> Array:
 def subsample_sum(key: Array, p: PoissonPlan, per_example: Callable[[Array], Array], *,
                   with_size: bool = False,
                   reduce: Callable[[Array, Array], Array] | None = None) -> Array | tuple[Array, Array]:
-  """``sum_{i in S} per_example(i)`` over a Poisson(``q``) sample ``S`` (fixed shapes).
+  """`sum_{i in S} per_example(i)` over a Poisson(`q`) sample `S` (fixed shapes).
 
-  ``per_example`` maps an int32 index vector of shape (k,) to values of shape (k, ...).
-  One ``lax.switch`` picks the branch: the smallest of ``p.tiers`` that holds the sample
-  (``per_example`` on that many rows), or, when a first word ties (the lower words are
-  then drawn) or on overflow (probability ``p.overflow_probability``), the exact path,
-  which evaluates ``per_example`` on ``capacity`` rows, or on all ``n`` examples with the
-  exact mask after an overflow. Entries outside the sample are dropped with ``where``
+  `per_example` maps an int32 index vector of shape (k,) to values of shape (k, ...).
+  One `lax.switch` picks the branch: the smallest of `p.tiers` that holds the sample
+  (`per_example` on that many rows), or, when a first word ties (the lower words are
+  then drawn) or on overflow (probability `p.overflow_probability`), the exact path,
+  which evaluates `per_example` on `capacity` rows, or on all `n` examples with the
+  exact mask after an overflow. Entries outside the sample are dropped with `where`
   (never multiplied by 0), so a non-finite value of an unsampled example cannot reach the
-  sum. The sample is the one :func:`sample_mask` returns for the same key. Under
-  ``jax.vmap`` over keys the switch becomes a select and every branch runs (O(n) per
+  sum. The sample is the one [`sample_mask`][dpgcd_jax.sampling.sample_mask] returns for the same key. Under
+  `jax.vmap` over keys the switch becomes a select and every branch runs (O(n) per
   step); vmapping over hyperparameters with one key keeps the real switch.
 
   Args:
     key: a JAX PRNG key (used once).
-    p: a :class:`PoissonPlan` (static).
+    p: a [`PoissonPlan`][dpgcd_jax.sampling.PoissonPlan] (static).
     per_example: the per-example function (traced once per branch).
-    with_size: also return ``|S|`` (an int32 scalar, counted in the branch taken).
-    reduce: ``reduce(values, mask)`` replaces the masked sum over the first axis (default:
-      ``sum(where(mask, values, 0), axis=0)`` in ``values``' dtype). It must drop the entries
-      whose ``mask`` is False with ``where`` and return the same shape and dtype for every
-      row count (1 to ``n``). DP-SGD passes an exact float64 sum of integers.
+    with_size: also return `|S|` (an int32 scalar, counted in the branch taken).
+    reduce: `reduce(values, mask)` replaces the masked sum over the first axis (default:
+      `sum(where(mask, values, 0), axis=0)` in `values`' dtype). It must drop the entries
+      whose `mask` is False with `where` and return the same shape and dtype for every
+      row count (1 to `n`). DP-SGD passes an exact float64 sum of integers.
 
   Returns:
-    The sum, of shape ``per_example(indices).shape[1:]``; with ``with_size``, ``(sum, |S|)``.
+    The sum, of shape `per_example(indices).shape[1:]`; with `with_size`, `(sum, |S|)`.
   """
   def summed(indices: Array, mask: Array) -> tuple[Array, Array]:
     return (reduce or _masked_sum)(per_example(indices), mask), jnp.sum(mask, dtype=jnp.int32)

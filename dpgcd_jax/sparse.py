@@ -1,20 +1,20 @@
 """Sparse features: O(nnz) clipped coordinate gradients and O(nnz_j) coordinate updates.
 
 DP-GCD's use case is high dimension (the paper's dorothea: 800 x 100,000 binary, about 1%
-non-zeros). :func:`dpgcd_jax.make_problem` accepts ``scipy.sparse`` matrices (any format) and
-``jax.experimental.sparse.BCOO``; it stores them as :class:`SparseColumns` in the problem's
-``XT`` slot, and every operation the solvers need reads the stored entries only:
+non-zeros). [`dpgcd_jax.make_problem`][] accepts `scipy.sparse` matrices (any format) and
+`jax.experimental.sparse.BCOO`; it stores them as [`SparseColumns`][dpgcd_jax.sparse.SparseColumns] in the problem's
+`XT` slot, and every operation the solvers need reads the stored entries only:
 
-- clipped coordinate gradients ``g_j = (1/n) sum_i clip(phi'(z_i, y_i) x_ij, -C_j, C_j)``:
-  a zero entry contributes ``clip(0) = 0`` exactly, so the sum over the stored entries (a
+- clipped coordinate gradients `g_j = (1/n) sum_i clip(phi'(z_i, y_i) x_ij, -C_j, C_j)`:
+  a zero entry contributes `clip(0) = 0` exactly, so the sum over the stored entries (a
   segment sum by column) equals the dense result; O(nnz);
-- the margins ``z = Xw`` (segment sum by row) and their update after ``w_j`` changes: the
+- the margins `z = Xw` (segment sum by row) and their update after `w_j` changes: the
   column's entries, found through column pointers, in O(max column nnz);
-- the smoothness ``M_j = beta mean_i x_ij^2``, the feature clipping to a bound and the
-  per-record statistic of :mod:`dpgcd_jax.privacy.bounds`, all O(nnz).
+- the smoothness `M_j = beta mean_i x_ij^2`, the feature clipping to a bound and the
+  per-record statistic of [`dpgcd_jax.privacy.bounds`][], all O(nnz).
 
 Memory: O(nnz) (three arrays of nnz entries, plus column pointers). Only GLM losses
-``phi(<x, w>, y)`` have this structure; DP-SGD and custom per-example losses need dense rows.
+`phi(<x, w>, y)` have this structure; DP-SGD and custom per-example losses need dense rows.
 """
 
 from __future__ import annotations
@@ -40,16 +40,16 @@ Array = jax.Array
 )
 @dataclasses.dataclass(frozen=True)
 class SparseColumns:
-  """The transposed features ``X^T`` (shape (p, n)) as column-sorted coordinates (a pytree).
+  """The transposed features `X^T` (shape (p, n)) as column-sorted coordinates (a pytree).
 
   Attributes:
     rows: (nnz + K,) example index of every stored entry, sorted by feature (column of X).
     cols: (nnz + K,) feature index of every entry.
-    vals: (nnz + K,) values; the last ``K = max_column_nnz`` are zero padding, so that a window
-      of ``K`` entries from any column's start stays in bounds.
-    indptr: (p + 1,) column pointers: feature j's entries are ``indptr[j]:indptr[j + 1]``.
-    shape: ``(p, n)``, as ``XT`` of a dense problem.
-    max_column_nnz: ``K``, the largest number of entries of one feature.
+    vals: (nnz + K,) values; the last `K = max_column_nnz` are zero padding, so that a window
+      of `K` entries from any column's start stays in bounds.
+    indptr: (p + 1,) column pointers: feature j's entries are `indptr[j]:indptr[j + 1]`.
+    shape: `(p, n)`, as `XT` of a dense problem.
+    max_column_nnz: `K`, the largest number of entries of one feature.
   """
 
   rows: Array
@@ -68,11 +68,11 @@ class SparseColumns:
     return int(self.vals.shape[0]) - self.max_column_nnz
 
   def margins(self, w: Array) -> Array:
-    """``X w``, (n,)."""
+    """`X w`, (n,)."""
     return jax.ops.segment_sum(self.vals * w[self.cols], self.rows, num_segments=self.shape[1])
 
   def column(self, j: Array) -> tuple[Array, Array]:
-    """Example indices and values of feature ``j`` (``K`` of them, zero-padded)."""
+    """Example indices and values of feature `j` (`K` of them, zero-padded)."""
     k = self.max_column_nnz
     start = self.indptr[j]
     rows = jax.lax.dynamic_slice(self.rows, (start,), (k,))
@@ -80,18 +80,18 @@ class SparseColumns:
     return rows, jnp.where(jnp.arange(k) < self.indptr[j + 1] - start, vals, 0.0)
 
   def update_margins(self, margins: Array, j: Array, change: Array) -> Array:
-    """Margins after ``w_j += change``: O(K)."""
+    """Margins after `w_j += change`: O(K)."""
     rows, vals = self.column(j)
     return margins.at[rows].add(change * vals)
 
   def clipped_mean(self, dphi: Array, thresholds: Array) -> Array:
-    """``(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)`` for every j, over the stored entries.
+    """`(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)` for every j, over the stored entries.
 
-    Exact up to one rounding, as :func:`dpgcd_jax.clipping.clipped_mean` (same grid, so the
+    Exact up to one rounding, as [`dpgcd_jax.clipping.clipped_mean`][] (same grid, so the
     same value as the dense path): the quantized entries are summed by column exactly (at most
-    ``n`` terms below ``2^(k+1)``: in float64 for float32 data, where ``n 2^(k+1) <= 2^53``; in
+    `n` terms below `2^(k+1)`: in float64 for float32 data, where `n 2^(k+1) <= 2^53`; in
     int64 for float64 data), then scaled once. A zero entry quantizes to 0. A non-finite
-    ``dphi_i`` counts as 0 (the guard on the derivative, :mod:`dpgcd_jax.clipping`).
+    `dphi_i` counts as 0 (the guard on the derivative, [`dpgcd_jax.clipping`][]).
     """
     n, p = self.shape[1], self.shape[0]
 
@@ -112,7 +112,7 @@ class SparseColumns:
     return clipping.when_finite(thresholds, exact, plain, self, clipping.finite_or_zero(dphi))
 
   def clipped_coordinate_mean(self, dphi: Array, thresholds: Array, j: Array) -> Array:
-    """Coordinate ``j`` of :meth:`clipped_mean` in O(K) (the same exact mean and grid)."""
+    """Coordinate `j` of `clipped_mean` in O(K) (the same exact mean and grid)."""
     rows, vals = self.column(j)
     n = self.shape[1]
     bits = clipping.grid_bits(self.dtype, n)  # the grid of n records, not of this column
@@ -126,16 +126,16 @@ class SparseColumns:
     return clipping.when_finite(thresholds[j], exact, plain, clipping.finite_or_zero(dphi[rows]) * vals)
 
   def mean_squares(self) -> Array:
-    """``(1/n) sum_i x_ij^2`` for every j."""
+    """`(1/n) sum_i x_ij^2` for every j."""
     return jax.ops.segment_sum(self.vals**2, self.cols, num_segments=self.shape[0]) / self.shape[1]
 
   def clip_entries(self, bound: Array) -> SparseColumns:
-    """Every entry clipped to ``[-B_j, B_j]`` (zeros stay zero)."""
+    """Every entry clipped to `[-B_j, B_j]` (zeros stay zero)."""
     bound = jnp.broadcast_to(bound, (self.shape[0],))[self.cols]
     return dataclasses.replace(self, vals=jnp.clip(self.vals, -bound, bound))
 
   def record_max_abs(self) -> Array:
-    """``max_j |x_ij|`` per example (0 for an empty row), (n,)."""
+    """`max_j |x_ij|` per example (0 for an empty row), (n,)."""
     top = jax.ops.segment_max(jnp.abs(self.vals), self.rows, num_segments=self.shape[1])
     return jnp.maximum(top, 0.0)
 
@@ -145,7 +145,7 @@ class SparseColumns:
 
 
 def is_sparse(X: Any) -> bool:
-  """Whether ``X`` is a sparse matrix this module reads (scipy.sparse or BCOO)."""
+  """Whether `X` is a sparse matrix this module reads (scipy.sparse or BCOO)."""
   return scipy.sparse.issparse(X) or _is_bcoo(X)
 
 
@@ -154,7 +154,7 @@ def _is_bcoo(X: Any) -> bool:
 
 
 def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
-  """:class:`SparseColumns` of the transpose of an (n, p) scipy.sparse or BCOO matrix.
+  """[`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of the transpose of an (n, p) scipy.sparse or BCOO matrix.
 
   Duplicate entries are summed. Raises ValueError for a matrix that is not 2-D, has no rows
   or columns, or holds NaN or infinite values (checked on the stored entries only).

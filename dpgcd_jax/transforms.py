@@ -1,14 +1,15 @@
-"""optax composition: the private greedy coordinate update as a ``GradientTransformation``.
+"""optax composition: the private greedy coordinate update as a `GradientTransformation`.
 
-``dp_greedy_coordinate`` takes per-example gradients (a leading batch axis of size n on every
+`dp_greedy_coordinate` takes per-example gradients (a leading batch axis of size n on every
 leaf), clips them coordinate-wise, and returns the noisy greedy single-coordinate update of
 DP-GCD, computed by the same private kernel as the solver
-(:func:`dpgcd_jax.solvers.greedy.private_coordinate_step`: any penalty, any greedy rule):
-the gradient mapping on the selected coordinate (``g~_j / M_j`` without penalty), zero
-elsewhere. Chained with ``optax.scale(-gamma)`` (and ``step_size=gamma``) it gives exactly the
-iterates of :func:`dpgcd_jax.dp_gcd.run` for the same key: step ``t`` uses ``fold_in(key, t)``
+([`dpgcd_jax.solvers.greedy.private_coordinate_step`][]: any penalty, any greedy rule):
+the gradient mapping on the selected coordinate (`g~_j / M_j` without penalty), zero
+elsewhere. Chained with `optax.scale(-gamma)` (and `step_size=gamma`) it gives exactly the
+iterates of [`dpgcd_jax.dp_gcd.run`][] for the same key: step `t` uses `fold_in(key, t)`
 in both.
 
+```pycon
 >>> import jax, jax.numpy as jnp, optax, dpgcd_jax as dg
 >>> X = jax.random.normal(jax.random.key(0), (64, 5)); y = X @ jnp.arange(5.0)
 >>> per_example_loss = lambda w, x, y: 0.5 * (x @ w - y) ** 2
@@ -20,20 +21,22 @@ in both.
 ...   updates, state = tx.update(grads, state, w)
 ...   w = optax.apply_updates(w, updates)
 
+```
+
 Keys: the transformation holds its key, and its noise is a deterministic function of that key
-and the step count. ``init`` does not and cannot check how often it is called (under
-``jax.jit`` a Python-side check runs only once, at trace time), so nothing in the
+and the step count. `init` does not and cannot check how often it is called (under
+`jax.jit` a Python-side check runs only once, at trace time), so nothing in the
 transformation stops a reuse: reusing one transformation, or one initial state, for two
 trainings on neighbouring data sets replays the same noise, and the two results then differ by
 exactly their noise-free difference (the guarantee is void). What protects you is the key:
 build a NEW transformation with a fresh key for every training run, e.g.
-``dp_greedy_coordinate(..., key=dpgcd_jax.seeding.fresh_key())`` (128 bits from the OS), and
+`dp_greedy_coordinate(..., key=dpgcd_jax.seeding.fresh_key())` (128 bits from the OS), and
 keep an explicit integer key for reproducing one run only.
 
-Privacy: as one DP-GCD iteration per ``update`` call (see :mod:`dpgcd_jax.solvers.dp_gcd`),
-with ``n`` the batch size of the per-example gradients (the whole data set: no subsampling
+Privacy: as one DP-GCD iteration per `update` call (see [`dpgcd_jax.solvers.dp_gcd`][]),
+with `n` the batch size of the per-example gradients (the whole data set: no subsampling
 amplification is claimed). Account for the number of calls with
-:func:`dpgcd_jax.privacy.calibrate_gcd`.
+[`dpgcd_jax.privacy.calibrate_gcd`][].
 """
 
 from __future__ import annotations
@@ -79,42 +82,42 @@ def dp_greedy_coordinate(
 ) -> optax.GradientTransformation:
   """Private greedy single-coordinate update from per-example gradients.
 
-  .. math::
+  $$
+  g = \\frac1n \\sum_i \\mathrm{clip}(\\nabla l_i, -C, C) + \\lambda_2 w, \\quad
+  j = \\text{private argmax}_j |g_j| / \\sqrt{M_j}, \\quad
+  u = e_j \\frac{w_j - \\mathrm{prox}_{\\gamma_j \\psi_j}(w_j - \\gamma_j (g_j + \\eta))}{\\gamma},
+  \\quad \\gamma_j = \\gamma / M_j
+  $$
 
-     g = \\frac1n \\sum_i \\mathrm{clip}(\\nabla l_i, -C, C) + \\lambda_2 w, \\quad
-     j = \\text{private argmax}_j |g_j| / \\sqrt{M_j}, \\quad
-     u = e_j \\frac{w_j - \\mathrm{prox}_{\\gamma_j \\psi_j}(w_j - \\gamma_j (g_j + \\eta))}{\\gamma},
-     \\quad \\gamma_j = \\gamma / M_j
-
-  (``u_j = (g_j + eta) / M_j`` without penalty), the gradient mapping of the same private kernel
-  as :func:`dpgcd_jax.dp_gcd.step`: chained with ``optax.scale(-step_size)`` (the same
-  ``step_size``) it moves exactly as the solver.
+  (`u_j = (g_j + eta) / M_j` without penalty), the gradient mapping of the same private kernel
+  as [`dpgcd_jax.dp_gcd.step`][]: chained with `optax.scale(-step_size)` (the same
+  `step_size`) it moves exactly as the solver.
 
   Args:
-    smoothness: public coordinate smoothness ``M`` of the data term: a pytree like the
+    smoothness: public coordinate smoothness `M` of the data term: a pytree like the
       parameters or a flat vector of their total size.
     key: PRNG key, carried in the state: a fresh one for every training run
-      (:func:`dpgcd_jax.seeding.fresh_key`); the same key replays the same noise.
-    clip: ``C`` (scalar: DP-CD rule; or a flat vector of thresholds).
-    selection_noise: ``b``, in units of ``Delta_bar`` (see :mod:`dpgcd_jax.solvers.greedy`).
-    update_noise: ``s``, in units of ``Delta_j``.
-    l2: public ridge strength added to the gradient (needs ``params`` in ``update``).
-    curvature: the loss's curvature bound ``beta``, the unit of a scalar ``clip``
-      (``C_j = clip sqrt(M_j / beta)``, see :mod:`dpgcd_jax.clipping`).
-    penalty: a separable penalty (:mod:`dpgcd_jax.penalties`, over the flattened parameters);
-      default none. Needs ``params`` in ``update``.
-    step_size: ``gamma``; the prox step uses ``gamma / M_j``. Chain with
-      ``optax.scale(-step_size)`` of the same value.
+      (`dpgcd_jax.seeding.fresh_key`); the same key replays the same noise.
+    clip: `C` (scalar: DP-CD rule; or a flat vector of thresholds).
+    selection_noise: `b`, in units of `Delta_bar` (see [`dpgcd_jax.solvers.greedy`][]).
+    update_noise: `s`, in units of `Delta_j`.
+    l2: public ridge strength added to the gradient (needs `params` in `update`).
+    curvature: the loss's curvature bound `beta`, the unit of a scalar `clip`
+      (`C_j = clip sqrt(M_j / beta)`, see [`dpgcd_jax.clipping`][]).
+    penalty: a separable penalty ([`dpgcd_jax.penalties`][], over the flattened parameters);
+      default none. Needs `params` in `update`.
+    step_size: `gamma`; the prox step uses `gamma / M_j`. Chain with
+      `optax.scale(-step_size)` of the same value.
     selection: "laplace" or "gumbel".
     update: "laplace" or "gaussian".
     rule: greedy rule "gs-s", "gs-r" or "gs-q".
-    secure_noise: floating-point-safe noise: ``selection`` and ``update`` become their discrete
+    secure_noise: floating-point-safe noise: `selection` and `update` become their discrete
       counterparts on a public grid ("laplace" -> "discrete_laplace", "gaussian" ->
-      "discrete_gaussian"; :mod:`dpgcd_jax.discrete_noise`), accounted with the same
-      multipliers (``calibrate_gcd(..., selection="discrete_laplace", ...)``).
+      "discrete_gaussian"; `dpgcd_jax.discrete_noise`), accounted with the same
+      multipliers (`calibrate_gcd(..., selection="discrete_laplace", ...)`).
 
   Returns:
-    An ``optax.GradientTransformation``; chain it with ``optax.scale(-step_size)``.
+    An `optax.GradientTransformation`; chain it with `optax.scale(-step_size)`.
   """
   _validate.check_key("key", key)
   if not isinstance(secure_noise, bool):

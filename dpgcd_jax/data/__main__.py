@@ -1,4 +1,4 @@
-"""``python -m dpgcd_jax.data list`` / ``python -m dpgcd_jax.data download NAME [NAME ...]``."""
+"""`python -m dpgcd_jax.data list` / `python -m dpgcd_jax.data download NAME [NAME ...]`."""
 
 from dpgcd_jax.data._cli import main
 

@@ -1,21 +1,21 @@
 """The local cache of downloaded datasets, and downloads through pooch.
 
-Cache format (one pair of files per dataset, in :func:`default_cache_dir`, which is
-``$DPGCD_DATA`` when set and ``~/.cache/dpgcd_jax`` otherwise):
+Cache format (one pair of files per dataset, in `default_cache_dir`, which is
+`$DPGCD_DATA` when set and `~/.cache/dpgcd_jax` otherwise):
 
-* ``<name>.npz``: ``numpy.savez_compressed`` of the RAW data (before any preprocessing;
-  labels as in the source): ``y`` (n,) and either ``X`` (n, p) for dense features or, for
-  sparse ones, the CSR parts ``X_data``, ``X_indices``, ``X_indptr`` and ``X_shape``.
-* ``<name>.json``: ``{"format_version": 1, "name": ..., "n": ..., "p": ..., "sha256": <hex
-  digest of the .npz file>, "source": [urls], "created": <ISO date>}`` (plus
-  ``"X_format": "csr"`` for sparse features).
+* `<name>.npz`: `numpy.savez_compressed` of the RAW data (before any preprocessing;
+  labels as in the source): `y` (n,) and either `X` (n, p) for dense features or, for
+  sparse ones, the CSR parts `X_data`, `X_indices`, `X_indptr` and `X_shape`.
+* `<name>.json`: `{"format_version": 1, "name": ..., "n": ..., "p": ..., "sha256": <hex
+  digest of the .npz file>, "source": [urls], "created": <ISO date>}` (plus
+  `"X_format": "csr"` for sparse features).
 
-:func:`write_arrays` writes this format atomically, so data obtained some other way (for
+`write_arrays` writes this format atomically, so data obtained some other way (for
 instance copied from a machine with network) can be dropped in.
 
-Downloads go through :func:`pooch.retrieve` (checksum check when the source publishes one,
-atomic write, hash logged otherwise) with a urllib transport (:class:`UrllibDownloader`):
-``http(s)://`` and ``file://`` URLs, a timeout, and one place for the tests to fake.
+Downloads go through `pooch.retrieve` (checksum check when the source publishes one,
+atomic write, hash logged otherwise) with a urllib transport (`UrllibDownloader`):
+`http(s)://` and `file://` URLs, a timeout, and one place for the tests to fake.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class DatasetNotAvailable(ValueError):
 
 
 def default_cache_dir() -> pathlib.Path:
-  """``$DPGCD_DATA`` when set (and non-empty), else ``~/.cache/dpgcd_jax``."""
+  """`$DPGCD_DATA` when set (and non-empty), else `~/.cache/dpgcd_jax`."""
   env = os.environ.get(CACHE_ENV_VAR)
   if env:
     return pathlib.Path(env).expanduser()
@@ -61,13 +61,13 @@ def default_cache_dir() -> pathlib.Path:
 
 
 def cache_paths(name: str, cache_dir: PathLike | None) -> tuple[pathlib.Path, pathlib.Path]:
-  """The ``.npz`` and ``.json`` paths of ``name`` in ``cache_dir`` (default folder if None)."""
+  """The `.npz` and `.json` paths of `name` in `cache_dir` (default folder if None)."""
   folder = default_cache_dir() if cache_dir is None else pathlib.Path(cache_dir).expanduser()
   return folder / f"{name}.npz", folder / f"{name}.json"
 
 
 def how_to_fetch(name: str, folder: pathlib.Path, urls: Sequence[str], shape: tuple[int, int]) -> str:
-  """The instructions appended to every :class:`DatasetNotAvailable` message."""
+  """The instructions appended to every [`DatasetNotAvailable`][dpgcd_jax.data._cache.DatasetNotAvailable] message."""
   return (
       f"To get it, run on a machine with network access:\n"
       f"    python -m dpgcd_jax.data download {name}\n"
@@ -108,8 +108,8 @@ def write_arrays(
 ) -> pathlib.Path:
   """Writes raw arrays in the cache format; both files go to temporary names, then are renamed.
 
-  An interrupted write never leaves a file that passes the checksum. ``X`` may be a
-  ``scipy.sparse`` matrix (stored as CSR parts). Returns the path of the ``.npz`` file.
+  An interrupted write never leaves a file that passes the checksum. `X` may be a
+  `scipy.sparse` matrix (stored as CSR parts). Returns the path of the `.npz` file.
   """
   x, t = _check_raw(X, y)
   npz_path, json_path = cache_paths(name, cache_dir)
@@ -152,7 +152,7 @@ def read_arrays(name: str, cache_dir: PathLike | None, instructions: str) -> tup
     instructions: How to fetch the data, appended to every error message.
 
   Returns:
-    ``(X, y)``: X dense, or a ``scipy.sparse.csr_array`` when stored as CSR parts.
+    `(X, y)`: X dense, or a `scipy.sparse.csr_array` when stored as CSR parts.
 
   Raises:
     DatasetNotAvailable: A file is missing, the checksum or the metadata do not match, or
@@ -200,10 +200,10 @@ def read_arrays(name: str, cache_dir: PathLike | None, instructions: str) -> tup
 
 
 class UrllibDownloader:
-  """A pooch downloader over ``urllib.request.urlopen``: ``http(s)://`` and ``file://`` URLs.
+  """A pooch downloader over `urllib.request.urlopen`: `http(s)://` and `file://` URLs.
 
   A body that is gzip data is decompressed unless the URL names a compressed file
-  (``.gz`` / ``.tgz``), so checksums apply to the served file's content.
+  (`.gz` / `.tgz`), so checksums apply to the served file's content.
 
   Args:
     timeout: Seconds allowed for the request.
@@ -230,11 +230,11 @@ class UrllibDownloader:
 
 
 class Retriever:
-  """Downloads files for a loader: ``retrieve(url, known_hash=None) -> local path``.
+  """Downloads files for a loader: `retrieve(url, known_hash=None) -> local path`.
 
-  Every file goes through :func:`pooch.retrieve` into ``folder`` (a file already there
-  with a matching hash is reused). ``known_hash`` is ``"md5:<hex>"`` / ``"sha256:<hex>"``;
-  a mismatch raises ``ValueError`` and keeps nothing.
+  Every file goes through `pooch.retrieve` into `folder` (a file already there
+  with a matching hash is reused). `known_hash` is `"md5:<hex>"` / `"sha256:<hex>"`;
+  a mismatch raises `ValueError` and keeps nothing.
 
   Args:
     folder: Where the downloaded files go.

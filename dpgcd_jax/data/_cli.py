@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpgcd_jax.data {list,download} ...``."""
+"""Command line: `python -m dpgcd_jax.data {list,download} ...`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dpgcd_jax.data import _registry
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  """``python -m dpgcd_jax.data download NAME [NAME ...] [--cache-dir DIR]`` or ``... list``."""
+  """`python -m dpgcd_jax.data download NAME [NAME ...] [--cache-dir DIR]` or `... list`."""
   parser = argparse.ArgumentParser(prog="python -m dpgcd_jax.data",
                                    description="Datasets of the DP-GCD experiments.")
   commands = parser.add_subparsers(dest="command", required=True)

@@ -1,4 +1,4 @@
-"""The :class:`Dataset` type, ``lambda_max`` and the preprocessing shared by the loaders."""
+"""The [`Dataset`][dpgcd_jax.data._dataset.Dataset] type, `lambda_max` and the preprocessing shared by the loaders."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ PenaltyFactory = Callable[[float], Any]
 
 
 class Raw(NamedTuple):
-  """What a registered dataset function returns (see :func:`dpgcd_jax.data.register`).
+  """What a registered dataset function returns (see [`dpgcd_jax.data.register`][]).
 
   Attributes:
-    X: Features (n, p): a NumPy array or a ``scipy.sparse`` matrix.
+    X: Features (n, p): a NumPy array or a `scipy.sparse` matrix.
     y: Targets or labels (n,).
     w_true: Parameter the data was generated from (generators only).
     description: What the data is (overrides the first paragraph of the docstring).
@@ -52,12 +52,12 @@ def import_module(module: str, package: str) -> types.ModuleType:
 
 
 def as_matrix(name: str, X: Any) -> Matrix:
-  """Validates features: a finite float64 array, or a finite float64 CSR ``scipy.sparse`` array.
+  """Validates features: a finite float64 array, or a finite float64 CSR `scipy.sparse` array.
 
-  Sparse input stays sparse (``csr_array``, canonical format); nothing is densified.
+  Sparse input stays sparse (`csr_array`, canonical format); nothing is densified.
 
   Raises:
-    ValueError: naming ``name``, for a wrong rank, NaN / infinite entries or an unsupported type.
+    ValueError: naming `name`, for a wrong rank, NaN / infinite entries or an unsupported type.
   """
   if isinstance(X, jsparse.JAXSparse):
     raise ValueError(
@@ -81,7 +81,7 @@ def as_matrix(name: str, X: Any) -> Matrix:
 
 
 def column_mean_squares(X: Matrix) -> np.ndarray:
-  """``mean_i x_ij^2`` per column, float64, without densifying a sparse ``X``."""
+  """`mean_i x_ij^2` per column, float64, without densifying a sparse `X`."""
   n, p = X.shape
   if sparse.issparse(X):
     x = sparse.csr_array(X)
@@ -91,22 +91,25 @@ def column_mean_squares(X: Matrix) -> np.ndarray:
 
 
 def lambda_max(X: Any, y: Any, loss: losses_lib.Loss | str) -> float:
-  """Smallest l1 strength for which ``w = 0`` is optimal: ``||grad f(0)||_inf``, ridge excluded.
+  """Smallest l1 strength for which `w = 0` is optimal: `||grad f(0)||_inf`, ridge excluded.
 
-  ``||X^T phi'(0, y)||_inf / n`` for a GLM loss ``phi``: ``||X^T y||_inf / n`` for the squared
-  loss, ``||X^T y||_inf / (2 n)`` for the logistic loss (labels in {-1, +1}). ``X`` may be sparse.
+  `||X^T phi'(0, y)||_inf / n` for a GLM loss `phi`: `||X^T y||_inf / n` for the squared
+  loss, `||X^T y||_inf / (2 n)` for the logistic loss (labels in {-1, +1}). `X` may be sparse.
 
   Args:
-    X: Features (n, p), dense or ``scipy.sparse``.
+    X: Features (n, p), dense or `scipy.sparse`.
     y: Targets (n,), labels in {-1, +1} for the logistic loss.
-    loss: A GLM :class:`dpgcd_jax.Loss` or a built-in name ("squared", "logistic", "huber").
+    loss: A GLM [`dpgcd_jax.Loss`][] or a built-in name ("squared", "logistic", "huber").
 
   Returns:
     lambda_max as a Python float (computed in float64).
 
+  ```pycon
   >>> import numpy as np
   >>> lambda_max(np.array([[1.0], [-1.0]]), np.array([1.0, -1.0]), "logistic")
   0.5
+
+  ```
   """
   loss = losses_lib.get(loss)
   phi = loss.phi
@@ -125,8 +128,8 @@ def lambda_max(X: Any, y: Any, loss: losses_lib.Loss | str) -> float:
 def standardize(X: Any) -> np.ndarray:
   """Drops constant columns, then centers and scales every column to unit variance.
 
-  The variance is the population variance (``ddof=0``), so that ``mean_i x_ij^2 = 1``.
-  Dense only: centering would densify a sparse matrix (see :func:`prepare_sparse_binary`).
+  The variance is the population variance (`ddof=0`), so that `mean_i x_ij^2 = 1`.
+  Dense only: centering would densify a sparse matrix (see `prepare_sparse_binary`).
 
   Args:
     X: Features (n, p), numeric and finite.
@@ -176,8 +179,8 @@ def prepare_sparse_binary(raw: Raw, loss: losses_lib.Loss) -> Raw:
   """Sparse data: CSR float64, all-zero columns dropped, values kept (no centering, no scaling).
 
   Centering would densify the matrix, so columns keep their raw scale and the coordinate
-  smoothness ``M_j = beta * mean_i x_ij^2`` differs per column (binary data: the column's
-  frequency). Targets as in :func:`prepare_dense`.
+  smoothness `M_j = beta * mean_i x_ij^2` differs per column (binary data: the column's
+  frequency). Targets as in `prepare_dense`.
   """
   x = sparse.csr_array(raw.X, dtype=np.float64)
   x.sum_duplicates()
@@ -194,25 +197,28 @@ def _check_penalty(pen: Any) -> None:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Dataset:
-  """An ERM problem: data, loss and penalty (see :mod:`dpgcd_jax.data` for the conventions).
+  """An ERM problem: data, loss and penalty (see [`dpgcd_jax.data`][] for the conventions).
 
   Attributes:
     name: Registry name.
-    X: Features (n, p): float64 NumPy array, or float64 ``scipy.sparse.csr_array`` (never densified).
+    X: Features (n, p): float64 NumPy array, or float64 `scipy.sparse.csr_array` (never densified).
     y: Targets, float64 (n,); labels in {-1, +1} for the logistic loss.
-    loss: A :class:`dpgcd_jax.Loss` (built-in names are converted).
-    penalty: A :mod:`dpgcd_jax.penalties` object ``psi`` (the possibly non-smooth part).
-    l2: Strength of the smooth ridge term ``(l2 / 2) ||w||^2`` inside ``f``; 0 if none.
-    lambda_fraction: ``penalty_strength / lambda_max`` (None when there is no penalty strength).
+    loss: A [`dpgcd_jax.Loss`][] (built-in names are converted).
+    penalty: A [`dpgcd_jax.penalties`][] object `psi` (the possibly non-smooth part).
+    l2: Strength of the smooth ridge term `(l2 / 2) ||w||^2` inside `f`; 0 if none.
+    lambda_fraction: `penalty_strength / lambda_max` (None when there is no penalty strength).
     description: What the data is and how it was preprocessed.
     source: Where the data comes from (URL, package or generator recipe).
     w_true: Parameter the data was generated from (generators only), else None.
     solution_nnz: Number of non-zeros of the non-private optimum when known, else None.
 
+  ```pycon
   >>> from dpgcd_jax import data
   >>> ds = data.get("diabetes")
   >>> (ds.n, ds.p, ds.loss.name, type(ds.penalty).__name__, ds.lambda_fraction)
   (442, 10, 'squared', 'L1', 0.05)
+
+  ```
   """
 
   name: str
@@ -267,12 +273,12 @@ class Dataset:
 
   @property
   def is_sparse(self) -> bool:
-    """Whether ``X`` is a ``scipy.sparse`` matrix."""
+    """Whether `X` is a `scipy.sparse` matrix."""
     return sparse.issparse(self.X)
 
   @property
   def penalty_strength(self) -> float | None:
-    """The penalty's ``strength`` (0 for no penalty; None for a penalty without one, e.g. a box)."""
+    """The penalty's `strength` (0 for no penalty; None for a penalty without one, e.g. a box)."""
     if isinstance(self.penalty, penalties_lib.Zero):
       return 0.0
     strength = getattr(self.penalty, "strength", None)
@@ -280,25 +286,25 @@ class Dataset:
 
   @property
   def lambda_max(self) -> float:
-    """``||grad f(0)||_inf`` without the ridge term (see :func:`lambda_max`)."""
+    """`||grad f(0)||_inf` without the ridge term (see [`lambda_max`][dpgcd_jax.data._dataset.Dataset.lambda_max])."""
     return lambda_max(self.X, self.y, self.loss)
 
   @property
   def true_nnz(self) -> int | None:
-    """Number of non-zeros of ``w_true`` (None for real data)."""
+    """Number of non-zeros of `w_true` (None for real data)."""
     return None if self.w_true is None else int(np.count_nonzero(self.w_true))
 
   def with_lambda_fraction(self, fraction: float, penalty: PenaltyFactory | None = None) -> Dataset:
-    """Returns a copy whose penalty strength is ``fraction * lambda_max``.
+    """Returns a copy whose penalty strength is `fraction * lambda_max`.
 
     Args:
-      fraction: New fraction of ``lambda_max``, >= 0.
-      penalty: Penalty factory called with the strength, e.g. ``penalties.L1`` or
-        ``functools.partial(penalties.ElasticNet, l1_ratio=0.5)``; if None, the current
-        penalty with its ``strength`` replaced.
+      fraction: New fraction of `lambda_max`, >= 0.
+      penalty: Penalty factory called with the strength, e.g. `penalties.L1` or
+        `functools.partial(penalties.ElasticNet, l1_ratio=0.5)`; if None, the current
+        penalty with its `strength` replaced.
 
     Returns:
-      The new :class:`Dataset` (``solution_nnz`` reset to None).
+      The new [`Dataset`][dpgcd_jax.data._dataset.Dataset] (`solution_nnz` reset to None).
     """
     _validate.check_positive("fraction", fraction, allow_zero=True)
     strength = float(fraction) * self.lambda_max
@@ -320,9 +326,9 @@ class Dataset:
     return dataclasses.replace(self, solution_nnz=nnz)
 
   def smoothness(self) -> np.ndarray:
-    """Coordinate smoothness of the data term, ``curvature * mean_i x_ij^2``, float64 (p,).
+    """Coordinate smoothness of the data term, `curvature * mean_i x_ij^2`, float64 (p,).
 
-    NOT private: computed from the data itself (see :meth:`to_problem`).
+    NOT private: computed from the data itself (see [`to_problem`][dpgcd_jax.data._dataset.Dataset.to_problem]).
     """
     if self.loss.curvature is None:
       raise ValueError(
@@ -332,30 +338,31 @@ class Dataset:
     return float(self.loss.curvature) * column_mean_squares(self.X)
 
   def to_problem(self, dtype: Any = np.float64, **kwargs: Any) -> problem_lib.Problem:
-    """The :class:`dpgcd_jax.Problem` of this dataset, in ``dtype``, with its smoothness declared.
+    """The [`dpgcd_jax.Problem`][] of this dataset, in `dtype`, with its smoothness declared.
 
-    Returns ``make_problem(X, y, loss, l2=l2, penalty=penalty, smoothness=S, **kwargs)`` with
-    ``S_j = loss.curvature * mean_i x_ij^2`` computed in float64 (:meth:`smoothness`).
+    Returns `make_problem(X, y, loss, l2=l2, penalty=penalty, smoothness=S, **kwargs)` with
+    `S_j = loss.curvature * mean_i x_ij^2` computed in float64
+    ([`smoothness`][dpgcd_jax.data._dataset.Dataset.smoothness]).
 
     WARNING, NOT PRIVATE: this is the paper's protocol. The columns were standardized with
-    the data's own statistics and ``S`` is computed from the data; both are treated as
-    public BY ASSUMPTION (standardized columns give ``S_j = curvature`` for every ``j``).
+    the data's own statistics and `S` is computed from the data; both are treated as
+    public BY ASSUMPTION (standardized columns give `S_j = curvature` for every `j`).
     The privacy guarantee of a solver run on this problem holds only conditionally on that
     preprocessing. The end-to-end private path instead scales features with PUBLIC bounds
-    (e.g. ``|x_ij| <= B_j`` known a priori) and derives the smoothness from those bounds,
-    or spends budget on :func:`dpgcd_jax.privacy.private_smoothness`.
+    (e.g. `|x_ij| <= B_j` known a priori) and derives the smoothness from those bounds,
+    or spends budget on [`dpgcd_jax.privacy.private_smoothness`][].
 
     Args:
-      dtype: Floating dtype of the problem's arrays (``np.float64`` needs JAX's x64 mode,
-        e.g. inside ``with jax.enable_x64(True):``).
-      **kwargs: Forwarded to :func:`dpgcd_jax.make_problem`; a ``smoothness=`` here
+      dtype: Floating dtype of the problem's arrays (`np.float64` needs JAX's x64 mode,
+        e.g. inside `with jax.enable_x64(True):`).
+      **kwargs: Forwarded to [`dpgcd_jax.make_problem`][]; a `smoothness=` here
         replaces the data-derived constants.
 
     Returns:
       The problem.
 
     Raises:
-      ValueError: ``dtype`` is not floating or not available in the current JAX mode.
+      ValueError: `dtype` is not floating or not available in the current JAX mode.
     """
     try:
       dt = np.dtype(dtype)

@@ -19,9 +19,9 @@ def read_arff(text: str) -> tuple[list[str], np.ndarray]:
   """Parses a numeric ARFF file (dense or sparse rows) with liac-arff.
 
   Nominal attributes are encoded by their index in the declared list of values; missing
-  values (``?``) become NaN. String and date attributes are rejected.
+  values (`?`) become NaN. String and date attributes are rejected.
 
-  liac-arff is the parser of OpenML's own Python client; ``scipy.io.arff`` was not used
+  liac-arff is the parser of OpenML's own Python client; `scipy.io.arff` was not used
   because it silently drops extra values of a row, rejects quoted nominal values and has
   no sparse rows.
 
@@ -52,10 +52,10 @@ def openml(data_id: int, retrieve: Retrieve) -> tuple[np.ndarray, np.ndarray]:
 
   Args:
     data_id: The OpenML dataset id.
-    retrieve: Downloads a URL to a local path (``retrieve(url, known_hash=None)``).
+    retrieve: Downloads a URL to a local path (`retrieve(url, known_hash=None)`).
 
   Returns:
-    Raw ``(X, y)``, float64.
+    Raw `(X, y)`, float64.
   """
   meta = json.loads(retrieve(OPENML_API.format(data_id)).read_text())["data_set_description"]
   md5 = meta.get("md5_checksum")
@@ -79,7 +79,7 @@ def read_sparse_binary(text: str, p: int) -> sparse.csr_array:
     p: Number of features.
 
   Returns:
-    A ``scipy.sparse.csr_array`` of 0 / 1 (uint8), one row per non-empty line.
+    A `scipy.sparse.csr_array` of 0 / 1 (uint8), one row per non-empty line.
   """
   lines = [line.split() for line in text.splitlines() if line.strip()]
   counts = np.array([len(tokens) for tokens in lines], dtype=np.int64)
@@ -111,7 +111,7 @@ def california_features(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_tar_member(path: pathlib.Path, suffix: str) -> np.ndarray:
-  """Loads the comma-separated numeric member of a ``.tgz`` whose name ends with ``suffix``."""
+  """Loads the comma-separated numeric member of a `.tgz` whose name ends with `suffix`."""
   with tarfile.open(path, mode="r:gz") as archive:
     member = next((m for m in archive.getmembers() if m.name.endswith(suffix)), None)
     handle = None if member is None else archive.extractfile(member)

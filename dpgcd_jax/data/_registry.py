@@ -1,19 +1,21 @@
-"""The dataset registry, filled by the :func:`register` decorator, and access to cached sets.
+"""The dataset registry, filled by the `register` decorator, and access to cached sets.
 
-Adding a dataset is ONE decorated function, in one place (``_synthetic.py`` for generators,
-``_real.py`` for real data)::
+Adding a dataset is ONE decorated function, in one place (`_synthetic.py` for generators,
+`_real.py` for real data):
 
-  @register(kind="generator", loss=losses.squared, penalty=penalties.L1, lambda_fraction=0.1,
-            summary="200 x 50, 5 true non-zeros")
-  def tiny(seed: int = 0) -> Raw:
-    '''One paragraph: what the data is (it becomes the dataset's description).'''
-    ...
-    return Raw(X, y, w_true=w)
+```python
+@register(kind="generator", loss=losses.squared, penalty=penalties.L1, lambda_fraction=0.1,
+          summary="200 x 50, 5 true non-zeros")
+def tiny(seed: int = 0) -> Raw:
+  '''One paragraph: what the data is (it becomes the dataset's description).'''
+  ...
+  return Raw(X, y, w_true=w)
+```
 
-The decorator records a :class:`DatasetSpec` under the function's name and returns a
-function with the same arguments that builds the :class:`Dataset` (preprocessing, penalty
-strength ``lambda_fraction * lambda_max``); :func:`get` finds it by name, ``python -m
-dpgcd_jax.data list`` lists it, and a ``kind="cached"`` set is downloaded and cached.
+The decorator records a [`DatasetSpec`][dpgcd_jax.data._registry.DatasetSpec] under the function's name and returns a
+function with the same arguments that builds the [`Dataset`][dpgcd_jax.data.Dataset] (preprocessing, penalty
+strength `lambda_fraction * lambda_max`); [`get`][dpgcd_jax.data._registry.get] finds it by name, `python -m
+dpgcd_jax.data list` lists it, and a `kind="cached"` set is downloaded and cached.
 """
 
 from __future__ import annotations
@@ -54,19 +56,19 @@ class DatasetSpec:
 
   Attributes:
     name: Registry name.
-    kind: ``"generator"`` (seeded), ``"offline"`` (real data shipped with installed
-      packages) or ``"cached"`` (downloaded once into the cache).
-    loss: The :class:`dpgcd_jax.Loss`.
-    penalty: Factory of the penalty from its strength (e.g. ``penalties.L1``), or None
+    kind: `"generator"` (seeded), `"offline"` (real data shipped with installed
+      packages) or `"cached"` (downloaded once into the cache).
+    loss: The [`dpgcd_jax.Loss`][].
+    penalty: Factory of the penalty from its strength (e.g. `penalties.L1`), or None
       for no penalty.
-    lambda_fraction: Penalty strength as a fraction of ``lambda_max`` (None without penalty).
+    lambda_fraction: Penalty strength as a fraction of `lambda_max` (None without penalty).
     l2: Smooth ridge strength.
     summary: One line for listings.
-    build: The decorated function: ``(seed, **options) -> Raw`` for generators,
-      ``() -> Raw`` for offline sets, ``(retrieve) -> Raw`` (raw data) for cached sets.
-    preprocess: Applied to the raw data before the :class:`Dataset` is built (None: none).
+    build: The decorated function: `(seed, **options) -> Raw` for generators,
+      `() -> Raw` for offline sets, `(retrieve) -> Raw` (raw data) for cached sets.
+    preprocess: Applied to the raw data before the [`Dataset`][dpgcd_jax.data.Dataset] is built (None: none).
     urls: Sources of a cached set.
-    shape: Raw ``(n, p)`` a cached set's source must have.
+    shape: Raw `(n, p)` a cached set's source must have.
   """
 
   name: str
@@ -89,13 +91,13 @@ class DatasetSpec:
 
   @property
   def cached_shape(self) -> tuple[int, int]:
-    """``shape``, which every cached set has (:func:`register` requires it)."""
+    """`shape`, which every cached set has ([`register`][dpgcd_jax.data._registry.register] requires it)."""
     if self.shape is None:
       raise ValueError(f"Expected a raw shape (n, p) for the dataset {self.name!r}, got shape=None.")
     return self.shape
 
   def assemble(self, raw: Raw) -> Dataset:
-    """Preprocesses raw data and builds the :class:`Dataset` with this spec's objective."""
+    """Preprocesses raw data and builds the [`Dataset`][dpgcd_jax.data.Dataset] with this spec's objective."""
     if self.preprocess is not None:
       raw = self.preprocess(raw, self.loss)
     ds = Dataset(name=self.name, X=raw.X, y=raw.y, loss=self.loss, penalty=penalties_lib.Zero(), l2=self.l2,
@@ -124,22 +126,22 @@ def register(
   """Decorator that registers a dataset function (see the module docstring).
 
   Args:
-    kind: ``"generator"``, ``"offline"`` or ``"cached"``.
-    loss: The loss (a :class:`dpgcd_jax.Loss` or a built-in name).
+    kind: `"generator"`, `"offline"` or `"cached"`.
+    loss: The loss (a [`dpgcd_jax.Loss`][] or a built-in name).
     summary: One line for listings.
-    penalty: Penalty factory from its strength, e.g. ``penalties.L1``; None for none.
-    lambda_fraction: Strength as a fraction of ``lambda_max``; required with ``penalty``.
+    penalty: Penalty factory from its strength, e.g. `penalties.L1`; None for none.
+    lambda_fraction: Strength as a fraction of `lambda_max`; required with `penalty`.
     l2: Smooth ridge strength, >= 0.
     name: Registry name (default: the function's name).
-    preprocess: Applied to the raw data; ``"default"`` means none for generators and
-      :func:`prepare_dense` (standardization) for real data.
-    urls: Sources of a cached set (required for ``kind="cached"``).
-    shape: Raw ``(n, p)`` of a cached set's source (required for ``kind="cached"``).
+    preprocess: Applied to the raw data; `"default"` means none for generators and
+      `prepare_dense` (standardization) for real data.
+    urls: Sources of a cached set (required for `kind="cached"`).
+    shape: Raw `(n, p)` of a cached set's source (required for `kind="cached"`).
 
   Returns:
     The decorator. It returns, for generators and offline sets, a function with the same
-    arguments that returns the :class:`Dataset`; for cached sets, a function
-    ``(*, cache_dir=None, download_if_missing=True) -> Dataset`` (see :func:`fetch`).
+    arguments that returns the [`Dataset`][dpgcd_jax.data.Dataset]; for cached sets, a function
+    `(*, cache_dir=None, download_if_missing=True) -> Dataset` (see [`fetch`][dpgcd_jax.data._registry.fetch]).
 
   Raises:
     ValueError: A bad argument (named), or a name that is already registered.
@@ -200,7 +202,7 @@ def names(*kinds: str) -> tuple[str, ...]:
 
 
 def spec(name: str) -> DatasetSpec:
-  """The :class:`DatasetSpec` of a registered name."""
+  """The [`DatasetSpec`][dpgcd_jax.data._registry.DatasetSpec] of a registered name."""
   return _REGISTRY[_validate.check_choice("name", name, tuple(_REGISTRY))]
 
 
@@ -208,13 +210,13 @@ def get(name: str, *, seed: int = 0, cache_dir: _cache.PathLike | None = None, *
   """Builds any registered dataset.
 
   Args:
-    name: A registered name (see :func:`names`).
+    name: A registered name (see [`names`][dpgcd_jax.data._registry.names]).
     seed: Non-negative int, used by generators (ignored by real data).
-    cache_dir: Cache folder for the cached sets (see :func:`fetch`).
-    **options: Keyword arguments of a generator (e.g. ``n=``, ``p=``); generators only.
+    cache_dir: Cache folder for the cached sets (see [`fetch`][dpgcd_jax.data._registry.fetch]).
+    **options: Keyword arguments of a generator (e.g. `n=`, `p=`); generators only.
 
   Returns:
-    The :class:`Dataset`.
+    The [`Dataset`][dpgcd_jax.data.Dataset].
 
   Raises:
     ValueError: Unknown name, bad seed or options for a set that takes none.
@@ -246,17 +248,17 @@ def _instructions(entry: DatasetSpec, cache_dir: _cache.PathLike | None) -> str:
 def write_cache(
     name: str, X: Any, y: Any, *, cache_dir: _cache.PathLike | None = None, source: tuple[str, ...] = ()
 ) -> pathlib.Path:
-  """Writes raw data of a cached dataset in the cache format (see :mod:`dpgcd_jax.data`).
+  """Writes raw data of a cached dataset in the cache format (see [`dpgcd_jax.data`][]).
 
   Args:
     name: A cached set's name.
-    X: Raw features (n, p), numeric and finite, dense or ``scipy.sparse``; stored as is.
+    X: Raw features (n, p), numeric and finite, dense or `scipy.sparse`; stored as is.
     y: Raw targets or labels (n,).
-    cache_dir: Cache folder (created if needed); :func:`default_cache_dir` if None.
+    cache_dir: Cache folder (created if needed); `default_cache_dir` if None.
     source: URLs recorded in the metadata.
 
   Returns:
-    The path of the written ``.npz`` file.
+    The path of the written `.npz` file.
   """
   return _cache.write_arrays(_cached(name).name, X, y, cache_dir=cache_dir, source=source)
 
@@ -265,11 +267,11 @@ def load_cached(name: str, cache_dir: _cache.PathLike | None = None) -> Dataset:
   """Loads a cached dataset without any network access and preprocesses it.
 
   Args:
-    name: A cached set's name (``names("cached")``).
-    cache_dir: Cache folder; :func:`default_cache_dir` if None.
+    name: A cached set's name (`names("cached")`).
+    cache_dir: Cache folder; `default_cache_dir` if None.
 
   Returns:
-    The :class:`Dataset` (preprocessed as documented by the set).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (preprocessed as documented by the set).
 
   Raises:
     DatasetNotAvailable: The files are missing, do not match their checksum, or do not
@@ -283,20 +285,20 @@ def load_cached(name: str, cache_dir: _cache.PathLike | None = None) -> Dataset:
 def download(name: str, cache_dir: _cache.PathLike | None = None, *, timeout: float = 60.0) -> pathlib.Path:
   """Downloads a dataset from its official source and writes it to the cache.
 
-  Needs network access. Files are fetched with :func:`pooch.retrieve` into a temporary
+  Needs network access. Files are fetched with `pooch.retrieve` into a temporary
   folder (checksums checked where the source publishes them); the raw arrays are checked
   against the documented shape before anything is written to the cache.
 
   Args:
     name: A cached set's name.
-    cache_dir: Cache folder; :func:`default_cache_dir` if None.
+    cache_dir: Cache folder; `default_cache_dir` if None.
     timeout: Seconds allowed for each request.
 
   Returns:
-    The path of the written ``.npz`` file.
+    The path of the written `.npz` file.
 
   Raises:
-    OSError: (including ``urllib.error.URLError``) when the source cannot be reached.
+    OSError: (including `urllib.error.URLError`) when the source cannot be reached.
     ValueError: A checksum mismatch, or downloaded data without the documented shape.
   """
   entry = _cached(name)
@@ -315,15 +317,15 @@ def fetch(name: str, *, cache_dir: _cache.PathLike | None = None, download_if_mi
   """Loads a cached dataset, downloading it first when the cache is missing or corrupt.
 
   Never falls back to other data: when the cache is unusable and the download fails,
-  raises :class:`DatasetNotAvailable` saying how to fetch the data.
+  raises [`DatasetNotAvailable`][dpgcd_jax.data.DatasetNotAvailable] saying how to fetch the data.
 
   Args:
     name: A cached set's name.
-    cache_dir: Cache folder; :func:`default_cache_dir` (``$DPGCD_DATA``) if None.
+    cache_dir: Cache folder; `default_cache_dir` (`$DPGCD_DATA`) if None.
     download_if_missing: Whether to try the network when the cache is unusable.
 
   Returns:
-    The :class:`Dataset` (see :func:`load_cached`).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (see [`load_cached`][dpgcd_jax.data._registry.load_cached]).
   """
   _cached(name)
   try:

@@ -1,7 +1,7 @@
-"""Generators (deterministic from an integer ``seed``): the paper's synthetic sets and offline stand-ins.
+"""Generators (deterministic from an integer `seed`): the paper's synthetic sets and offline stand-ins.
 
-Each is ONE function registered with :func:`dpgcd_jax.data.register`; it returns a
-:class:`Raw` and the decorator turns it into a :class:`Dataset`.
+Each is ONE function registered with [`dpgcd_jax.data.register`][]; it returns a
+[`Raw`][dpgcd_jax.data.Raw] and the decorator turns it into a [`Dataset`][dpgcd_jax.data.Dataset].
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ LOG_L2 = 1e-3
 
 
 def check_seed(seed: Any) -> int:
-  """A non-negative Python int, else ValueError naming ``seed``."""
+  """A non-negative Python int, else ValueError naming `seed`."""
   return _validate.check_int("seed", seed, low=0)
 
 
@@ -61,15 +61,15 @@ def _log(name: str, seed: int, sigma: float, n: int, p: int, noise: float, *, le
 def log1(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -> Raw:
   """Synthetic logistic regression with a quasi-sparse solution (paper section 5).
 
-  ``X`` is n x p standard Gaussian with standardized columns, ``w_true`` has i.i.d.
+  `X` is n x p standard Gaussian with standardized columns, `w_true` has i.i.d.
   LogNormal(0, sigma = 1) entries (all positive, a few dominate), labels are
-  ``sign(X w_true + N(0, noise^2))`` in {-1, +1} (0 maps to +1). Logistic loss with a
-  smooth ridge ``(1e-3 / 2) ||w||^2`` and no penalty.
+  `sign(X w_true + N(0, noise^2))` in {-1, +1} (0 maps to +1). Logistic loss with a
+  smooth ridge `(1e-3 / 2) ||w||^2` and no penalty.
 
   This is one reading of the paper's "y = X w_true + eps" (issue 12): logistic loss on
-  sign labels. With noise 1 against ``||w_true||`` of 18-34 (seeds 0-4) the labels are
+  sign labels. With noise 1 against `||w_true||` of 18-34 (seeds 0-4) the labels are
   nearly separable and the optimum is bounded mostly by the ridge. The other reading is
-  :func:`log1_ls`.
+  `log1_ls`.
 
   ASSUMPTION: the paper's log1 / log2 differ by the sigma of the log-normal; we could not
   check the values and use sigma = 1 for log1 and sigma = 2 for log2 (DESIGN section 8).
@@ -81,35 +81,35 @@ def log1(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -> R
     noise: Standard deviation of the Gaussian noise added before taking the sign.
 
   Returns:
-    The :class:`Dataset` (``w_true`` set).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (`w_true` set).
   """
   return _log("log1", seed, 1.0, n, p, noise, least_squares=False)
 
 
 @register(kind="generator", loss=losses.logistic, l2=LOG_L2, summary="1000 x 100, LogNormal(0, 2) w, sign labels")
 def log2(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -> Raw:
-  """Like :func:`log1` with sigma = 2: a heavier tail, hence a sparser-looking w_true.
+  """Like `log1` with sigma = 2: a heavier tail, hence a sparser-looking w_true.
 
-  Least-squares reading: :func:`log2_ls`.
+  Least-squares reading: `log2_ls`.
   """
   return _log("log2", seed, 2.0, n, p, noise, least_squares=False)
 
 
 @register(kind="generator", loss=losses.squared, l2=LOG_L2, summary="1000 x 100, LogNormal(0, 1) w, y = Xw + noise")
 def log1_ls(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -> Raw:
-  """The least-squares reading of :func:`log1`: ``y = X w_true + N(0, noise^2)``, squared loss.
+  """The least-squares reading of `log1`: `y = X w_true + N(0, noise^2)`, squared loss.
 
-  Same ``X``, ``w_true`` and noise draws as :func:`log1` for the same seed; only the targets
-  and the loss differ. Squared loss ``(z - y)^2 / 2`` with the same smooth ridge
-  ``(1e-3 / 2) ||w||^2`` and no penalty; ``y`` is not rescaled.
+  Same `X`, `w_true` and noise draws as `log1` for the same seed; only the targets
+  and the loss differ. Squared loss `(z - y)^2 / 2` with the same smooth ridge
+  `(1e-3 / 2) ||w||^2` and no penalty; `y` is not rescaled.
 
-  Noise level and signal-to-noise ratio: the noise standard deviation is ``noise`` (1 by
+  Noise level and signal-to-noise ratio: the noise standard deviation is `noise` (1 by
   default). The columns being (nearly) independent with unit variance, the per-record
-  signal variance is about ``||w_true||^2``, whose expectation is
-  ``p E[w^2] = p exp(2 sigma^2) = 100 e^2 ~ 739`` for sigma = 1: an expected SNR of about
-  740 (29 dB). The realized SNR ``||X w_true||^2 / ||noise||^2`` is in the description:
+  signal variance is about `||w_true||^2`, whose expectation is
+  `p E[w^2] = p exp(2 sigma^2) = 100 e^2 ~ 739` for sigma = 1: an expected SNR of about
+  740 (29 dB). The realized SNR `||X w_true||^2 / ||noise||^2` is in the description:
   362, 410, 902, 1129 and 380 on seeds 0-4 (26-30 dB).
-  The optimum is close to ``w_true``: all p coordinates non-zero, a few dominant.
+  The optimum is close to `w_true`: all p coordinates non-zero, a few dominant.
 
   Args:
     seed: Non-negative int; the same seed gives the same dataset.
@@ -118,20 +118,20 @@ def log1_ls(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -
     noise: Standard deviation of the Gaussian noise on y.
 
   Returns:
-    The :class:`Dataset` (``w_true`` set).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (`w_true` set).
   """
   return _log("log1_ls", seed, 1.0, n, p, noise, least_squares=True)
 
 
 @register(kind="generator", loss=losses.squared, l2=LOG_L2, summary="1000 x 100, LogNormal(0, 2) w, y = Xw + noise")
 def log2_ls(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -> Raw:
-  """The least-squares reading of :func:`log2` (sigma = 2), as :func:`log1_ls` is of :func:`log1`.
+  """The least-squares reading of `log2` (sigma = 2), as `log1_ls` is of `log1`.
 
-  Noise level and signal-to-noise ratio: noise standard deviation ``noise`` (1 by
-  default); expected signal variance ``p exp(2 sigma^2) = 100 e^8 ~ 3.0e5`` for sigma = 2,
-  with a heavy tail across seeds (a few log-normal draws dominate ``||w_true||^2``): the
+  Noise level and signal-to-noise ratio: noise standard deviation `noise` (1 by
+  default); expected signal variance `p exp(2 sigma^2) = 100 e^8 ~ 3.0e5` for sigma = 2,
+  with a heavy tail across seeds (a few log-normal draws dominate `||w_true||^2`): the
   realized SNR (in the description) is 6.7e3, 1.1e4, 1.1e5, 3.0e5 and 1.1e4 on seeds 0-4
-  (38-55 dB). The problem is nearly noiseless: least squares recovers ``w_true`` almost
+  (38-55 dB). The problem is nearly noiseless: least squares recovers `w_true` almost
   exactly.
 
   Args:
@@ -141,7 +141,7 @@ def log2_ls(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -
     noise: Standard deviation of the Gaussian noise on y.
 
   Returns:
-    The :class:`Dataset` (``w_true`` set).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (`w_true` set).
   """
   return _log("log2_ls", seed, 2.0, n, p, noise, least_squares=True)
 
@@ -151,27 +151,27 @@ def log2_ls(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -
 def square(seed: int = 0, *, n: int = 1000, p: int = 1000, nnz: int = 10, noise: float = 1.0) -> Raw:
   """Synthetic sparse least squares (Lasso) with 10 true non-zeros (paper section 5).
 
-  ``X`` is n x p standard Gaussian with standardized columns; ``w_true`` has ``nnz``
+  `X` is n x p standard Gaussian with standardized columns; `w_true` has `nnz`
   non-zeros on a uniformly random support, with random signs and magnitudes
-  Uniform[1, 2]; ``y = X w_true + N(0, noise^2)`` (not rescaled). Squared loss + l1 with
-  ``lambda = 0.1 * lambda_max`` (``lambda_max = ||X^T y||_inf / n``).
+  Uniform[1, 2]; `y = X w_true + N(0, noise^2)` (not rescaled). Squared loss + l1 with
+  `lambda = 0.1 * lambda_max` (`lambda_max = ||X^T y||_inf / n`).
 
-  The fraction 0.1 was chosen so that the Lasso optimum (sklearn ``Lasso(alpha=lambda,
-  fit_intercept=False)``, the same objective) has about 10 non-zeros: with the defaults,
+  The fraction 0.1 was chosen so that the Lasso optimum (sklearn `Lasso(alpha=lambda,
+  fit_intercept=False)`, the same objective) has about 10 non-zeros: with the defaults,
   seeds 0-4 give exactly 10, the true support. The count stays 10 for fractions in
   [0.07, 0.5] on these seeds; 0.05 adds 1-5 noise coordinates and 0.6 drops true ones,
-  so 0.1 sits well inside the plateau. ``tests/data/test_datasets.py`` checks the range
+  so 0.1 sits well inside the plateau. `tests/data/test_datasets.py` checks the range
   [10, 12] on two seeds.
 
   Args:
     seed: Non-negative int; the same seed gives the same dataset.
     n: Number of records.
     p: Number of features.
-    nnz: Number of non-zeros of ``w_true`` (at most p).
+    nnz: Number of non-zeros of `w_true` (at most p).
     noise: Standard deviation of the Gaussian noise on y.
 
   Returns:
-    The :class:`Dataset` (``w_true`` set).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (`w_true` set).
   """
   seed = check_seed(seed)
   _validate.check_int("n", n, low=2)
@@ -199,13 +199,13 @@ def square(seed: int = 0, *, n: int = 1000, p: int = 1000, nnz: int = 10, noise:
 def madelon_synth(seed: int = 0, *, n: int = 2600) -> Raw:
   """Offline generator of MADELON, following its published recipe (Guyon, NIPS 2003).
 
-  ``sklearn.datasets.make_classification`` implements the recipe: 32 Gaussian clusters
+  `sklearn.datasets.make_classification` implements the recipe: 32 Gaussian clusters
   (16 per class) on the vertices of a 5-dimensional hypercube give 5 informative
   features, 15 redundant features are random linear combinations of them, and 480 probe
   features are pure noise (p = 500), with 1% of labels flipped. Columns are standardized,
-  labels in {-1, +1}. Logistic loss + l1 with ``lambda = 0.05 * lambda_max``
-  (``lambda_max = ||X^T y||_inf / (2 n)``): the optimum (sklearn ``LogisticRegression``
-  with ``C = 1 / (n lambda)``, no intercept) has 14-18 non-zeros on seeds 0-2, close to
+  labels in {-1, +1}. Logistic loss + l1 with `lambda = 0.05 * lambda_max`
+  (`lambda_max = ||X^T y||_inf / (2 n)`): the optimum (sklearn `LogisticRegression`
+  with `C = 1 / (n lambda)`, no intercept) has 14-18 non-zeros on seeds 0-2, close to
   the 20 relevant features (0.04 gives 35-41, 0.06 gives 5-7).
 
   Args:
@@ -214,7 +214,7 @@ def madelon_synth(seed: int = 0, *, n: int = 2600) -> Raw:
     n: Number of records (2600 = MADELON's train + validation sets).
 
   Returns:
-    The :class:`Dataset` (no ``w_true``: the classes are not linearly generated).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (no `w_true`: the classes are not linearly generated).
   """
   seed = check_seed(seed)
   _validate.check_int("n", n, low=2)
@@ -235,37 +235,37 @@ def madelon_synth(seed: int = 0, *, n: int = 2600) -> Raw:
           summary="800 x 100000 sparse binary (0.9% non-zeros), 20 true non-zeros")
 def dorothea_synth(seed: int = 0, *, n: int = 800, p: int = 100_000, density: float = 0.009, nnz: int = 20,
                    noise: float = 1.0) -> Raw:
-  """DOROTHEA-shaped sparse binary classification (issue 10): ``X`` is a CSR matrix.
+  """DOROTHEA-shaped sparse binary classification (issue 10): `X` is a CSR matrix.
 
   Shape and density follow DOROTHEA's training set (800 x 100,000 binary features, about
-  1% non-zeros there, ``density = 0.9%`` here, i.e. about 720,000 stored ones and 900 per
-  row). Column frequencies are heterogeneous, ``q_j`` proportional to LogNormal(0, 1)
-  draws with mean ``density`` (capped at 1); every column has at least one 1 (no all-zero
-  column, so every coordinate smoothness is positive). The ``nnz`` informative columns
-  have frequency 0.1; ``w_true`` is zero elsewhere and, on them, half +1 half -1 signs
-  times magnitudes Uniform[1, 2]. Labels ``y = sign(X w_true + N(0, noise^2))`` in
-  {-1, +1} (about balanced; real DOROTHEA has about 10% positives). ``X`` stays binary
-  (no centering: it would densify the matrix; no scaling), so ``M_j = beta * q_j`` differs
+  1% non-zeros there, `density = 0.9%` here, i.e. about 720,000 stored ones and 900 per
+  row). Column frequencies are heterogeneous, `q_j` proportional to LogNormal(0, 1)
+  draws with mean `density` (capped at 1); every column has at least one 1 (no all-zero
+  column, so every coordinate smoothness is positive). The `nnz` informative columns
+  have frequency 0.1; `w_true` is zero elsewhere and, on them, half +1 half -1 signs
+  times magnitudes Uniform[1, 2]. Labels `y = sign(X w_true + N(0, noise^2))` in
+  {-1, +1} (about balanced; real DOROTHEA has about 10% positives). `X` stays binary
+  (no centering: it would densify the matrix; no scaling), so `M_j = beta * q_j` differs
   per column.
 
-  Solution sparsity: logistic + l1 with ``lambda = 0.3 * lambda_max``
-  (``||X^T y||_inf / (2 n)``); the optimum (sklearn ``LogisticRegression``, liblinear,
-  ``C = 1 / (n lambda)``, no intercept) has 23-26 non-zeros on seeds 0-2, all 20 true
+  Solution sparsity: logistic + l1 with `lambda = 0.3 * lambda_max`
+  (`||X^T y||_inf / (2 n)`); the optimum (sklearn `LogisticRegression`, liblinear,
+  `C = 1 / (n lambda)`, no intercept) has 23-26 non-zeros on seeds 0-2, all 20 true
   ones among them (0.2 gives 40-65, 0.1 about 200, 0.4 gives 17-20, mostly true ones).
   Frequent noise columns enter first at small lambda: without centering they act as an
-  intercept. ``w_true`` itself predicts 74-79% of the labels (rows that meet no
+  intercept. `w_true` itself predicts 74-79% of the labels (rows that meet no
   informative column, about 12%, get random labels).
 
   Args:
     seed: Non-negative int; the same seed gives the same dataset.
     n: Number of records.
     p: Number of features.
-    density: Target fraction of non-zeros of ``X``, in (0, 1).
-    nnz: Number of informative features (non-zeros of ``w_true``), at most p.
+    density: Target fraction of non-zeros of `X`, in (0, 1).
+    nnz: Number of informative features (non-zeros of `w_true`), at most p.
     noise: Standard deviation of the Gaussian noise added before taking the sign.
 
   Returns:
-    The :class:`Dataset` (``X`` a ``scipy.sparse.csr_array``, ``w_true`` set).
+    The [`Dataset`][dpgcd_jax.data.Dataset] (`X` a `scipy.sparse.csr_array`, `w_true` set).
   """
   seed = check_seed(seed)
   _validate.check_int("n", n, low=2)

@@ -1,13 +1,15 @@
 """scikit-learn estimators on DP-GCD, and private hyperparameter selection.
 
-* :class:`DPGCDClassifier`: logistic regression (any two labels; more classes one-vs-rest).
-* :class:`DPGCDRegressor`: least squares or Huber regression.
-* :class:`DPGCDClassifierCV`, :class:`DPGCDRegressorCV`: the same, with the hyperparameters
-  chosen privately from a grid (:mod:`dpgcd_jax.privacy.tuning`), the selection accounted in
-  ``privacy_``.
+* [`DPGCDClassifier`][dpgcd_jax.estimators.DPGCDClassifier]: logistic regression (any two labels; more classes
+  one-vs-rest).
+* [`DPGCDRegressor`][dpgcd_jax.estimators.DPGCDRegressor]: least squares or Huber regression.
+* [`DPGCDClassifierCV`][dpgcd_jax.estimators.DPGCDClassifierCV],
+  [`DPGCDRegressorCV`][dpgcd_jax.estimators.DPGCDRegressorCV]: the same, with the hyperparameters
+  chosen privately from a grid ([`dpgcd_jax.privacy.tuning`][]), the selection accounted in
+  `privacy_`.
 
-Every estimator is ``(epsilon, delta)``-DP for replace-one neighbours, from the raw training
-data to ``coef_`` and ``intercept_`` (``privacy_`` lists what was spent). This requires
+Every estimator is `(epsilon, delta)`-DP for replace-one neighbours, from the raw training
+data to `coef_` and `intercept_` (`privacy_` lists what was spent). This requires
 scikit-learn (>= 1.6).
 
 Examples:

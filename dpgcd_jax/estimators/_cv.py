@@ -1,30 +1,30 @@
 """DPGCDClassifierCV and DPGCDRegressorCV: hyperparameters chosen privately from a grid.
 
-Protocol (Papernot & Steinke 2022, see :mod:`dpgcd_jax.privacy.tuning`), from the raw data:
+Protocol (Papernot & Steinke 2022, see [`dpgcd_jax.privacy.tuning`][]), from the raw data:
 
-1. when ``feature_bound`` is None, a feature bound ``B`` is released privately on all the
-   data (a share 0.1 of epsilon, as in :class:`~dpgcd_jax.estimators.DPGCDClassifier`);
+1. when `feature_bound` is None, a feature bound `B` is released privately on all the
+   data (a share 0.1 of epsilon, as in [`DPGCDClassifier`][dpgcd_jax.estimators.DPGCDClassifier]);
 2. the rows are split at random, independently of the data, into a training part and a
-   validation part of ``round(validation_fraction n)`` rows;
-3. ``K ~ TNB(repetition_shape, mean = mean_repetitions)`` repetitions, each drawing a
+   validation part of `round(validation_fraction n)` rows;
+3. `K ~ TNB(repetition_shape, mean = mean_repetitions)` repetitions, each drawing a
    candidate uniformly from the grid, training it with DP-GCD on the training part (noise
-   multiplier ``u sqrt(T)`` for ``T`` steps in all, the same zCDP-like cost per candidate)
+   multiplier `u sqrt(T)` for `T` steps in all, the same zCDP-like cost per candidate)
    and scoring it on the validation part with Laplace noise: accuracy (classifier, sensitivity
-   ``1 / n_val``) or minus the mean absolute residual clipped at ``score_clip`` (regressor,
-   sensitivity ``score_clip / n_val``), noise ``Lap(sensitivity / eps_s)``, ``eps_s = sqrt(2) / u``;
-4. the repetition with the best noisy score is kept: ``coef_``, ``intercept_`` (trained on the
-   training part), ``best_params_`` and ``best_score_`` (noisy). Nothing else is released.
+   `1 / n_val`) or minus the mean absolute residual clipped at `score_clip` (regressor,
+   sensitivity `score_clip / n_val`), noise `Lap(sensitivity / eps_s)`, `eps_s = sqrt(2) / u`;
+4. the repetition with the best noisy score is kept: `coef_`, `intercept_` (trained on the
+   training part), `best_params_` and `best_score_` (noisy). Nothing else is released.
 
-When the default grid is used and ``n epsilon`` is below :data:`SELECTION_MIN_N_EPSILON`
+When the default grid is used and `n epsilon` is below `SELECTION_MIN_N_EPSILON`
 (public), the search is skipped and the defaults run with the whole budget
-(:func:`selection_pays`); ``privacy_`` says so.
+(`selection_pays`); `privacy_` says so.
 
 Privacy: one repetition is a training run on the training rows and a score on the other rows
 (parallel composition: its RDP curve is the maximum of the two), with a candidate drawn at
-random (its RDP curve is at most the maximum over candidates); :class:`RepeatAndSelect` turns
+random (its RDP curve is at most the maximum over candidates); `RepeatAndSelect` turns
 that curve into the protocol's, composed with the released scales and target bound in one
-ledger; ``u`` is the smallest scale meeting ``(epsilon, delta)``
-(:func:`dpgcd_jax.solvers.budget.search_scale`, the one path from a budget to private runs).
+ledger; `u` is the smallest scale meeting `(epsilon, delta)`
+([`dpgcd_jax.solvers.budget.search_scale`][], the one path from a budget to private runs).
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
 
 
 def check_param_grid(param_grid: Any, allowed: Sequence[str]) -> list[dict[str, Any]]:
-  """Validates a candidate grid and lists its candidates (scikit-learn's ``ParameterGrid`` order).
+  """Validates a candidate grid and lists its candidates (scikit-learn's `ParameterGrid` order).
 
   Args:
-    param_grid: a dict ``name -> non-empty list of values`` or a non-empty list of such dicts.
+    param_grid: a dict `name -> non-empty list of values` or a non-empty list of such dicts.
     allowed: the hyperparameter names that may be searched.
 
   Raises:
-    ValueError: naming ``param_grid`` for an empty grid, an unknown name, a value that is not a
+    ValueError: naming `param_grid` for an empty grid, an unknown name, a value that is not a
       non-empty list.
   """
   grids = [param_grid] if isinstance(param_grid, Mapping) else param_grid
@@ -82,11 +82,11 @@ def check_param_grid(param_grid: Any, allowed: Sequence[str]) -> list[dict[str, 
 
 
 def default_grid(n: int, p: int, epsilon: float) -> dict[str, list[Any]]:
-  """``max_iter`` in {T / 3, T, 3 T}, ``T`` the "auto" rule of the estimators.
+  """`max_iter` in {T / 3, T, 3 T}, `T` the "auto" rule of the estimators.
 
-  Public: ``n`` (training rows), ``p`` (coordinates), ``epsilon``. Three candidates: every
+  Public: `n` (training rows), `p` (coordinates), `epsilon`. Three candidates: every
   candidate costs budget (the noise per repetition grows with the mean number of
-  repetitions), and on breast_cancer a 3 x 3 grid that adds ``clip`` in {0.03, 0.1, 0.3}
+  repetitions), and on breast_cancer a 3 x 3 grid that adds `clip` in {0.03, 0.1, 0.3}
   lost 0.01 to 0.05 of accuracy against this one (epsilon = 5 and 1).
   """
   steps = _linear.auto_max_iter(n, p, epsilon)
@@ -97,13 +97,13 @@ SELECTION_MIN_N_EPSILON = 20_000
 
 
 def selection_pays(n: int, epsilon: float) -> bool:
-  """Whether the default search runs: ``n epsilon >= SELECTION_MIN_N_EPSILON`` (public only).
+  """Whether the default search runs: `n epsilon >= SELECTION_MIN_N_EPSILON` (public only).
 
-  A private search pays for its candidates with noise: with ``E[K]`` repetitions every run
-  gets about ``sqrt(2 E[K])`` times the noise of a single fit, and the noisy scores must
+  A private search pays for its candidates with noise: with `E[K]` repetitions every run
+  gets about `sqrt(2 E[K])` times the noise of a single fit, and the noisy scores must
   still tell the candidates apart. Below the threshold the defaults with the whole budget
-  won on every data set we measured (``benchmarks/results/estimators_raw.md``), so the CV
-  estimator runs them instead (``privacy_`` says so); a ``param_grid`` you pass is always
+  won on every data set we measured (`benchmarks/results/estimators_raw.md`), so the CV
+  estimator runs them instead (`privacy_` says so); a `param_grid` you pass is always
   searched.
   """
   return n * epsilon >= SELECTION_MIN_N_EPSILON
@@ -118,7 +118,7 @@ def _scores(W: np.ndarray, X: Any, bound: np.ndarray, fit_intercept: bool) -> np
 class _SearchMixin(_linear.DPGCDBase):
   """The private search shared by the two CV estimators (see the module docstring).
 
-  It comes first in their bases, before the estimator it searches for (whose ``fit`` it replaces).
+  It comes first in their bases, before the estimator it searches for (whose `fit` it replaces).
   """
 
   # Constructor parameters of the CV estimators, as given (checked by _check_search).
@@ -128,11 +128,11 @@ class _SearchMixin(_linear.DPGCDBase):
   validation_fraction: Any
 
   def _score_sensitivity(self, n_val: int) -> float:
-    """The sensitivity of the validation score on ``n_val`` rows."""
+    """The sensitivity of the validation score on `n_val` rows."""
     raise NotImplementedError
 
   def _validation_score(self, scores: np.ndarray, targets: list[np.ndarray]) -> float:
-    """The (non-noisy) validation score of the decision ``scores`` against ``targets``."""
+    """The (non-noisy) validation score of the decision `scores` against `targets`."""
     raise NotImplementedError
 
   def _check_search(self) -> None:
@@ -158,7 +158,7 @@ class _SearchMixin(_linear.DPGCDBase):
       sample_weight: must be None (weights change the sensitivity).
 
     Returns:
-      self, with ``best_params_``, ``best_score_`` (noisy) and ``privacy_`` (the total,
+      self, with `best_params_`, `best_score_` (noisy) and `privacy_` (the total,
       selection included).
 
     Raises:
@@ -245,27 +245,27 @@ class _SearchMixin(_linear.DPGCDBase):
 
 
 class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
-  """:class:`DPGCDClassifier` whose hyperparameters are selected privately (module docstring).
+  """`DPGCDClassifier` whose hyperparameters are selected privately (module docstring).
 
-  The whole fit, selection included, is ``(epsilon, delta)``-DP; ``privacy_`` reports it.
+  The whole fit, selection included, is `(epsilon, delta)`-DP; `privacy_` reports it.
 
   Args:
-    param_grid: dict ``name -> list of values`` (or a list of such dicts) over ``clip``,
-      ``step_size``, ``max_iter``, ``alpha``, ``l1_ratio``; None: :func:`default_grid`
-      (``max_iter`` in {T / 3, T, 3 T}, ``T`` the "auto" rule).
-    mean_repetitions: ``E[K] >= 1``; None: the number of candidates.
-    repetition_shape: ``eta >= 0`` of the truncated negative binomial (1: geometric).
+    param_grid: dict `name -> list of values` (or a list of such dicts) over `clip`,
+      `step_size`, `max_iter`, `alpha`, `l1_ratio`; None: `default_grid`
+      (`max_iter` in {T / 3, T, 3 T}, `T` the "auto" rule).
+    mean_repetitions: `E[K] >= 1`; None: the number of candidates.
+    repetition_shape: `eta >= 0` of the truncated negative binomial (1: geometric).
     validation_fraction: share of the rows held out for the private scores, in (0, 1).
     solver, solver_params: accepted for scikit-learn's parameter protocol; only
-      ``solver="dp_gcd"`` (the default) is searched (the search's accounting is DP-GCD's):
-      another solver is a ValueError naming ``solver`` before any work.
-    others: as :class:`DPGCDClassifier` (the values not in the grid are used as given).
+      `solver="dp_gcd"` (the default) is searched (the search's accounting is DP-GCD's):
+      another solver is a ValueError naming `solver` before any work.
+    others: as [`DPGCDClassifier`][dpgcd_jax.estimators.DPGCDClassifier] (the values not in the grid are used as given).
 
   Attributes:
     best_params_: the selected candidate ({} when the search was skipped: see
-      :func:`selection_pays`).
+      `selection_pays`).
     best_score_: its NOISY validation accuracy (the released one; NaN when skipped).
-    others: as :class:`DPGCDClassifier`; the model is the selected repetition's.
+    others: as [`DPGCDClassifier`][dpgcd_jax.estimators.DPGCDClassifier]; the model is the selected repetition's.
   """
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
@@ -294,18 +294,19 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
 
 
 class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
-  """:class:`DPGCDRegressor` whose hyperparameters are selected privately (module docstring).
+  """`DPGCDRegressor` whose hyperparameters are selected privately (module docstring).
 
-  The validation score is minus the mean absolute residual, each clipped at ``score_clip``
-  (sensitivity ``score_clip / n_val``): set ``score_clip`` to the scale of the target.
+  The validation score is minus the mean absolute residual, each clipped at `score_clip`
+  (sensitivity `score_clip / n_val`): set `score_clip` to the scale of the target.
 
   Args:
     score_clip: clipping of the absolute residuals in the validation score, > 0, in units of
-      the target bound ``T`` (the regressor fits ``y / T``).
-    others: as :class:`DPGCDClassifierCV` and :class:`DPGCDRegressor`.
+      the target bound `T` (the regressor fits `y / T`).
+    others: as [`DPGCDClassifierCV`][dpgcd_jax.estimators._cv.DPGCDClassifierCV] and
+      [`DPGCDRegressor`][dpgcd_jax.estimators.DPGCDRegressor].
 
   Attributes:
-    best_params_, best_score_ (noisy): as :class:`DPGCDClassifierCV`.
+    best_params_, best_score_ (noisy): as [`DPGCDClassifierCV`][dpgcd_jax.estimators._cv.DPGCDClassifierCV].
   """
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,

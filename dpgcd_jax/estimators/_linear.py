@@ -1,28 +1,28 @@
 """DPGCDClassifier and DPGCDRegressor: scikit-learn estimators on one private DP-GCD path.
 
-Model: ``f(x) = <w, clip_B(x)> + b``, the features clipped to public bounds ``B_j`` (the same
-clipping at fit and predict time; ``coef_`` and ``intercept_`` in the user's raw units). The
-intercept ``b`` is one more coordinate of the same private run: a constant feature of value 1
+Model: `f(x) = <w, clip_B(x)> + b`, the features clipped to public bounds `B_j` (the same
+clipping at fit and predict time; `coef_` and `intercept_` in the user's raw units). The
+intercept `b` is one more coordinate of the same private run: a constant feature of value 1
 with its own public bound 1 and no penalty, so it is selected, clipped and noised like every
 other coordinate and never fitted outside the mechanism.
 
 Privacy, end to end: a fit reads the raw data only through accounted mechanisms, all
-composed in ONE :class:`~dpgcd_jax.privacy.Ledger` calibrated to ``(epsilon, delta)`` by
-:func:`dpgcd_jax.dp_gcd.fit` (the library's one path from a budget to a run):
+composed in ONE [`Ledger`][dpgcd_jax.privacy.Ledger] calibrated to `(epsilon, delta)` by
+[`dpgcd_jax.dp_gcd.fit`][] (the library's one path from a budget to a run):
 
-1. the feature bounds ``B_j``: declared (``feature_bound=``, free) or released
-   (:mod:`dpgcd_jax.estimators._released`: per-feature private scales, or one private bound
-   when ``n`` is too small for per-feature scales);
-2. a regressor's target bound ``T``: declared (``target_bound=``) or released;
+1. the feature bounds `B_j`: declared (`feature_bound=`, free) or released
+   (`dpgcd_jax.estimators._released`: per-feature private scales, or one private bound
+   when `n` is too small for per-feature scales);
+2. a regressor's target bound `T`: declared (`target_bound=`) or released;
 3. one run per target (one for a regressor or two classes, one per class for more) of the
-   solver (``solver=``): DP-GCD by default (Gumbel-max selection and Gaussian updates with equal
+   solver (`solver=`): DP-GCD by default (Gumbel-max selection and Gaussian updates with equal
    multipliers), or DP Frank-Wolfe, private hard thresholding, two-stage support selection or
-   DP-CD, each through its own ``fit`` (:func:`dpgcd_jax.solvers.budget.private_fit`), which
-   composes items 1-2 (``prior``) and the runs (``targets``) in the same one ledger.
+   DP-CD, each through its own `fit` ([`dpgcd_jax.solvers.budget.private_fit`][]), which
+   composes items 1-2 (`prior`) and the runs (`targets`) in the same one ledger.
 
-The label set is public by declaration (``classes=``); without it, it is read from ``y``
-with a :class:`~dpgcd_jax.PrivacyLeakWarning` and recorded in ``privacy_.not_private``.
-``n`` and ``p`` are public.
+The label set is public by declaration (`classes=`); without it, it is read from `y`
+with a [`PrivacyLeakWarning`][dpgcd_jax.PrivacyLeakWarning] and recorded in `privacy_.not_private`.
+`n` and `p` are public.
 """
 
 from __future__ import annotations
@@ -102,32 +102,32 @@ class Hyper(NamedTuple):
 
 
 def auto_max_iter(n: int, p: int, epsilon: float) -> int:
-  """Default ``T``: ``round(n epsilon / sqrt(p))`` in [10, 1000] (public: ``n``, ``p``, ``epsilon``)."""
+  """Default `T`: `round(n epsilon / sqrt(p))` in [10, 1000] (public: `n`, `p`, `epsilon`)."""
   return int(min(1000, max(10, round(n * epsilon / math.sqrt(p)))))
 
 
 def auto_step_size(clip: float, curvature: float) -> float:
-  """Default ``gamma = max(1, AUTO_MARGIN_STEP beta / clip)`` (see the class docstring)."""
+  """Default `gamma = max(1, AUTO_MARGIN_STEP beta / clip)` (see the class docstring)."""
   return max(1.0, AUTO_MARGIN_STEP * curvature / clip)
 
 
 def _known_curvature(loss: losses_lib.Loss) -> float:
-  """``beta`` of a loss whose curvature bound is known (the estimators' losses)."""
+  """`beta` of a loss whose curvature bound is known (the estimators' losses)."""
   if loss.curvature is None:
     raise ValueError(f"Expected a loss with a known curvature bound, got loss {loss.name!r}.")
   return loss.curvature
 
 
 def key_from(random_state: Any) -> jax.Array:
-  """An explicit JAX key from ``random_state``.
+  """An explicit JAX key from `random_state`.
 
-  - None: a fresh key from the operating system's entropy (:func:`dpgcd_jax.seeding.fresh_key`),
+  - None: a fresh key from the operating system's entropy (`dpgcd_jax.seeding.fresh_key`),
     never from NumPy's global state.
   - an int in [0, 2^64): that seed, for reproducibility only (the same seed replays the same
     noise: two fits with one seed on neighbouring data sets are not private against anyone who
     knows the seed).
-  - a ``numpy.random.RandomState`` or ``Generator``: 64 bits drawn from it, for
-    reproducibility only: scikit-learn's ``clone`` (``cross_val_score``, ``GridSearchCV``)
+  - a `numpy.random.RandomState` or `Generator`: 64 bits drawn from it, for
+    reproducibility only: scikit-learn's `clone` (`cross_val_score`, `GridSearchCV`)
     deep-copies the generator, so every clone draws the same key and replays the same noise.
     Only None gives fresh noise at every fit.
   - a JAX key: used as given.
@@ -165,13 +165,13 @@ def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
 
 def check_solver(solver: Any, solver_params: Any, *, penalty: Any, step_size: Any, clipping: str,
                  secure_noise: Any) -> None:
-  """Validates ``solver`` and ``solver_params`` against the other arguments (public, before any work).
+  """Validates `solver` and `solver_params` against the other arguments (public, before any work).
 
   Raises:
-    ValueError: naming the argument: an unknown ``solver``; ``solver_params`` not a dict, with a
+    ValueError: naming the argument: an unknown `solver`; `solver_params` not a dict, with a
       key the solver does not take or a bad value; an argument the solver cannot honour
-      (``secure_noise`` outside DP-GCD and DP-CD, ``clipping="derivative"`` with DP-CD, a
-      non-smooth ``penalty`` or a ``step_size`` with DP-FW).
+      (`secure_noise` outside DP-GCD and DP-CD, `clipping="derivative"` with DP-CD, a
+      non-smooth `penalty` or a `step_size` with DP-FW).
   """
   _validate.check_choice("solver", solver, SOLVERS)
   if solver_params is not None:
@@ -205,13 +205,13 @@ def check_solver(solver: Any, solver_params: Any, *, penalty: Any, step_size: An
 
 def solver_params(solver: str, given: Mapping[str, Any] | None, *, num_coordinates: int,
                   radius: float) -> dict[str, Any]:
-  """The solver's hyperparameters: ``given``, completed by public defaults.
+  """The solver's hyperparameters: `given`, completed by public defaults.
 
-  ``radius`` (DP-FW): the default is :data:`AUTO_RADIUS`, in units of the feature
-  bounds (and of the target bound for a regressor): every score ``|<clip_B(x), w> + b|`` is then
-  at most ``radius``. ``sparsity`` (DP-IHT, two-stage): ``min(AUTO_SPARSITY, num_coordinates)``,
+  `radius` (DP-FW): the default is `AUTO_RADIUS`, in units of the feature
+  bounds (and of the target bound for a regressor): every score `|<clip_B(x), w> + b|` is then
+  at most `radius`. `sparsity` (DP-IHT, two-stage): `min(AUTO_SPARSITY, num_coordinates)`,
   the coordinates counting the intercept (it competes for the support like any feature);
-  more than ``num_coordinates`` is a ValueError naming it. The shares: the solvers' defaults.
+  more than `num_coordinates` is a ValueError naming it. The shares: the solvers' defaults.
   """
   given = dict(given or {})
   if "radius" in SOLVER_PARAMS[solver]:
@@ -321,7 +321,7 @@ class DPGCDBase(BaseEstimator):
 
   def _problem(self, X: Any, targets: np.ndarray, bound: np.ndarray, alpha: Any = None,
                l1_ratio: Any = None) -> Any:
-    """The DP-GCD problem on ``[X, 1]`` with public bounds ``[B, 1]`` (first target as ``y``)."""
+    """The DP-GCD problem on `[X, 1]` with public bounds `[B, 1]` (first target as `y`)."""
     alpha = self.alpha if alpha is None else alpha
     l1_ratio = self.l1_ratio if l1_ratio is None else l1_ratio
     _validate.check_number("alpha", alpha, low=0.0)
@@ -336,9 +336,9 @@ class DPGCDBase(BaseEstimator):
   def _train(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, key: jax.Array, *,
              epsilon: float, delta: float, prior: ledger_lib.Ledger, alpha: Any = None,
              l1_ratio: Any = None) -> tuple[np.ndarray, Any, Hyper]:
-    """One private DP-GCD run per target through :func:`dpgcd_jax.dp_gcd.fit` (the one path).
+    """One private DP-GCD run per target through [`dpgcd_jax.dp_gcd.fit`][] (the one path).
 
-    Returns the (targets, p [+ 1]) weights, the privacy report of ``prior`` and the runs, and
+    Returns the (targets, p [+ 1]) weights, the privacy report of `prior` and the runs, and
     the hyperparameters as run (the step size capped when "auto" caps it).
     """
     if self.solver == "dp_fw":
@@ -373,19 +373,19 @@ class DPGCDBase(BaseEstimator):
     return np.asarray(result.w, float), result.privacy, hyper
 
   def _solver_params(self, num_coordinates: int) -> dict[str, Any]:
-    """``solver_params`` completed by the public defaults (:func:`solver_params`)."""
+    """`solver_params` completed by the public defaults (`solver_params`)."""
     return solver_params(self.solver, self.solver_params, num_coordinates=num_coordinates,
                          radius=AUTO_RADIUS)
 
   def _train_solver(self, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper, *,
                     epsilon: float, delta: float, prior: ledger_lib.Ledger) -> Any:
-    """One run per target of a solver other than DP-GCD, by its ``fit`` (one ledger with ``prior``).
+    """One run per target of a solver other than DP-GCD, by its `fit` (one ledger with `prior`).
 
-    Every solver's ``fit`` goes through :func:`dpgcd_jax.solvers.budget.private_fit`: the
-    released bounds (``prior``) and the ``K`` runs are composed in one ledger and calibrated once
-    to ``(epsilon, delta)``. DP-CD, whose ``fit`` takes no ``prior`` / ``targets``, is run through
-    ``private_fit`` here with exactly its ``fit``'s ledger (``T p`` Gaussian updates per run).
-    The step size is ``hyper.step_size`` as given (the regressor's "auto" noise cap is DP-GCD's).
+    Every solver's `fit` goes through [`dpgcd_jax.solvers.budget.private_fit`][]: the
+    released bounds (`prior`) and the `K` runs are composed in one ledger and calibrated once
+    to `(epsilon, delta)`. DP-CD, whose `fit` takes no `prior` / `targets`, is run through
+    `private_fit` here with exactly its `fit`'s ledger (`T p` Gaussian updates per run).
+    The step size is `hyper.step_size` as given (the regressor's "auto" noise cap is DP-GCD's).
     """
     params = self._solver_params(problem.num_features)
     common: dict[str, Any] = dict(epsilon=epsilon, delta=delta, passes=hyper.max_iter, prior=prior,
@@ -417,7 +417,7 @@ class DPGCDBase(BaseEstimator):
 
   def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
                 key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
-    """The runs of :meth:`_train` at a GIVEN noise multiplier, for a caller that accounts for
+    """The runs of `_train` at a GIVEN noise multiplier, for a caller that accounts for
     them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights."""
     problem = self._problem(X, targets, bound, alpha, l1_ratio)
     selection, update = self._mechanisms()
@@ -429,9 +429,9 @@ class DPGCDBase(BaseEstimator):
                      for k, t in enumerate(targets)])
 
   def _mechanisms(self) -> tuple[str, str]:
-    """(selection, update) names: Gumbel-max and Gaussian, or with ``secure_noise`` their
+    """(selection, update) names: Gumbel-max and Gaussian, or with `secure_noise` their
     floating-point-safe counterparts (report-noisy-max with discrete Laplace noise and a
-    discrete Gaussian, :mod:`dpgcd_jax.discrete_noise`)."""
+    discrete Gaussian, `dpgcd_jax.discrete_noise`)."""
     if self.secure_noise:
       return mechanisms.secure("laplace", UPDATE)
     return SELECTION, UPDATE
@@ -443,9 +443,9 @@ class DPGCDBase(BaseEstimator):
 
   def _set_model(self, W: np.ndarray, released: _released.Released, hyper: Hyper, n: int,
                  noise: float, target: _released.Released | None = None) -> None:
-    """Stores the model in raw units and warns from released values (:func:`_released.diagnose`).
+    """Stores the model in raw units and warns from released values (`_released.diagnose`).
 
-    ``noise``: the runs' (public) update noise multiplier.
+    `noise`: the runs' (public) update noise multiplier.
     """
     bound = released.bound
     p = bound.shape[0]
@@ -483,10 +483,10 @@ class DPGCDBase(BaseEstimator):
     return Prepared(X, np.stack(targets), not_private, delta, key)
 
   def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DPGCDBase:
-    """Fits the model privately; ``privacy_`` reports the total ``(epsilon, delta)``.
+    """Fits the model privately; `privacy_` reports the total `(epsilon, delta)`.
 
     Args:
-      X: (n, p) features: array-like, DataFrame (names kept in ``feature_names_in_``) or
+      X: (n, p) features: array-like, DataFrame (names kept in `feature_names_in_`) or
         scipy.sparse (CSR / CSC: the sparse path, O(nnz) per iteration).
       y: (n,) labels (classifier) or targets (regressor).
       sample_weight: must be None (see Raises).
@@ -496,12 +496,12 @@ class DPGCDBase(BaseEstimator):
 
     Raises:
       ValueError: naming the argument, for a bad hyperparameter or input, before any work;
-        for ``sample_weight`` (not supported: weights change the sensitivity).
+        for `sample_weight` (not supported: weights change the sensitivity).
     """
     return self._fit_prepared(self._prepare(X, y, sample_weight))
 
   def _fit_prepared(self, data: Prepared, note: str | None = None) -> DPGCDBase:
-    """The private fit on validated data (``note``: one more line for ``privacy_``)."""
+    """The private fit on validated data (`note`: one more line for `privacy_`)."""
     epsilon, (n, p) = float(self.epsilon), data.X.shape
     hyper = self._hyper(n, p, epsilon)
     params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
@@ -522,9 +522,9 @@ class DPGCDBase(BaseEstimator):
     return self
 
   def _update_noise(self, report: Any) -> float:
-    """The update noise multiplier of the runs for :func:`_released.prediction_noise` (public):
+    """The update noise multiplier of the runs for `_released.prediction_noise` (public):
     DP-GCD's, two-stage's (DP-GCD updates) or DP-CD's; 0 (no such warning) for DP-FW, which
-    adds no update noise, and DP-IHT, whose ``s`` noisy values per step that bound does not cover."""
+    adds no update noise, and DP-IHT, whose `s` noisy values per step that bound does not cover."""
     return update_noise(report) if self.solver in ("dp_gcd", "two_stage", "dp_cd") else 0.0
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
@@ -542,7 +542,7 @@ class DPGCDBase(BaseEstimator):
     return notes
 
   def _solver_note(self, num_targets: int, hyper: Hyper) -> str:
-    """The ``privacy_`` line that names a solver other than DP-GCD and its public settings."""
+    """The `privacy_` line that names a solver other than DP-GCD and its public settings."""
     params = self.solver_params_
     units = "the feature bounds" + (" and the target bound" if self._noise_cap is not None else "")
     if self.solver == "dp_fw":
@@ -568,7 +568,7 @@ class DPGCDBase(BaseEstimator):
 
 
 def clip_features(X: Any, bound: np.ndarray) -> Any:
-  """``X`` (dense or scipy.sparse) with column j clipped to ``[-B_j, B_j]`` (zeros stay zero)."""
+  """`X` (dense or scipy.sparse) with column j clipped to `[-B_j, B_j]` (zeros stay zero)."""
   if not sparse.is_sparse(X):
     return np.clip(X, -bound, bound)
   X = X.tocsr(copy=True)
@@ -582,7 +582,7 @@ def update_noise(report: Any) -> float:
 
 
 class Prepared(NamedTuple):
-  """A validated fit input: ``X``, (K, n) ``targets``, steps outside the guarantee, delta, key."""
+  """A validated fit input: `X`, (K, n) `targets`, steps outside the guarantee, delta, key."""
 
   X: Any
   targets: np.ndarray
@@ -592,7 +592,7 @@ class Prepared(NamedTuple):
 
 
 def scipy_sparse() -> Any:
-  """``scipy.sparse`` (imported when sparse input is used)."""
+  """`scipy.sparse` (imported when sparse input is used)."""
   import scipy.sparse  # pylint: disable=import-outside-toplevel
   return scipy.sparse
 
@@ -600,102 +600,102 @@ def scipy_sparse() -> Any:
 class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   """Differentially private logistic regression by greedy coordinate descent (DP-GCD).
 
-  Labels: any two labels (encoded as -1 / +1, ``classes_[1]`` positive); more classes are
+  Labels: any two labels (encoded as -1 / +1, `classes_[1]` positive); more classes are
   fitted one-vs-rest, one private run per class, the budget split by composing all the runs
-  in one ledger. Each run (Mangold et al. 2023), from ``w = 0`` with ``M_j = B_j^2 / 4``:
+  in one ledger. Each run (Mangold et al. 2023), from `w = 0` with `M_j = B_j^2 / 4`:
 
-  .. math::
+  $$
+  g_j = \\frac1n \\sum_i \\mathrm{clip}(\\phi'(\\langle x_i, w\\rangle, y_i) x_{ij},
+  \\pm C_j), \\quad j_t = \\arg\\max_j \\frac{|g_j|}{\\sqrt{M_j}} + b \\bar\\Delta G_j,
+  \\quad w_{j_t} \\leftarrow \\mathrm{prox}\\big(w_{j_t} - \\tfrac{\\gamma}{M_{j_t}}
+  (g_{j_t} + s \\Delta_{j_t} \\xi)\\big)
+  $$
 
-     g_j = \\frac1n \\sum_i \\mathrm{clip}(\\phi'(\\langle x_i, w\\rangle, y_i) x_{ij},
-     \\pm C_j), \\quad j_t = \\arg\\max_j \\frac{|g_j|}{\\sqrt{M_j}} + b \\bar\\Delta G_j,
-     \\quad w_{j_t} \\leftarrow \\mathrm{prox}\\big(w_{j_t} - \\tfrac{\\gamma}{M_{j_t}}
-     (g_{j_t} + s \\Delta_{j_t} \\xi)\\big)
+  with `G_j ~ Gumbel`, `xi ~ N(0, 1)`, `Delta_j = 2 C_j / n`. Privacy: see
+  `dpgcd_jax.estimators._linear`; the whole fit is `(epsilon, delta)`-DP.
 
-  with ``G_j ~ Gumbel``, ``xi ~ N(0, 1)``, ``Delta_j = 2 C_j / n``. Privacy: see
-  :mod:`dpgcd_jax.estimators._linear`; the whole fit is ``(epsilon, delta)``-DP.
-
-  Defaults that learn (computed from public quantities only: ``n``, ``p``, ``epsilon``, ``B``).
-  With a bound ``B``, ``M_j = beta B^2`` is a worst case: for standardized features the true
-  curvature is about ``beta``, ``B^2`` times less, so the safe step ``1 / M_j`` is short. What
-  limits a private fit is noise: the noise on ``g_j`` scales with the threshold
-  ``C_j = clip B_j`` and does not shrink with the gradient. A small ``clip`` (default 0.1, well
-  below ``|phi'(0)| = 1/2`` for the logistic loss) clips most per-example terms to
-  ``+-clip B_j``: ``g_j`` becomes ``clip B_j`` times an average of signs, whose
-  signal-to-noise ratio no longer depends on ``clip``, with several times less noise than
-  ``clip = 1``. One step then moves the margin ``<x, w>`` of a point with ``|x_j| <= B_j`` by
-  at most ``step_size clip / beta``: "auto" takes ``step_size = max(1, 0.5 beta / clip)``,
-  a margin move of at most about 0.5 per step (``step_size`` 1.25 for the logistic loss at
-  ``clip = 0.1``, i.e. above the worst-case ``1 / M_j``). The number of steps trades progress
-  against the noise per step (which grows like ``sqrt(T)`` under composition) and, with many
-  coordinates, against noisy selections among them: "auto" takes ``n epsilon / sqrt(p)`` in
-  [10, 1000], an empirical rule within a factor of about 2 of the best ``T`` on breast_cancer
+  Defaults that learn (computed from public quantities only: `n`, `p`, `epsilon`, `B`).
+  With a bound `B`, `M_j = beta B^2` is a worst case: for standardized features the true
+  curvature is about `beta`, `B^2` times less, so the safe step `1 / M_j` is short. What
+  limits a private fit is noise: the noise on `g_j` scales with the threshold
+  `C_j = clip B_j` and does not shrink with the gradient. A small `clip` (default 0.1, well
+  below `|phi'(0)| = 1/2` for the logistic loss) clips most per-example terms to
+  `+-clip B_j`: `g_j` becomes `clip B_j` times an average of signs, whose
+  signal-to-noise ratio no longer depends on `clip`, with several times less noise than
+  `clip = 1`. One step then moves the margin `<x, w>` of a point with `|x_j| <= B_j` by
+  at most `step_size clip / beta`: "auto" takes `step_size = max(1, 0.5 beta / clip)`,
+  a margin move of at most about 0.5 per step (`step_size` 1.25 for the logistic loss at
+  `clip = 0.1`, i.e. above the worst-case `1 / M_j`). The number of steps trades progress
+  against the noise per step (which grows like `sqrt(T)` under composition) and, with many
+  coordinates, against noisy selections among them: "auto" takes `n epsilon / sqrt(p)` in
+  [10, 1000], an empirical rule within a factor of about 2 of the best `T` on breast_cancer
   (p = 30), 4-feature blobs and a 5000 x 2000 synthetic set, at epsilon from 0.1 to 5. On
   breast_cancer (70/30 split, standardized, epsilon = 1, 10 seeds) the defaults reach a mean
-  test accuracy of about 0.94 (non-private logistic regression: 0.97); ``tests`` check >= 0.90.
+  test accuracy of about 0.94 (non-private logistic regression: 0.97); `tests` check >= 0.90.
 
   Args:
     penalty: "l1", "l2", "elasticnet" or None; the intercept is never penalized.
-    alpha: penalty strength (``alpha ||w||_1``, ``alpha / 2 ||w||^2`` or scikit-learn's
+    alpha: penalty strength (`alpha ||w||_1`, `alpha / 2 ||w||^2` or scikit-learn's
       elastic net), >= 0.
     l1_ratio: elastic-net mixing in [0, 1].
     epsilon: total privacy budget, > 0.
-    delta: total delta in (0, 1); None (default) uses ``1 / n^2`` for ``n`` training rows.
+    delta: total delta in (0, 1); None (default) uses `1 / n^2` for `n` training rows.
     fit_intercept: learn an intercept, as a coordinate of the same private run.
-    classes: the PUBLIC label set (a list of at least 2 labels). A label of ``y`` outside it is
-      a ValueError; a declared class absent from ``y`` is fine (its run sees only negatives).
-      None (default) reads the classes from ``y`` without noise: a ``PrivacyLeakWarning``,
-      and ``privacy_.not_private`` records it.
-    feature_bound: PUBLIC bound ``B > 0`` on ``|x_ij|`` (scalar or (p,)), as diffprivlib's
-      ``bounds``: features are clipped to ``[-B, B]`` at fit and predict time. None (default)
-      releases bounds privately (``scaling``), accounted in ``privacy_``.
-    scaling: how bounds are released when ``feature_bound`` is None: "private" (per-feature
-      private scales, :mod:`dpgcd_jax.privacy.scales`), "bound" (one private bound for every
-      feature) or "auto" (default): "private" when ``n`` is large enough for the per-feature
-      scales to be informative at this epsilon (a rule on public ``n``, ``p``, ``epsilon``:
-      :func:`dpgcd_jax.privacy.scales.scales_informative`, e.g. about 14,000 rows at p = 30
+    classes: the PUBLIC label set (a list of at least 2 labels). A label of `y` outside it is
+      a ValueError; a declared class absent from `y` is fine (its run sees only negatives).
+      None (default) reads the classes from `y` without noise: a `PrivacyLeakWarning`,
+      and `privacy_.not_private` records it.
+    feature_bound: PUBLIC bound `B > 0` on `|x_ij|` (scalar or (p,)), as diffprivlib's
+      `bounds`: features are clipped to `[-B, B]` at fit and predict time. None (default)
+      releases bounds privately (`scaling`), accounted in `privacy_`.
+    scaling: how bounds are released when `feature_bound` is None: "private" (per-feature
+      private scales, [`dpgcd_jax.privacy.scales`][]), "bound" (one private bound for every
+      feature) or "auto" (default): "private" when `n` is large enough for the per-feature
+      scales to be informative at this epsilon (a rule on public `n`, `p`, `epsilon`:
+      [`dpgcd_jax.privacy.scales.scales_informative`][], e.g. about 14,000 rows at p = 30
       for a scale budget of 0.1), else "bound", with a warning when the released model
       suggests it failed. Either way the features are used in units of their bound: DP-GCD
-      is equivariant to per-coordinate scaling, so this is a fit on ``x_ij / B_j``.
-    clipping: "coordinate" (default: the paper's per-coordinate clipping of ``phi' x_ij`` at
-      ``clip B_j``) or "derivative" (the scalar ``phi'`` clipped at ``clip``: the same
-      sensitivity ``2 clip B_j / n``; measured less accurate here, see DPGCDRegressor).
-    secure_noise: floating-point-safe noise (:mod:`dpgcd_jax.discrete_noise`): report-noisy-max
+      is equivariant to per-coordinate scaling, so this is a fit on `x_ij / B_j`.
+    clipping: "coordinate" (default: the paper's per-coordinate clipping of `phi' x_ij` at
+      `clip B_j`) or "derivative" (the scalar `phi'` clipped at `clip`: the same
+      sensitivity `2 clip B_j / n`; measured less accurate here, see DPGCDRegressor).
+    secure_noise: floating-point-safe noise (`dpgcd_jax.discrete_noise`): report-noisy-max
       with discrete Laplace noise and discrete Gaussian updates on a public grid, accounted
       as such. Several times slower per step. Not covered: the released bounds' mechanisms
       (their noisy counts are only compared, never released), the CV estimators' validation
       scores (float Laplace), and float rounding before the snap (module docstring of
-      :mod:`dpgcd_jax.discrete_noise`).
-    max_iter: DP-GCD steps ``T``, or "auto": ``round(n epsilon / sqrt(p))`` in [10, 1000]
-      (``p`` counts the intercept).
-    step_size: ``gamma`` in units of ``1 / M_j``, or "auto" (see above).
-    clip: bound on ``|phi'|`` (per-example gradient ``phi' x_ij`` clipped at ``clip B_j``), or
+      `dpgcd_jax.discrete_noise`).
+    max_iter: DP-GCD steps `T`, or "auto": `round(n epsilon / sqrt(p))` in [10, 1000]
+      (`p` counts the intercept).
+    step_size: `gamma` in units of `1 / M_j`, or "auto" (see above).
+    clip: bound on `|phi'|` (per-example gradient `phi' x_ij` clipped at `clip B_j`), or
       "auto" = 0.1 (see above).
     solver: the private solver of the runs: "dp_gcd" (default), "dp_fw" (DP Frank-Wolfe on the
-      l1 ball, :mod:`dpgcd_jax.solvers.dp_fw`; penalty None or "l2", step_size "auto"),
-      "dp_iht" (private iterative hard thresholding, :mod:`dpgcd_jax.solvers.dp_iht`),
-      "two_stage" (peeling of a support, then DP-GCD on it, :mod:`dpgcd_jax.solvers.two_stage`)
-      or "dp_cd" (randomized coordinate descent, :mod:`dpgcd_jax.solvers.dp_cd`; ``max_iter``
-      counts passes of ``p`` updates, "auto" about DP-GCD's number of updates). The bounds'
-      releases, the one ledger and the units of ``coef_`` are the same for every solver;
-      ``secure_noise`` exists for "dp_gcd" and "dp_cd" only; the CV estimators search
+      l1 ball, [`dpgcd_jax.solvers.dp_fw`][]; penalty None or "l2", step_size "auto"),
+      "dp_iht" (private iterative hard thresholding, [`dpgcd_jax.solvers.dp_iht`][]),
+      "two_stage" (peeling of a support, then DP-GCD on it, [`dpgcd_jax.solvers.two_stage`][])
+      or "dp_cd" (randomized coordinate descent, [`dpgcd_jax.solvers.dp_cd`][]; `max_iter`
+      counts passes of `p` updates, "auto" about DP-GCD's number of updates). The bounds'
+      releases, the one ledger and the units of `coef_` are the same for every solver;
+      `secure_noise` exists for "dp_gcd" and "dp_cd" only; the CV estimators search
       "dp_gcd" only. A bad combination is a ValueError naming the argument, before any work.
     solver_params: None or a dict of the solver's own hyperparameters (public): "dp_fw":
-      ``radius`` (the l1 radius in units of the feature bounds, and of ``T`` for a regressor;
-      default :data:`AUTO_RADIUS` = 5); "dp_iht": ``sparsity`` (coordinates kept, the
-      intercept counting as one; default ``min(10, p + 1)``) and ``selection_share``;
-      "two_stage": ``sparsity`` and ``support_share``; "dp_gcd", "dp_cd": none. With
-      "dp_iht", ``step_size="auto"`` is DP-GCD's divided by ``sparsity``.
+      `radius` (the l1 radius in units of the feature bounds, and of `T` for a regressor;
+      default `AUTO_RADIUS` = 5); "dp_iht": `sparsity` (coordinates kept, the
+      intercept counting as one; default `min(10, p + 1)`) and `selection_share`;
+      "two_stage": `sparsity` and `support_share`; "dp_gcd", "dp_cd": none. With
+      "dp_iht", `step_size="auto"` is DP-GCD's divided by `sparsity`.
     random_state: None (default: a fresh key from the operating system's entropy), an int
-      (reproducibility only: the same int replays the same noise), a NumPy ``RandomState`` /
-      ``Generator``, or a JAX key.
+      (reproducibility only: the same int replays the same noise), a NumPy `RandomState` /
+      `Generator`, or a JAX key.
 
   Attributes:
     coef_, intercept_: the private model.
-    solver_params_: the solver's hyperparameters as run (``solver_params`` and the defaults).
+    solver_params_: the solver's hyperparameters as run (`solver_params` and the defaults).
     feature_bound_: (p,) the public bounds used (declared or privately released).
     scaling_: how they were obtained: "declared", "private" or "bound".
     n_iter_, step_size_, clip_: the resolved hyperparameters.
-    privacy_: the :class:`dpgcd_jax.privacy.PrivacyReport` of the fit (total epsilon, delta).
+    privacy_: the [`dpgcd_jax.privacy.PrivacyReport`][] of the fit (total epsilon, delta).
     n_features_in_, feature_names_in_: as in scikit-learn.
 
   Examples:
@@ -758,7 +758,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     self.coef_, self.intercept_ = coef, intercept
 
   def decision_function(self, X: Any) -> np.ndarray:
-    """``<clip_B(x), w> + b``: (n,) for two classes, (n, classes) one-vs-rest."""
+    """`<clip_B(x), w> + b`: (n,) for two classes, (n, classes) one-vs-rest."""
     scores = self._decision(X)
     return scores[:, 0] if scores.shape[1] == 1 else scores
 
@@ -782,26 +782,27 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
 class DPGCDRegressor(RegressorMixin, DPGCDBase):
   """Differentially private least squares or Huber regression by DP-GCD.
 
-  The same private run as :class:`DPGCDClassifier` with ``phi(z, y) = (z - y)^2 / 2``
-  (``beta = 1``, ``phi'`` = the residual) or the Huber loss with threshold ``huber_delta``,
-  on the target in units of a public bound ``T``: ``y`` is clipped to ``[-T, T]`` and divided
-  by ``T`` (``T`` declared as ``target_bound=``, or released privately inside the fit with a
-  share 0.1 of epsilon, :mod:`dpgcd_jax.estimators._released`); ``coef_``, ``intercept_`` and
-  ``predict`` are in raw units. ``clip`` bounds the residual in units of ``T``; "auto" is
+  The same private run as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier] with
+  `phi(z, y) = (z - y)^2 / 2`
+  (`beta = 1`, `phi'` = the residual) or the Huber loss with threshold `huber_delta`,
+  on the target in units of a public bound `T`: `y` is clipped to `[-T, T]` and divided
+  by `T` (`T` declared as `target_bound=`, or released privately inside the fit with a
+  share 0.1 of epsilon, `dpgcd_jax.estimators._released`); `coef_`, `intercept_` and
+  `predict` are in raw units. `clip` bounds the residual in units of `T`; "auto" is
   0.3. Measured (R^2 on held-out data, 3 seeds; 600 x 5 Gaussian features at epsilon = 1, a
   6000 x 5 set with features over 4 decades and a large offset at epsilon = 2, standardized
   diabetes at epsilon = 5): coordinate clipping at 0.3 gave 0.80 / 0.92 / 0.30, at 0.1
   0.96 / -0.81 / 0.37 (0.1 cannot move a large intercept far enough), derivative clipping
   0.57-0.64 / -0.90-0.92 / 0.30-0.33 (the same sensitivity, a smaller signal when features
-  lie well inside their bounds). "auto" also caps ``step_size`` so that the noise the run
-  may add to a prediction stays below ``0.5 T`` (a function of the public noise multiplier,
-  ``n`` and the number of steps).
+  lie well inside their bounds). "auto" also caps `step_size` so that the noise the run
+  may add to a prediction stays below `0.5 T` (a function of the public noise multiplier,
+  `n` and the number of steps).
 
   Args:
-    target_bound: PUBLIC bound ``T > 0`` on ``|y|``; None (default) releases one privately.
+    target_bound: PUBLIC bound `T > 0` on `|y|`; None (default) releases one privately.
     loss: "squared" (default) or "huber".
     huber_delta: the Huber threshold, > 0.
-    others: as :class:`DPGCDClassifier` (``clip`` bounds the residual).
+    others: as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier] (`clip` bounds the residual).
 
   Examples:
     >>> import numpy as np
@@ -853,5 +854,5 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     self.coef_, self.intercept_ = coef[0], float(intercept[0])
 
   def predict(self, X: Any) -> np.ndarray:
-    """``<clip_B(x), w> + b``, (n,)."""
+    """`<clip_B(x), w> + b`, (n,)."""
     return self._decision(X)[:, 0]

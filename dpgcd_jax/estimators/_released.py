@@ -1,31 +1,31 @@
 """What an estimator releases before its run, and the warnings it may compute afterwards.
 
-Before the DP-GCD run, an estimator needs public feature bounds ``B_j`` (they set the
-clipping, the smoothness ``M_j = beta B_j^2`` and the unit of every coefficient) and, for a
-regressor, a public target bound ``T``. Each is public by the user's declaration or released
+Before the DP-GCD run, an estimator needs public feature bounds `B_j` (they set the
+clipping, the smoothness `M_j = beta B_j^2` and the unit of every coefficient) and, for a
+regressor, a public target bound `T`. Each is public by the user's declaration or released
 here by an accounted mechanism, whose entry joins the run's ledger (one calibration):
 
-- ``feature_bound=`` declared: free, exact (:data:`DECLARED`).
-- ``scaling="private"``: per-feature bounds by a noisy binary search over a public log grid
-  (:func:`dpgcd_jax.privacy.scales.private_feature_scales`, Gaussian, a share
-  share of epsilon and delta: the smallest of :data:`SCALE_SHARES` at which the scales are
-  informative, :func:`scale_share`). Inside the model each feature is clipped to
-  ``[-B_j, B_j]`` and its coordinate has ``M_j = beta B_j^2``: DP-GCD is equivariant to
-  per-coordinate scaling, so this is exactly a fit on ``x_ij / B_j`` with ``coef_`` returned in
+- `feature_bound=` declared: free, exact (`DECLARED`).
+- `scaling="private"`: per-feature bounds by a noisy binary search over a public log grid
+  ([`dpgcd_jax.privacy.scales.private_feature_scales`][], Gaussian, a share
+  share of epsilon and delta: the smallest of `SCALE_SHARES` at which the scales are
+  informative, `scale_share`). Inside the model each feature is clipped to
+  `[-B_j, B_j]` and its coordinate has `M_j = beta B_j^2`: DP-GCD is equivariant to
+  per-coordinate scaling, so this is exactly a fit on `x_ij / B_j` with `coef_` returned in
   the user's raw units.
-- ``scaling="bound"``: one bound for every feature (:mod:`dpgcd_jax.privacy.bounds`,
-  AboveThreshold on the per-record statistic ``max_j |x_ij|``, pure ``SCALE_SHARE * epsilon``):
-  informative from much smaller ``n`` (measured: on standardized breast_cancer, 398 rows, it
+- `scaling="bound"`: one bound for every feature ([`dpgcd_jax.privacy.bounds`][],
+  AboveThreshold on the per-record statistic `max_j |x_ij|`, pure `SCALE_SHARE * epsilon`):
+  informative from much smaller `n` (measured: on standardized breast_cancer, 398 rows, it
   lands near the 0.9-quantile where the per-feature search, or the same binary search on the
-  one statistic, lands far off), but features on a smaller scale than ``B`` are drowned.
-- ``scaling="auto"`` (default): "private" when :func:`dpgcd_jax.privacy.scales.scales_informative`
-  holds at the share (public ``n``, ``p``, ``epsilon``, ``delta`` only), else "bound".
-- the regressor's target: ``target_bound=`` declared, or ``T`` released by AboveThreshold on
-  ``|y_i|`` (quantile :data:`TARGET_QUANTILE`, pure ``TARGET_SHARE * epsilon``);
-  ``y`` is clipped to ``[-T, T]`` and fitted in units of ``T``.
+  one statistic, lands far off), but features on a smaller scale than `B` are drowned.
+- `scaling="auto"` (default): "private" when [`dpgcd_jax.privacy.scales.scales_informative`][]
+  holds at the share (public `n`, `p`, `epsilon`, `delta` only), else "bound".
+- the regressor's target: `target_bound=` declared, or `T` released by AboveThreshold on
+  `|y_i|` (quantile `TARGET_QUANTILE`, pure `TARGET_SHARE * epsilon`);
+  `y` is clipped to `[-T, T]` and fitted in units of `T`.
 
-:func:`diagnose` turns released values only (``coef_``, ``intercept_``, the bounds, ``n``,
-``p``, ``epsilon``, the scaling used) into warnings that name a likely failure and its fix.
+`diagnose` turns released values only (`coef_`, `intercept_`, the bounds, `n`,
+`p`, `epsilon`, the scaling used) into warnings that name a likely failure and its fix.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Released(NamedTuple):
     bound: (p,) feature bounds, or the scalar target bound.
     how: "declared", "private" (per-feature scales) or "bound" (one released bound).
     ledger: its privacy ledger (empty when declared).
-    note: one line for ``privacy_.notes``.
+    note: one line for `privacy_.notes`.
   """
 
   bound: Any
@@ -79,7 +79,7 @@ def check_scaling(scaling: Any) -> None:
 
 
 def check_positive_bound(name: str, bound: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
-  """A declared public bound: finite, > 0, a scalar or of ``shape``; ValueError naming ``name``."""
+  """A declared public bound: finite, > 0, a scalar or of `shape`; ValueError naming `name`."""
   values = np.asarray(bound, dtype=float) if _is_numeric(bound) else None
   if values is None or values.ndim > 1 or (values.ndim == 1 and shape is not None and values.shape != shape) \
       or (values.ndim == 1 and shape is None):
@@ -98,8 +98,8 @@ def _is_numeric(x: Any) -> bool:
 
 
 def scale_share(n: int, p: int, epsilon: float, delta: float) -> float | None:
-  """The smallest share of :data:`SCALE_SHARES` at which per-feature private scales are
-  informative (:func:`dpgcd_jax.privacy.scales.scales_informative`), or None: public only."""
+  """The smallest share of `SCALE_SHARES` at which per-feature private scales are
+  informative ([`dpgcd_jax.privacy.scales.scales_informative`][]), or None: public only."""
   for share in SCALE_SHARES:
     if scales.scales_informative(n, p, share * epsilon, share * delta):
       return share
@@ -107,7 +107,7 @@ def scale_share(n: int, p: int, epsilon: float, delta: float) -> float | None:
 
 
 def resolve_scaling(scaling: str, n: int, p: int, epsilon: float, delta: float) -> str:
-  """"private" or "bound" for ``scaling="auto"``, from public ``n``, ``p``, ``epsilon``, ``delta``."""
+  """"private" or "bound" for `scaling="auto"`, from public `n`, `p`, `epsilon`, `delta`."""
   if scaling != AUTO:
     return scaling
   return "bound" if scale_share(n, p, epsilon, delta) is None else "private"
@@ -120,7 +120,7 @@ def _scales_dense(key: jax.Array, XT: jax.Array, noise: jax.Array) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames="quantile")
 def _one_bound(key: jax.Array, statistic: jax.Array, epsilon: jax.Array, quantile: float) -> jax.Array:
-  """One public bound on a per-record statistic (AboveThreshold, :mod:`dpgcd_jax.privacy.bounds`)."""
+  """One public bound on a per-record statistic (AboveThreshold, [`dpgcd_jax.privacy.bounds`][])."""
   return bounds.private_feature_bound(key, statistic, epsilon, quantile=quantile)
 
 
@@ -128,7 +128,7 @@ def release_feature_bounds(key: jax.Array, X: Any, *, feature_bound: Any, scalin
                            epsilon: float, delta: float) -> Released:
   """The (p,) public feature bounds for a fit (see the module docstring).
 
-  ``X`` is the (n, p) training data, dense or scipy.sparse; only the mechanisms read it.
+  `X` is the (n, p) training data, dense or scipy.sparse; only the mechanisms read it.
   """
   n, p = X.shape
   if feature_bound is not None:
@@ -155,7 +155,7 @@ def release_feature_bounds(key: jax.Array, X: Any, *, feature_bound: Any, scalin
 
 
 def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, epsilon: float) -> Released:
-  """The public target bound ``T``: declared, or released on ``|y_i|`` (module docstring)."""
+  """The public target bound `T`: declared, or released on `|y_i|` (module docstring)."""
   if target_bound is not None:
     value = float(check_positive_bound("target_bound", target_bound))
     return Released(value, DECLARED, ledger_lib.Ledger(), "target bound: declared public")
@@ -171,20 +171,20 @@ def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, ep
 def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray, how: str, *,
              n: int, epsilon: float, target_bound: float | None = None,
              prediction_noise: float = 0.0, informative_n: int | None = None) -> list[str]:
-  """Warnings from RELEASED or public values only: the model, the public bounds, ``n``, ``epsilon``.
+  """Warnings from RELEASED or public values only: the model, the public bounds, `n`, `epsilon`.
 
   Args:
     coef: (K, p) coefficients in raw units (K = 1 for a regressor or two classes).
     intercept: (K,) intercepts.
     feature_bound: (p,) the public bounds used (inputs are clipped to them at predict time,
-      so ``sum_j |coef_kj| B_j`` bounds how far target k's score can move from its intercept).
+      so `sum_j |coef_kj| B_j` bounds how far target k's score can move from its intercept).
     how: how the bounds were obtained ("declared", "private", "bound").
     n, epsilon: public.
-    target_bound: the regressor's public target bound ``T`` (None for a classifier).
+    target_bound: the regressor's public target bound `T` (None for a classifier).
     prediction_noise: the standard deviation the run's noise adds to a prediction, at most,
-      in units of ``T`` (public: from the noise multiplier, ``clip``, ``step_size``, ``n``
-      and the number of steps; see :func:`prediction_noise`).
-    informative_n: when ``scaling="auto"`` fell back to one bound, the ``n`` from which
+      in units of `T` (public: from the noise multiplier, `clip`, `step_size`, `n`
+      and the number of steps; see `prediction_noise`).
+    informative_n: when `scaling="auto"` fell back to one bound, the `n` from which
       per-feature private scales would have been released (public).
 
   Returns:
@@ -233,17 +233,17 @@ def prediction_noise(update_noise: float, *, step_size: float, clip: float, curv
                      n: int, steps: int) -> float:
   """The standard deviation the run's noise may add to a prediction, in units of the target.
 
-  An update of coordinate ``j`` moves ``w_j`` by ``gamma / M_j`` times its noise, of standard
-  deviation ``s Delta_j = s 2 clip B_j / n``; with ``M_j = beta B_j^2`` and ``|x_j| <= B_j``, a
-  prediction moves by at most ``u = 2 gamma s clip / (beta n)`` per update, whatever ``B_j``.
-  Over ``T`` updates the noise adds up to at most ``u sqrt(T)`` (all on one coordinate; less
+  An update of coordinate `j` moves `w_j` by `gamma / M_j` times its noise, of standard
+  deviation `s Delta_j = s 2 clip B_j / n`; with `M_j = beta B_j^2` and `|x_j| <= B_j`, a
+  prediction moves by at most `u = 2 gamma s clip / (beta n)` per update, whatever `B_j`.
+  Over `T` updates the noise adds up to at most `u sqrt(T)` (all on one coordinate; less
   when spread). Public: no data is read.
   """
   return 2.0 * step_size * update_noise * clip / (curvature * n) * math.sqrt(steps)
 
 
 def _constant_class(reach: np.ndarray, intercept: np.ndarray) -> bool:
-  """Whether every clipped input gets the same class, from the score ranges ``b_k +- reach_k``."""
+  """Whether every clipped input gets the same class, from the score ranges `b_k +- reach_k`."""
   if intercept.shape[0] == 1:
     return bool(abs(intercept[0]) >= reach[0])
   low, high = intercept - reach, intercept + reach
@@ -252,6 +252,6 @@ def _constant_class(reach: np.ndarray, intercept: np.ndarray) -> bool:
 
 
 def informative_n(p: int, epsilon: float) -> int:
-  """The ``n`` from which ``scaling="auto"`` releases per-feature scales (at the largest
+  """The `n` from which `scaling="auto"` releases per-feature scales (at the largest
   share; delta = 1/n^2)."""
   return scales.min_informative_n(p, SCALE_SHARES[-1] * epsilon)

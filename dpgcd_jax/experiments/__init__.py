@@ -1,12 +1,12 @@
 """The paper's experiments: data sets x algorithms x budgets, grids that contain their optimum, figure and table.
 
-Command line: ``python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]``.
+Command line: `python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]`.
 
-* :mod:`~dpgcd_jax.experiments.runner`: algorithms, presets, compiled sweeps, the experiment.
-* :mod:`~dpgcd_jax.experiments.grids`: log-spaced grids, edge detection, bounded extension.
-* :mod:`~dpgcd_jax.experiments.stats`: quasi-sparsity of a solution, Welch's t-test.
-* :mod:`~dpgcd_jax.experiments.private`: the end-to-end private column.
-* :mod:`~dpgcd_jax.experiments.report`: records, table and figure.
+* `runner`: algorithms, presets, compiled sweeps, the experiment.
+* `grids`: log-spaced grids, edge detection, bounded extension.
+* `stats`: quasi-sparsity of a solution, Welch's t-test.
+* `private`: the end-to-end private column.
+* `report`: records, table and figure.
 """
 
 from dpgcd_jax.experiments.report import markdown_table

@@ -1,4 +1,4 @@
-"""``python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]``."""
+"""`python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]`."""
 
 from __future__ import annotations
 

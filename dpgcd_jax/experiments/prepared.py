@@ -18,17 +18,17 @@ from dpgcd_jax.solvers import reference
 
 @dataclasses.dataclass
 class Prepared:
-  """A data set as a float32 problem (private runs) and a float64 one (objectives, ``F*``).
+  """A data set as a float32 problem (private runs) and a float64 one (objectives, `F*`).
 
   Attributes:
-    dataset: the registry's :class:`dpgcd_jax.data.Dataset`.
+    dataset: the registry's [`dpgcd_jax.data.Dataset`][].
     private: float32 problem of the private runs.
     exact: float64 problem of the objectives and the reference optimum.
-    f_star, f_zero: ``F*`` and ``F(w^0)``.
-    solution: the reference optimum ``w*`` (float64 NumPy).
+    f_star, f_zero: `F*` and `F(w^0)`.
+    solution: the reference optimum `w*` (float64 NumPy).
     reference_seconds: time of the reference solve.
-    reference_method: how ``w*`` was found (:func:`reference_solution`).
-    reference_gap: its optimality certificate, ``max_j dist(-grad_j f(w*), d psi_j(w*_j))``.
+    reference_method: how `w*` was found (`reference_solution`).
+    reference_gap: its optimality certificate, `max_j dist(-grad_j f(w*), d psi_j(w*_j))`.
   """
 
   dataset: data_lib.Dataset
@@ -46,16 +46,16 @@ class Prepared:
     return int(np.count_nonzero(self.solution))
 
   def relative_error(self, w: Any) -> np.ndarray:
-    """``(F(w) - F*) / (F(w^0) - F*)`` in float64, for one iterate or a batch (leading axes)."""
+    """`(F(w) - F*) / (F(w^0) - F*)` in float64, for one iterate or a batch (leading axes)."""
     return relative_error(self, w)
 
 
 def build(dataset: data_lib.Dataset) -> Prepared:
   """The float64 problem and reference optimum, and the float32 problem of the private runs.
 
-  Both come from :meth:`dpgcd_jax.data.Dataset.to_problem`, which declares the smoothness
+  Both come from [`dpgcd_jax.data.Dataset.to_problem`][], which declares the smoothness
   from the standardized data (the paper's protocol, NOT private: see its docstring). The
-  float64 problem needs JAX's x64 mode (``with jax.enable_x64(True):``).
+  float64 problem needs JAX's x64 mode (`with jax.enable_x64(True):`).
   """
   exact = dataset.to_problem(np.float64)
   return prepare(dataset, dataset.to_problem(np.float32), exact)
@@ -65,12 +65,12 @@ LARGE_P = 20_000
 
 
 def reference_solution(dataset: Any, exact: problem_lib.Problem) -> tuple[np.ndarray, str]:
-  """The optimum ``w*`` (float64) and how it was found.
+  """The optimum `w*` (float64) and how it was found.
 
-  :func:`dpgcd_jax.reference.solve` (coordinate descent to a subdifferential distance of
-  1e-9), except for sparse l1-logistic problems with more than ``LARGE_P`` features, where
+  [`dpgcd_jax.reference.solve`][] (coordinate descent to a subdifferential distance of
+  1e-9), except for sparse l1-logistic problems with more than `LARGE_P` features, where
   its O(p) work per coordinate makes an epoch O(p^2): scikit-learn's liblinear solves the
-  same objective (``C = 1 / (n lambda)``, no intercept, no ridge) to tolerance 1e-8.
+  same objective (`C = 1 / (n lambda)`, no intercept, no ridge) to tolerance 1e-8.
   """
   import warnings  # pylint: disable=g-import-not-at-top
   if (exact.num_features > LARGE_P and dataset.loss.name == "logistic" and float(dataset.l2) == 0.0
@@ -103,7 +103,7 @@ def _objectives(problem: problem_lib.Problem, w: jax.Array) -> jax.Array:
 
 
 def relative_error(problem: Prepared, w: Any) -> np.ndarray:
-  """``(F(w) - F*) / (F(w^0) - F*)`` in float64, for one iterate or a batch (leading axes)."""
+  """`(F(w) - F*) / (F(w^0) - F*)` in float64, for one iterate or a batch (leading axes)."""
   w = jnp.asarray(w, jnp.float64)
   flat = w.reshape(-1, w.shape[-1])
   f = np.asarray(_objectives(problem.exact, flat))

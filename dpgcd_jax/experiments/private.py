@@ -3,31 +3,31 @@
 What changes from the paper's protocol (the other columns):
 
 1. **Public feature bounds instead of standardization.** The features are NOT standardized
-   with the data's own statistics: each set has a bound ``B`` fixed a priori
-   (:data:`PUBLIC`, with the reason), the features are clipped to ``[-B, B]`` and the
-   coordinate smoothness is the worst case ``M_j = beta B^2`` (as ``make_problem(...,
-   feature_bound=B)``; declared here with the same values). Real data come raw from the
-   registry's loader (:attr:`dpgcd_jax.data.DatasetSpec.build`).
+   with the data's own statistics: each set has a bound `B` fixed a priori
+   (`PUBLIC`, with the reason), the features are clipped to `[-B, B]` and the
+   coordinate smoothness is the worst case `M_j = beta B^2` (as `make_problem(...,
+   feature_bound=B)`; declared here with the same values). Real data come raw from the
+   registry's loader (`dpgcd_jax.data.DatasetSpec.build`).
 2. **Hyperparameters chosen privately** by repeat-and-select (Papernot & Steinke 2022,
-   :mod:`dpgcd_jax.privacy.tuning`): ``K ~ Geometric`` with ``E[K]`` = the number of
-   candidates (9), each repetition draws a candidate ``(step size, clip)`` uniformly from a
-   grid fixed a priori (:func:`candidates`), trains it privately on all the data and releases a
-   private score, ``-(capped objective) + Lap(cap / (n eps_s))``: the objective with each
-   example's loss capped at ``score_cap`` (so one record moves it by at most ``cap / n``).
+   [`dpgcd_jax.privacy.tuning`][]): `K ~ Geometric` with `E[K]` = the number of
+   candidates (9), each repetition draws a candidate `(step size, clip)` uniformly from a
+   grid fixed a priori (`candidates`), trains it privately on all the data and releases a
+   private score, `-(capped objective) + Lap(cap / (n eps_s))`: the objective with each
+   example's loss capped at `score_cap` (so one record moves it by at most `cap / n`).
    Only the repetition with the best noisy score is released.
-3. **One budget.** One repetition's ledger is the solver's run (noise multipliers ``k``
-   times the solver's epsilon = 1 calibration) plus the score (``Laplace(eps_s0 / k)``); the
-   :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect` event turns it into the whole
-   selection's cost and ``k`` is the smallest scale meeting epsilon = 1, delta = 1 / n^2
-   (:func:`dpgcd_jax.solvers.budget.search_scale`, the library's one path from a budget to
+3. **One budget.** One repetition's ledger is the solver's run (noise multipliers `k`
+   times the solver's epsilon = 1 calibration) plus the score (`Laplace(eps_s0 / k)`); the
+   [`RepeatAndSelect`][dpgcd_jax.privacy.tuning.RepeatAndSelect] event turns it into the whole
+   selection's cost and `k` is the smallest scale meeting epsilon = 1, delta = 1 / n^2
+   ([`dpgcd_jax.solvers.budget.search_scale`][], the library's one path from a budget to
    private runs, as the CV estimators). The report is kept in
-   the results (``epsilon <= 1``).
+   the results (`epsilon <= 1`).
 
 What stays as in the paper's protocol, stated: the objective (loss, ridge, and for the l1
-sets the penalty strength ``lambda = fraction * lambda_max``, computed from the data of the
+sets the penalty strength `lambda = fraction * lambda_max`, computed from the data of the
 public-bound design: it defines the problem we measure against); the number of passes (the
 row of the table, a public budget); regression targets of real data standardized by the
-registry (2 statistics). The relative error is measured, non-privately, against ``F*`` of
+registry (2 statistics). The relative error is measured, non-privately, against `F*` of
 the same public-bound problem.
 """
 
@@ -65,14 +65,14 @@ class PublicSpec:
   """What is public about a data set, fixed before seeing it.
 
   Attributes:
-    feature_bound: ``B``: features are clipped to ``[-B, B]``.
+    feature_bound: `B`: features are clipped to `[-B, B]`.
     score_cap: cap of one example's loss in the private score.
     raw_features: take the loader's raw features (real data) instead of the registry's
       standardized ones.
     note: why these values are public.
-    target_scale: a priori scale of ``|phi'|`` (1 for the logistic loss; the documented
-      standard deviation of ``y`` for least squares, whose ``phi'`` is the residual): the
-      candidate clips are ``target_scale * {0.03, 0.3, 3}`` in units of ``B``.
+    target_scale: a priori scale of `|phi'|` (1 for the logistic loss; the documented
+      standard deviation of `y` for least squares, whose `phi'` is the residual): the
+      candidate clips are `target_scale * {0.03, 0.3, 3}` in units of `B`.
   """
 
   feature_bound: float
@@ -119,7 +119,7 @@ PUBLIC: dict[str, PublicSpec] = {
 
 @dataclasses.dataclass
 class PublicPrepared(prepared_lib.Prepared):
-  """A :class:`prepared_lib.Prepared` of the public-bound design (``private`` has ``M_j = beta B^2``)."""
+  """A `prepared_lib.Prepared` of the public-bound design (`private` has `M_j = beta B^2`)."""
 
   bound: float = 1.0
 
@@ -133,7 +133,7 @@ def _clip_features(X: Any, bound: float) -> Any:
 
 
 def prepare(dataset: data_lib.Dataset, spec: PublicSpec) -> PublicPrepared:
-  """The public-bound problem of a registry data set (float32 private, float64 exact) and ``F*``.
+  """The public-bound problem of a registry data set (float32 private, float64 exact) and `F*`.
 
   Needs JAX's x64 mode for the float64 problem.
   """
@@ -174,10 +174,10 @@ def candidates(algorithm: algorithms.Algorithm, bound: float, target_scale: floa
 
   Every other value of the algorithm's own initial axes (fixed before any data is seen; the
   extensions of the paper-protocol grids are data-dependent and NOT used): 3 step sizes a
-  decade apart, times ``B^2`` for the coordinate methods (``M_j = beta B^2`` is a worst case;
-  ``B^2`` converts to the scale of unit-variance features); clips ``{0.03, 0.3, 3} t`` per
-  coordinate (``C_j = clip B``; ``t`` the target scale of :class:`PublicSpec`; DP-SGD: times
-  ``B``, and ``sqrt(p)`` times that in l2).
+  decade apart, times `B^2` for the coordinate methods (`M_j = beta B^2` is a worst case;
+  `B^2` converts to the scale of unit-variance features); clips `{0.03, 0.3, 3} t` per
+  coordinate (`C_j = clip B`; `t` the target scale of `PublicSpec`; DP-SGD: times
+  `B`, and `sqrt(p)` times that in l2).
   """
   r = lambda x: float(f"{x:.4g}")
   clips = [c * target_scale for c in CLIPS]
@@ -193,10 +193,10 @@ def scaled(noise: Any, k: float) -> Any:
 
 def calibrate(algorithm: algorithms.Algorithm, problem: problem_lib.Problem, passes: int, delta: float,
               mean: float) -> tuple[float, Any, float, ledger_lib.PrivacyReport]:
-  """The scale ``k`` meeting (epsilon = 1, delta) for the whole selection.
+  """The scale `k` meeting (epsilon = 1, delta) for the whole selection.
 
   Returns:
-    ``(k, noise, score_epsilon, report)``: the run's multipliers ``k`` times the solver's
+    `(k, noise, score_epsilon, report)`: the run's multipliers `k` times the solver's
     epsilon = 1 calibration, the score's epsilon per repetition, and the privacy report.
   """
   base = algorithm.calibrate(problem, delta, passes)
@@ -223,9 +223,9 @@ def _capped_objectives(problem: problem_lib.Problem, w: jax.Array, cap: jax.Arra
 
 
 def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: int = 1) -> np.ndarray:
-  """The score's objective: per-example losses capped at ``cap`` (sensitivity ``cap / n``), float64.
+  """The score's objective: per-example losses capped at `cap` (sensitivity `cap / n`), float64.
 
-  A model with a non-finite value scores ``+inf`` (a function of the model alone). ``pad_to``
+  A model with a non-finite value scores `+inf` (a function of the model alone). `pad_to`
   pads the batch to a multiple (one compiled program for every batch size).
   """
   w = np.asarray(w, np.float64).reshape(-1, problem.num_features)
@@ -238,18 +238,18 @@ def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: i
 
 def private_scores(rng: np.random.Generator, scores: np.ndarray, cap: float, n: int,
                    epsilon: float) -> np.ndarray:
-  """``scores + Lap(cap / (n epsilon))``: epsilon-DP release of capped-objective scores.
+  """`scores + Lap(cap / (n epsilon))`: epsilon-DP release of capped-objective scores.
 
-  Each example's loss is capped at ``cap`` (losses are >= 0), so replacing one record moves
-  the mean by at most ``cap / n``, the sensitivity of every score (for a fixed, already
-  private model); the ledger's event is ``Laplace(epsilon)``.
+  Each example's loss is capped at `cap` (losses are >= 0), so replacing one record moves
+  the mean by at most `cap / n`, the sensitivity of every score (for a fixed, already
+  private model); the ledger's event is `Laplace(epsilon)`.
   """
   return np.asarray(scores) + rng.laplace(scale=cap / (n * epsilon), size=np.shape(scores))
 
 
 def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec: PublicSpec, passes: int,
                 preset: Preset) -> dict:
-  """Runs ``preset.seeds`` independent private selections; their released models' relative errors."""
+  """Runs `preset.seeds` independent private selections; their released models' relative errors."""
   problem = prepared.private
   n = problem.num_examples
   delta = 1.0 / n**2

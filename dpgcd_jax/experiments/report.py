@@ -15,7 +15,7 @@ EDGE, NO_PROGRESS, TIED = "†", "‡", "≈"
 
 
 def write_results(results: dict, out: pathlib.Path) -> dict[str, pathlib.Path]:
-  """Writes runs.csv, best.csv, private.csv, summary.json, table.md and figure.png into ``out``."""
+  """Writes runs.csv, best.csv, private.csv, summary.json, table.md and figure.png into `out`."""
   out.mkdir(parents=True, exist_ok=True)
   paths = {"runs": out / "runs.csv", "best": out / "best.csv", "summary": out / "summary.json",
            "table": out / "table.md", "figure": out / "figure.png"}
@@ -55,7 +55,7 @@ def _label(name: str) -> str:
 
 
 def cell(b: dict) -> str:
-  """``mean ± std (nnz)`` with the flags: bold winner, ≈ tied with it, † edge, ‡ no progress."""
+  """`mean ± std (nnz)` with the flags: bold winner, ≈ tied with it, † edge, ‡ no progress."""
   text = f"{b['mean']:.3g} ± {b['std']:.2g} ({b['nnz']:.0f})"
   if b.get("winner"):
     text = f"**{text}**"

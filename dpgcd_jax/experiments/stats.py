@@ -17,21 +17,24 @@ ALPHA = 0.05
 
 
 def top_share(w: Any, k: int = 10) -> float:
-  """Share of ``||w||_2^2`` held by the ``k`` largest coordinates in absolute value.
+  """Share of `||w||_2^2` held by the `k` largest coordinates in absolute value.
 
   The paper's argument for DP-GCD rests on quasi-sparse solutions: a few coordinates carry
   most of the norm, so a few greedy updates get most of the way. 1.0 for a solution with at
-  most ``k`` non-zeros; ``k / p`` for a solution whose coordinates all have the same size.
+  most `k` non-zeros; `k / p` for a solution whose coordinates all have the same size.
 
   Args:
     w: (p,) the solution.
     k: number of coordinates, >= 1.
 
   Returns:
-    The share in [0, 1]; NaN for ``w = 0``.
+    The share in [0, 1]; NaN for `w = 0`.
 
+  ```pycon
   >>> top_share([3.0, 4.0, 0.0], k=1)
   0.64
+
+  ```
   """
   if int(k) != k or k < 1:
     raise ValueError(f"Expected k to be an int >= 1, got k={k!r}.")
@@ -46,13 +49,13 @@ def top_share(w: Any, k: int = 10) -> float:
 
 
 class Comparison(NamedTuple):
-  """Welch's t-test of ``mean(a) < mean(b)`` (two-sided p-value).
+  """Welch's t-test of `mean(a) < mean(b)` (two-sided p-value).
 
   Attributes:
-    difference: ``mean(a) - mean(b)``.
+    difference: `mean(a) - mean(b)`.
     statistic: Welch's t.
     pvalue: two-sided p-value (0 when both samples are constant and differ, 1 when equal).
-    significant: ``pvalue < alpha``.
+    significant: `pvalue < alpha`.
     n_a, n_b: sample sizes.
   """
 
@@ -72,10 +75,13 @@ def welch(a: Any, b: Any, alpha: float = ALPHA) -> Comparison:
     alpha: level of the test, in (0, 1).
 
   Returns:
-    A :class:`Comparison`.
+    A `Comparison`.
 
+  ```pycon
   >>> welch([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]).significant
   True
+
+  ```
   """
   x, y = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
   for name, s in (("a", x), ("b", y)):
@@ -95,5 +101,5 @@ def welch(a: Any, b: Any, alpha: float = ALPHA) -> Comparison:
 
 
 def within_spread(mean_a: float, std_a: float, mean_b: float, std_b: float) -> bool:
-  """Whether the intervals ``mean +- std`` of two results overlap (the brief's "within spread")."""
+  """Whether the intervals `mean +- std` of two results overlap (the brief's "within spread")."""
   return abs(mean_a - mean_b) <= std_a + std_b

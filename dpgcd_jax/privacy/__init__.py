@@ -1,22 +1,23 @@
 """Privacy: events, one ledger, calibration, a private smoothness estimate, an audit.
 
-* :mod:`dpgcd_jax.privacy.events`: what one release of a mechanism costs (``PureDp``,
-  ``BoundedRange``, ``Laplace``, ``Gaussian``, ``ZCdp``, ``PoissonSampledGaussian``,
-  ``DeltaSlack``).
-* :mod:`dpgcd_jax.privacy.ledger`: :class:`Ledger` composes ``(label, event, count)`` entries by
-  the best valid route, :class:`PrivacyReport` is what a fit spent, :func:`calibrate` bisects
+* [`dpgcd_jax.privacy.events`][]: what one release of a mechanism costs (`PureDp`,
+  `BoundedRange`, `Laplace`, `Gaussian`, `ZCdp`, `PoissonSampledGaussian`,
+  `DeltaSlack`).
+* [`dpgcd_jax.privacy.ledger`][]: [`Ledger`][dpgcd_jax.privacy.Ledger] composes `(label, event, count)` entries by
+  the best valid route, [`PrivacyReport`][dpgcd_jax.privacy.PrivacyReport] is what a fit spent,
+  [`calibrate`][dpgcd_jax.privacy.calibrate] bisects
   any noise scale.
-* :mod:`dpgcd_jax.privacy.tuning`: private hyperparameter tuning (Papernot & Steinke 2022),
-  ``RepeatAndSelect``.
-* :mod:`dpgcd_jax.privacy.accounting`: the solvers' calibrations (``calibrate_gcd`` ...), thin
+* [`dpgcd_jax.privacy.tuning`][]: private hyperparameter tuning (Papernot & Steinke 2022),
+  `RepeatAndSelect`.
+* [`dpgcd_jax.privacy.accounting`][]: the solvers' calibrations (`calibrate_gcd` ...), thin
   wrappers over the ledger.
-* :mod:`dpgcd_jax.privacy.scales`: private per-feature scales (a noisy binary search on a
+* [`dpgcd_jax.privacy.scales`][]: private per-feature scales (a noisy binary search on a
   public log grid), what the estimators' private scaling releases.
-* :mod:`dpgcd_jax.privacy.auditing`: the empirical audit; :mod:`dpgcd_jax.privacy.smoothness`:
-  the private estimate of ``M``.
+* [`dpgcd_jax.privacy.auditing`][]: the empirical audit; [`dpgcd_jax.privacy.smoothness`][]:
+  the private estimate of `M`.
 
-Exports are imported on first use (:mod:`dpgcd_jax._lazy`): ``from dpgcd_jax.privacy import
-bounds`` does not load dp_accounting or the PLD accountants. One line in ``_EXPORTS`` per name.
+Exports are imported on first use (`dpgcd_jax._lazy`): `from dpgcd_jax.privacy import
+bounds` does not load dp_accounting or the PLD accountants. One line in `_EXPORTS` per name.
 """
 
 from typing import TYPE_CHECKING

@@ -1,20 +1,20 @@
 """dp_accounting adapters: the numerically discretized PLD route (needed for DP-SGD).
 
-Every event but ``ZCdp`` maps to a dp_accounting privacy-loss distribution, built with
-``pessimistic_estimate=True`` (every loss rounded UP to the discretization lattice, truncated
-mass moved to ``+inf``: an upper bound on the privacy profile):
+Every event but `ZCdp` maps to a dp_accounting privacy-loss distribution, built with
+`pessimistic_estimate=True` (every loss rounded UP to the discretization lattice, truncated
+mass moved to `+inf`: an upper bound on the privacy profile):
 
-* ``PureDp(eps)`` / ``BoundedRange(eps)`` -> ``from_randomized_response`` (binary RR with
-  parameter eps dominates any eps-DP step), self-composed ``count`` times (NOT through
-  ``PLDAccountant.compose``, which ignores ``count`` for randomized response in 0.6.0);
-* ``Laplace(eps)`` -> ``from_laplace_mechanism(1 / eps)`` (exact pair, sensitivity 1);
-* ``Gaussian(s)`` -> ``from_gaussian_mechanism(s)``;
-* ``PoissonSampledGaussian(s, q)`` -> ``from_gaussian_mechanism(s, sampling_prob=q,
-  neighboring_relation=REPLACE_ONE)``: the one-dimensional pair ``(1 - q) N(0, s^2) +
-  q N(1, s^2)`` against ``(1 - q) N(0, s^2) + q N(-1, s^2)``, which dp_accounting documents
+* `PureDp(eps)` / `BoundedRange(eps)` -> `from_randomized_response` (binary RR with
+  parameter eps dominates any eps-DP step), self-composed `count` times (NOT through
+  `PLDAccountant.compose`, which ignores `count` for randomized response in 0.6.0);
+* `Laplace(eps)` -> `from_laplace_mechanism(1 / eps)` (exact pair, sensitivity 1);
+* `Gaussian(s)` -> `from_gaussian_mechanism(s)`;
+* `PoissonSampledGaussian(s, q)` -> `from_gaussian_mechanism(s, sampling_prob=q,
+  neighboring_relation=REPLACE_ONE)`: the one-dimensional pair `(1 - q) N(0, s^2) +
+  q N(1, s^2)` against `(1 - q) N(0, s^2) + q N(-1, s^2)`, which dp_accounting documents
   as the worst case of replace-one with Poisson sampling.
 
-Rounding every loss up costs about ``count * h / 2`` of epsilon per entry (``h`` the
+Rounding every loss up costs about `count * h / 2` of epsilon per entry (`h` the
 discretization): at 1e-4 and T = 2000 steps that is ~0.1. This route therefore wins only
 where no lattice-exact route applies (Poisson-sampled Gaussians); elsewhere it serves as the
 independent cross-check.
@@ -42,7 +42,7 @@ def _rr_noise(eps: float) -> float:
 
 @functools.lru_cache(maxsize=128)
 def _single(event: ev.PrivacyEvent, count: int, discretization: float):
-  """PLD of ``count`` releases of ``event`` (None for a free one, raises if non-private)."""
+  """PLD of `count` releases of `event` (None for a free one, raises if non-private)."""
   import dp_accounting  # pylint: disable=g-import-not-at-top
   from dp_accounting.pld import privacy_loss_distribution as pld  # pylint: disable=g-import-not-at-top
   kw = dict(value_discretization_interval=discretization, pessimistic_estimate=True)
@@ -71,7 +71,7 @@ def _single(event: ev.PrivacyEvent, count: int, discretization: float):
 
 @functools.lru_cache(maxsize=64)
 def composed(entries: tuple[tuple[ev.PrivacyEvent, int], ...], discretization: float):
-  """dp_accounting PLD of the aggregated ``(event, count)`` entries (None if all free)."""
+  """dp_accounting PLD of the aggregated `(event, count)` entries (None if all free)."""
   total = None
   for event, count in entries:
     if isinstance(event, ev.DeltaSlack):

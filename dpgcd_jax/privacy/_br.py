@@ -1,73 +1,73 @@
 """Adaptive composition of bounded-range steps: a Bellman recursion on an exact lattice.
 
-Route ``"bounded_range"`` of the ledger: ``T`` adaptively chosen ``eps``-bounded-range steps
+Route `"bounded_range"` of the ledger: `T` adaptively chosen `eps`-bounded-range steps
 (exponential mechanism, Gumbel-max selection), composed with any number of non-adaptive
 dominating pairs (Gaussian steps as one GDP part, pure-DP steps as randomized response).
 
 Theorem (used by this route)
 ----------------------------
-Let ``M_1, ..., M_T`` be chosen adaptively, each ``eps``-bounded-range for every history, and
-let ``F`` be a fixed list of mechanisms with known dominating pairs (Gaussian, randomized
-response, Laplace), interleaved in any order. For every real ``eps'`` the composition is
-``(eps', delta(eps'))``-DP with ``delta(eps') <= E_{L_F}[V_T(eps' - L_F)]``, ``V_T`` defined by
-the recursion of point 2 below and ``L_F`` the privacy loss of the fixed part under ``P``.
+Let `M_1, ..., M_T` be chosen adaptively, each `eps`-bounded-range for every history, and
+let `F` be a fixed list of mechanisms with known dominating pairs (Gaussian, randomized
+response, Laplace), interleaved in any order. For every real `eps'` the composition is
+`(eps', delta(eps'))`-DP with `delta(eps') <= E_{L_F}[V_T(eps' - L_F)]`, `V_T` defined by
+the recursion of point 2 below and `L_F` the privacy loss of the fixed part under `P`.
 The route computes a certified upper bound on the right-hand side (points 4-5). Proof:
 
 1. *Reduction* (Dong, Durfee & Rogers 2020, Sec. 4): conditionally on the history, an
-   ``eps``-bounded-range step has privacy loss in ``[-t eps, (1 - t) eps]`` for some
-   ``t in [0, 1]``, hence is a post-processing of the generalized randomized response
-   ``B_t``: two outputs with losses ``b_t = (1 - t) eps`` (probability ``p_t`` under ``P``)
-   and ``a_t = -t eps``, ``p_t = (e^eps - e^{(1 - t) eps}) / (e^eps - 1)``. (Channel from
-   ``B_t`` to any pair with loss in ``[a_t, b_t]``: ``K(y | 1) = (P(y)(1 - q) - Q(y)(1 - p))
-   / (p - q)``, ``K(y | 0) = (Q(y) p - P(y) q) / (p - q)``, both >= 0 by the loss bounds.)
+   `eps`-bounded-range step has privacy loss in `[-t eps, (1 - t) eps]` for some
+   `t in [0, 1]`, hence is a post-processing of the generalized randomized response
+   `B_t`: two outputs with losses `b_t = (1 - t) eps` (probability `p_t` under `P`)
+   and `a_t = -t eps`, `p_t = (e^eps - e^{(1 - t) eps}) / (e^eps - 1)`. (Channel from
+   `B_t` to any pair with loss in `[a_t, b_t]`: `K(y | 1) = (P(y)(1 - q) - Q(y)(1 - p))
+   / (p - q)`, `K(y | 0) = (Q(y) p - P(y) q) / (p - q)`, both >= 0 by the loss bounds.)
    The whole transcript is thus a post-processing of an adaptive composition in which an
-   adversary picks ``t_k`` from the past outputs (both neighbours swap ``t`` for ``1 - t``).
+   adversary picks `t_k` from the past outputs (both neighbours swap `t` for `1 - t`).
    The channel's own randomness is the same under both neighbours, and the hockey-stick
    divergence of a shared mixture is at most the mixture of divergences: randomized
    strategies are no worse than deterministic ones.
 2. *Bellman recursion.* The hockey-stick divergence of a composition splits over the first
-   output: ``H_{e^x}(P, Q) = E_{P_1}[H_{e^{x - L_1}}(P_rest, Q_rest)]``. The worst adversary
-   therefore has the value ``V_k(x) = sup_t E_{B_t}[V_{k - 1}(x - L)]``, ``V_0(x) = (1 - e^x)_+``,
-   and the composition of ``T`` steps is ``(eps', V_T(eps'))``-DP for every ``eps'`` (this is
+   output: `H_{e^x}(P, Q) = E_{P_1}[H_{e^{x - L_1}}(P_rest, Q_rest)]`. The worst adversary
+   therefore has the value `V_k(x) = sup_t E_{B_t}[V_{k - 1}(x - L)]`, `V_0(x) = (1 - e^x)_+`,
+   and the composition of `T` steps is `(eps', V_T(eps'))`-DP for every `eps'` (this is
    the optimal adaptive composition of generalized randomized responses, Dong, Durfee &
    Rogers 2020, Sec. 6; its exact value is hard to compute, we bound it from above). The
-   family ``{B_t}`` is closed under swapping ``P`` and ``Q`` (``t -> 1 - t``), and so are the
+   family `{B_t}` is closed under swapping `P` and `Q` (`t -> 1 - t`), and so are the
    fixed pairs, so the same bound holds in both directions.
 3. *Non-adaptive parts first.* Gaussian, Laplace and pure-DP steps have fixed dominating
    pairs: conditionally on any history, each step is a post-processing of its fixed pair
    (Blackwell; see also Zhu, Dong & Wang 2022, Thm. 10, for compositions in which every step
    has a history-uniform dominating pair, which the Bellman argument extends); moving them
    before every bounded-range step only gives the adversary more information
-   (``sup_t E_G[f] <= E_G[sup_t f]``), so ``delta(eps') <= E[V_T(eps' - L_fixed)]``.
-4. *Exact lattice.* With ``h = eps / m`` and ``t_j = j / m`` the losses of ``B_{t_j}`` are
-   multiples of ``h``: ``V_k`` at lattice points only needs ``V_{k-1}`` at lattice points.
-   For ``t`` inside a cell ``[t_j, t_{j+1}]`` write ``t = t_j + s / eps``, ``s in [0, h]``:
-   both arguments move by ``s``. ``V_k(x) = H_k(e^x)`` with ``H_k(gamma) = sup_S P(S) -
-   gamma Q(S)`` CONVEX in ``gamma`` (a sup of affine functions), so between lattice points
-   ``V(u + s) <= (1 - lam) V(u) + lam V(u + h)``, ``lam = (e^s - 1) / (e^h - 1)``. With
-   ``p_t = p_j + lam Dp + dev`` (``Dp = p_{j+1} - p_j``, ``dev <= dev_j`` computed below)
+   (`sup_t E_G[f] <= E_G[sup_t f]`), so `delta(eps') <= E[V_T(eps' - L_fixed)]`.
+4. *Exact lattice.* With `h = eps / m` and `t_j = j / m` the losses of `B_{t_j}` are
+   multiples of `h`: `V_k` at lattice points only needs `V_{k-1}` at lattice points.
+   For `t` inside a cell `[t_j, t_{j+1}]` write `t = t_j + s / eps`, `s in [0, h]`:
+   both arguments move by `s`. `V_k(x) = H_k(e^x)` with `H_k(gamma) = sup_S P(S) -
+   gamma Q(S)` CONVEX in `gamma` (a sup of affine functions), so between lattice points
+   `V(u + s) <= (1 - lam) V(u) + lam V(u + h)`, `lam = (e^s - 1) / (e^h - 1)`. With
+   `p_t = p_j + lam Dp + dev` (`Dp = p_{j+1} - p_j`, `dev <= dev_j` computed below)
    the cell's value is at most
-   ``max(phi_j, phi_{j+1}) + Dp (D0 - D1)_+ / 4 + dev_j max(D0, D1)``,
-   ``phi_j = p_j V(x - b_j) + (1 - p_j) V(x - a_j)``, ``D0 = V(x - b_j) - V(x - a_j)``,
-   ``D1 = V(x - b_{j+1}) - V(x - a_{j+1})``: second-order in ``1 / m``, so no
-   discretization error accumulates over the ``T`` steps.
-5. *Window.* Outside a window of the lattice ``V <= 1`` (below) and ``V <= V(x_max)``
-   (above; ``V`` is non-increasing). Every step keeps an upper bound (the operator is
+   `max(phi_j, phi_{j+1}) + Dp (D0 - D1)_+ / 4 + dev_j max(D0, D1)`,
+   `phi_j = p_j V(x - b_j) + (1 - p_j) V(x - a_j)`, `D0 = V(x - b_j) - V(x - a_j)`,
+   `D1 = V(x - b_{j+1}) - V(x - a_{j+1})`: second-order in `1 / m`, so no
+   discretization error accumulates over the `T` steps.
+5. *Window.* Outside a window of the lattice `V <= 1` (below) and `V <= V(x_max)`
+   (above; `V` is non-increasing). Every step keeps an upper bound (the operator is
    monotone), and the final expectation over the fixed losses uses the same chord between
-   lattice points (exact Gaussian bin integrals of a lower bound on ``lam``).
+   lattice points (exact Gaussian bin integrals of a lower bound on `lam`).
 
 Independent review (this session): every step re-derived; an exact lattice computation of the
-adaptive optimum restricted to fine grids of ``t`` (T <= 1000, eps from 0.01 to 10, with and
+adaptive optimum restricted to fine grids of `t` (T <= 1000, eps from 0.01 to 10, with and
 without Gaussian parts) never exceeded this route (closest ratio 1.0001). Rounding is not
 directed (about 1e-16 relative per operation, negligible against the margins for
-delta >= 1e-12). For large ``eps sqrt(T)`` the window ignores the loss's drift and the route
-is loose (even 1); ``"best"`` then takes another route.
+delta >= 1e-12). For large `eps sqrt(T)` the window ignores the loss's drift and the route
+is loose (even 1); `"best"` then takes another route.
 
 The result is a valid upper bound on the privacy profile of the adaptive composition; it is
-``>=`` the non-adaptive optimum ``max_t`` of ``B_t^T`` composed with the rest (a lower
+`>=` the non-adaptive optimum `max_t` of `B_t^T` composed with the rest (a lower
 bound no valid route can beat): in epsilon at delta = 1e-6, 2.7% above it at T = 10, 1.1% at
-T = 100, 0.9% at T = 1000 with Gaussian updates (RDP: 8-9% above). Cost: ``T (m + 1)``
-vector operations over the window (about 0.3-1 s at T = 1000, ``m = 8``).
+T = 100, 0.9% at T = 1000 with Gaussian updates (RDP: 8-9% above). Cost: `T (m + 1)`
+vector operations over the window (about 0.3-1 s at T = 1000, `m = 8`).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def p_br(t: np.ndarray, eps: float) -> np.ndarray:
 
 
 def _cells(eps: float, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """``p_j`` at the lattice points and, per cell, ``Dp_j`` and ``dev_j``."""
+  """`p_j` at the lattice points and, per cell, `Dp_j` and `dev_j`."""
   t = np.arange(m + 1) / m
   p = p_br(t, eps)
   h = eps / m
@@ -111,15 +111,15 @@ def _cells(eps: float, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @functools.lru_cache(maxsize=32)
 def value_table(eps: float, steps: int, lo: float, hi: float, m: int = M, sd: float = 8.5
                 ) -> tuple[float, float, np.ndarray]:
-  """Upper bound ``V_T`` on the lattice ``x0 + i h`` (``h = eps / m``) covering ``[lo, hi]``.
+  """Upper bound `V_T` on the lattice `x0 + i h` (`h = eps / m`) covering `[lo, hi]`.
 
-  Stage ``k`` (``k`` steps composed) is computed on ``[lo, hi]`` widened by ``sd`` standard
-  deviations of the ``T - k`` steps still to come (outside: the clamping of point 5). The
+  Stage `k` (`k` steps composed) is computed on `[lo, hi]` widened by `sd` standard
+  deviations of the `T - k` steps still to come (outside: the clamping of point 5). The
   correction of point 4 is bounded cell-independently:
-  ``max_j corr_j <= max_j Dp_j / 4 * max_j (D_j - D_{j+1})_+ + max_j dev_j * max_j D_j``.
+  `max_j corr_j <= max_j Dp_j / 4 * max_j (D_j - D_{j+1})_+ + max_j dev_j * max_j D_j`.
 
   Returns:
-    ``(x0, h, V)`` with ``V[i] >= V_T(x0 + i h)``, non-increasing, ``<= 1``.
+    `(x0, h, V)` with `V[i] >= V_T(x0 + i h)`, non-increasing, `<= 1`.
   """
   h = eps / m
   width = lambda k: min(sd * 0.5 * eps * math.sqrt(k) + eps, k * eps)
@@ -156,12 +156,12 @@ def value_table(eps: float, steps: int, lo: float, hi: float, m: int = M, sd: fl
 
 def _expected_value(y: np.ndarray, x0: float, h: float, v: np.ndarray, mu: float
                     ) -> np.ndarray:
-  """Upper bound on ``E[V(y - L_G)]``, ``L_G ~ N(mu^2 / 2, mu^2)`` (or ``V(y)``), per ``y``.
+  """Upper bound on `E[V(y - L_G)]`, `L_G ~ N(mu^2 / 2, mu^2)` (or `V(y)`), per `y`.
 
-  Between lattice points the chord of point 4 (convexity in ``e^x``): for ``z`` in
-  ``[x_i, x_i + h)``, ``V(z) <= v_i + (v_{i+1} - v_i) lam(z)``, ``lam(z) = (e^{z - x_i} - 1)
-  / (e^h - 1) >= (z - x_i) / (e^h - 1)`` (and ``v_{i+1} <= v_i``). Below the table ``V <= 1``,
-  above it ``V <= v[-1]``.
+  Between lattice points the chord of point 4 (convexity in `e^x`): for `z` in
+  `[x_i, x_i + h)`, `V(z) <= v_i + (v_{i+1} - v_i) lam(z)`, `lam(z) = (e^{z - x_i} - 1)
+  / (e^h - 1) >= (z - x_i) / (e^h - 1)` (and `v_{i+1} <= v_i`). Below the table `V <= 1`,
+  above it `V <= v[-1]`.
   """
   y = np.atleast_1d(y)
   n = v.size
@@ -190,9 +190,9 @@ def _expected_value(y: np.ndarray, x0: float, h: float, v: np.ndarray, mu: float
 
 def _table(eps_lo: float, eps_hi: float, br_eps: float, br_steps: int, outer, mu: float,
            m: int):
-  """The value table covering the queries ``eps - l_o - L_G`` for eps in [eps_lo, eps_hi].
+  """The value table covering the queries `eps - l_o - L_G` for eps in [eps_lo, eps_hi].
 
-  Only outer losses inside their central ``1 - 2e-20`` mass and Gaussian losses within 9 sd
+  Only outer losses inside their central `1 - 2e-20` mass and Gaussian losses within 9 sd
   set the window; queries outside it are covered by the clamping (an upper bound).
   """
   losses, log_p, _ = outer
@@ -228,16 +228,16 @@ def _delta_from(eps_target, table, outer, mu) -> float:
 
 def delta(eps_target: float, br_eps: float, br_steps: int, groups, mu: float,
           laplace: tuple[float, int] | None = None, m: int = M) -> float:
-  """``delta(eps_target)`` of ``br_steps`` adaptive ``br_eps``-BR steps, RR groups and mu-GDP.
+  """`delta(eps_target)` of `br_steps` adaptive `br_eps`-BR steps, RR groups and mu-GDP.
 
   Args:
     eps_target: the epsilon of the profile.
     br_eps: the bounded-range parameter (> 0).
     br_steps: the number of bounded-range steps.
-    groups: pure-DP steps ``[(eps_i, T_i)]`` (randomized response; enumerated).
+    groups: pure-DP steps `[(eps_i, T_i)]` (randomized response; enumerated).
     mu: the GDP parameter of the Gaussian part.
-    laplace: ``(eps_L, T_L)`` Laplace steps by their exact lattice PLD, or None.
-    m: cells per step (accuracy ``O(1 / m^2)``).
+    laplace: `(eps_L, T_L)` Laplace steps by their exact lattice PLD, or None.
+    m: cells per step (accuracy `O(1 / m^2)`).
   """
   outer = _prepare(br_eps, groups, mu, laplace)
   if outer is None:
@@ -248,7 +248,7 @@ def delta(eps_target: float, br_eps: float, br_steps: int, groups, mu: float,
 
 def epsilon(delta_target: float, br_eps: float, br_steps: int, groups, mu: float,
             laplace: tuple[float, int] | None = None, m: int = M) -> float:
-  """Smallest ``eps`` with ``delta(eps) <= delta_target`` (root of the monotone profile)."""
+  """Smallest `eps` with `delta(eps) <= delta_target` (root of the monotone profile)."""
   outer = _prepare(br_eps, groups, mu, laplace)
   if outer is None:
     return math.inf

@@ -1,26 +1,26 @@
 """A fast discretized PLD for Poisson-sampled Gaussian steps (replace-one), composed by FFT.
 
-Route ``"fft_pld"`` of the ledger. Same pair and same pessimistic "connect the dots"
-discretization as dp_accounting's ``REPLACE_ONE`` PLD (Doroshenko, Ghazi, Kamath, Kumar &
+Route `"fft_pld"` of the ledger. Same pair and same pessimistic "connect the dots"
+discretization as dp_accounting's `REPLACE_ONE` PLD (Doroshenko, Ghazi, Kamath, Kumar &
 Manurangsi 2022), but vectorized: the inverse privacy loss has a closed form, so building one
 step costs a few NumPy calls instead of one Python call per lattice point.
 
-Pair (one step, noise multiplier ``s``, sampling rate ``q``, per-example norm 1):
-``P = (1 - q) N(0, s^2) + q N(1, s^2)``, ``Q = (1 - q) N(0, s^2) + q N(-1, s^2)``, which
+Pair (one step, noise multiplier `s`, sampling rate `q`, per-example norm 1):
+`P = (1 - q) N(0, s^2) + q N(1, s^2)`, `Q = (1 - q) N(0, s^2) + q N(-1, s^2)`, which
 dp_accounting documents as the worst case of replace-one with Poisson sampling. With
-``r = q e^{-1 / (2 s^2)} / (1 - q)`` and ``u = x / s^2`` the privacy loss is
-``L = log(1 + r e^u) - log(1 + r e^{-u})``, increasing in ``x``, with inverse
-``e^u = ((e^l - 1) + sqrt((e^l - 1)^2 + 4 r^2 e^l)) / (2 r)``.
+`r = q e^{-1 / (2 s^2)} / (1 - q)` and `u = x / s^2` the privacy loss is
+`L = log(1 + r e^u) - log(1 + r e^{-u})`, increasing in `x`, with inverse
+`e^u = ((e^l - 1) + sqrt((e^l - 1)^2 + 4 r^2 e^l)) / (2 r)`.
 
 Discretization (pessimistic, an upper bound on the privacy profile):
 
-* losses on the lattice ``h Z``; the ``P``- and ``Q``-masses of each cell ``(l_{k-1}, l_k]``
-  go to the cell's two ends with the same total ``P``- and ``Q``-mass (any pair whose loss
-  lies in ``[a, b]`` is a post-processing of that two-point pair);
-* ``P``-mass below the lowest lattice point is moved up to it, above the highest to ``+inf``
-  (both can only increase ``delta(eps) = E_P[(1 - e^{eps - L})_+]``);
+* losses on the lattice `h Z`; the `P`- and `Q`-masses of each cell `(l_{k-1}, l_k]`
+  go to the cell's two ends with the same total `P`- and `Q`-mass (any pair whose loss
+  lies in `[a, b]` is a post-processing of that two-point pair);
+* `P`-mass below the lowest lattice point is moved up to it, above the highest to `+inf`
+  (both can only increase `delta(eps) = E_P[(1 - e^{eps - L})_+]`);
 * composition by FFT convolution (squaring), after each product the lowest mass (below
-  ``TAIL``) moved up to the new lowest point and the highest moved to ``+inf``.
+  `TAIL`) moved up to the new lowest point and the highest moved to `+inf`.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ TAIL = 1e-13  # Mass moved (pessimistically) per truncation.
 
 
 def _ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-  """``Phi(b) - Phi(a)`` for ``a <= b``, accurate in both tails."""
+  """`Phi(b) - Phi(a)` for `a <= b`, accurate in both tails."""
   upper = a > 0.0
   out = np.where(upper, special.ndtr(-a) - special.ndtr(-b), special.ndtr(b) - special.ndtr(a))
   return np.maximum(out, 0.0)
 
 
 def _inverse_loss(l: np.ndarray, r: float) -> np.ndarray:
-  """``u`` with ``L(u) = l``: the positive root of ``r y^2 + (1 - e^l) y - r e^l`` (y = e^u)."""
+  """`u` with `L(u) = l`: the positive root of `r y^2 + (1 - e^l) y - r e^l` (y = e^u)."""
   em1 = np.expm1(l)
   disc = np.sqrt(em1 * em1 + 4.0 * r * r * np.exp(l))
   # Stable for both signs of e^l - 1: y = (em1 + disc) / (2r) = 2 r e^l / (disc - em1).
@@ -59,7 +59,7 @@ def _loss(u: float, r: float) -> float:
 
 @functools.lru_cache(maxsize=64)
 def single(noise: float, q: float, h: float) -> tuple[int, np.ndarray, float]:
-  """One step's pessimistic PLD: ``(k0, p, inf_mass)``, ``p[i]`` the mass at ``(k0 + i) h``."""
+  """One step's pessimistic PLD: `(k0, p, inf_mass)`, `p[i]` the mass at `(k0 + i) h`."""
   s2 = noise * noise
   if q >= 1.0:
     raise NotImplementedError("q = 1: use the Gaussian event (shift 2)")
@@ -112,7 +112,7 @@ def _product(a, b):
 
 @functools.lru_cache(maxsize=64)
 def composed(noise: float, q: float, steps: int, h: float) -> tuple[int, np.ndarray, float]:
-  """``steps >= 1`` self-compositions by repeated squaring (truncated after each product)."""
+  """`steps >= 1` self-compositions by repeated squaring (truncated after each product)."""
   if steps < 1:
     raise ValueError(f"Expected steps >= 1, got steps={steps}.")
   base = _truncate(*single(noise, q, h))
@@ -136,7 +136,7 @@ def combine(parts) -> tuple[int, np.ndarray, float]:
 
 
 def delta(pld, h: float, epsilon: float) -> float:
-  """``inf_mass + sum_k p_k (1 - e^{eps - l_k})_+``."""
+  """`inf_mass + sum_k p_k (1 - e^{eps - l_k})_+`."""
   k0, p, inf_mass = pld
   l = (k0 + np.arange(p.size)) * h
   m = l > epsilon
@@ -144,7 +144,7 @@ def delta(pld, h: float, epsilon: float) -> float:
 
 
 def epsilon(pld, h: float, delta_target: float) -> float:
-  """Smallest lattice-exact eps with ``delta(eps) <= delta_target``."""
+  """Smallest lattice-exact eps with `delta(eps) <= delta_target`."""
   k0, p, inf_mass = pld
   if inf_mass > delta_target:
     return math.inf

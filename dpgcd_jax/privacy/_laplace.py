@@ -1,19 +1,19 @@
-"""Exact privacy-loss distribution of ``T`` Laplace steps on a lattice (no accumulated bias).
+"""Exact privacy-loss distribution of `T` Laplace steps on a lattice (no accumulated bias).
 
-The Laplace mechanism with scale ``b = 1 / eps`` (sensitivity 1) has the dominating pair
-``P = Lap(0, b)``, ``Q = Lap(1, b)`` (a smaller shift is a post-processing of shift 1) and
-the privacy loss ``L(x) = eps (|x - 1| - |x|)``: ``+eps`` for ``x <= 0`` (probability
-``1 / 2`` under ``P``), ``-eps`` for ``x >= 1`` (``e^{-eps} / 2``) and ``eps (1 - 2x)`` in
-between, with density proportional to ``e^{l / 2}`` on ``(-eps, eps)`` (probability
-``p_mid = (1 - e^{-eps}) / 2``). Conditionally on an atom the loss is binary randomized
-response with parameter eps (``P(+eps | atom) = e^eps / (1 + e^eps)``). So ``T`` steps are:
-``K ~ Bin(T, p_mid)`` "middle" steps, the other ``T - K`` randomized response.
+The Laplace mechanism with scale `b = 1 / eps` (sensitivity 1) has the dominating pair
+`P = Lap(0, b)`, `Q = Lap(1, b)` (a smaller shift is a post-processing of shift 1) and
+the privacy loss `L(x) = eps (|x - 1| - |x|)`: `+eps` for `x <= 0` (probability
+`1 / 2` under `P`), `-eps` for `x >= 1` (`e^{-eps} / 2`) and `eps (1 - 2x)` in
+between, with density proportional to `e^{l / 2}` on `(-eps, eps)` (probability
+`p_mid = (1 - e^{-eps}) / 2`). Conditionally on an atom the loss is binary randomized
+response with parameter eps (`P(+eps | atom) = e^eps / (1 + e^eps)`). So `T` steps are:
+`K ~ Bin(T, p_mid)` "middle" steps, the other `T - K` randomized response.
 
-The randomized-response part lives exactly on the lattice ``eps Z``; each middle loss is
-spread onto the two ends of its cell of the lattice ``h = eps / n`` keeping its P- and
-Q-masses (a dominating pair, see :func:`_middle_step`). Only the ``K`` middle steps are
-discretized (``E[K] = T p_mid``, about ``T eps / 2``), and with a second-order error, so
-nothing accumulates over the ``T`` steps.
+The randomized-response part lives exactly on the lattice `eps Z`; each middle loss is
+spread onto the two ends of its cell of the lattice `h = eps / n` keeping its P- and
+Q-masses (a dominating pair, see `_middle_step`). Only the `K` middle steps are
+discretized (`E[K] = T p_mid`, about `T eps / 2`), and with a second-order error, so
+nothing accumulates over the `T` steps.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ _TAIL = 1e-30
 
 
 def _middle_step(eps: float, n: int) -> np.ndarray:
-  """pmf of one middle loss on the lattice ``-eps + i h``, ``i = 0..2n``, ``h = eps / n``.
+  """pmf of one middle loss on the lattice `-eps + i h`, `i = 0..2n`, `h = eps / n`.
 
-  The loss restricted to a cell ``[l_{i-1}, l_i]`` (P-mass ``w``, Q-mass ``w_Q = E_P[e^{-L};
-  cell]``) is replaced by the two-point pair on the cell's ends with the same P- and Q-masses
-  ("connect the dots", Doroshenko et al. 2022): any pair whose loss lies in ``[a, b]`` is a
-  post-processing of that two-point pair (channel ``K(y | b) = (P(y) e^{-a} - Q(y)) / (...)``
-  as in :mod:`._br`), so the result dominates, with a second-order error only.
+  The loss restricted to a cell `[l_{i-1}, l_i]` (P-mass `w`, Q-mass `w_Q = E_P[e^{-L};
+  cell]`) is replaced by the two-point pair on the cell's ends with the same P- and Q-masses
+  ("connect the dots", Doroshenko et al. 2022): any pair whose loss lies in `[a, b]` is a
+  post-processing of that two-point pair (channel `K(y | b) = (P(y) e^{-a} - Q(y)) / (...)`
+  as in `_br`), so the result dominates, with a second-order error only.
   """
   edges = np.linspace(-eps, eps, 2 * n + 1)
   # Density of the middle loss under P is c e^{l/2}: cell masses under P and under Q.
@@ -62,9 +62,9 @@ def _binom_pmf(r: int, q: float) -> np.ndarray:
 @functools.lru_cache(maxsize=32)
 def laplace_pmf(eps: float, steps: int, n: int = N_MID
                 ) -> tuple[np.ndarray, np.ndarray, float]:
-  """Losses (on ``h Z``, ``h = eps / n``), their probabilities under ``P``, dropped mass.
+  """Losses (on `h Z`, `h = eps / n`), their probabilities under `P`, dropped mass.
 
-  Components with ``K`` middle steps of probability below 1e-30 are dropped; their mass is
+  Components with `K` middle steps of probability below 1e-30 are dropped; their mass is
   returned (to be added to delta: each contributes at most its probability).
   """
   k_all = np.arange(steps + 1)

@@ -2,23 +2,26 @@
 
 Host-side NumPy / SciPy. Any eps-DP step is dominated, under adaptive composition, by binary
 randomized response with parameter eps (Kairouz, Oh & Viswanath 2015): its privacy loss is
-``+eps`` with probability ``e^eps / (1 + e^eps)`` and ``-eps`` otherwise under ``P``. ``T``
-Gaussian steps of multiplier ``s`` compose exactly to ``mu``-GDP with ``mu^2 = sum T / s^2``
+`+eps` with probability `e^eps / (1 + e^eps)` and `-eps` otherwise under `P`. `T`
+Gaussian steps of multiplier `s` compose exactly to `mu`-GDP with `mu^2 = sum T / s^2`
 (Dong, Roth & Su 2019), whose privacy profile is (Balle & Wang 2018)
 
-.. math:: \\delta_G(\\varepsilon) = \\Phi(-\\varepsilon/\\mu + \\mu/2)
-          - e^{\\varepsilon}\\Phi(-\\varepsilon/\\mu - \\mu/2).
+$$
+\\delta_G(\\varepsilon) = \\Phi(-\\varepsilon/\\mu + \\mu/2)
+- e^{\\varepsilon}\\Phi(-\\varepsilon/\\mu - \\mu/2).
+$$
 
-With groups ``(eps_i, T_i)`` the composed loss is ``L = sum_i eps_i (2 A_i - T_i) + L_G``,
-``A_i ~ Bin(T_i, e^eps_i / (1 + e^eps_i))`` under ``P``, and
+With groups `(eps_i, T_i)` the composed loss is `L = sum_i eps_i (2 A_i - T_i) + L_G`,
+`A_i ~ Bin(T_i, e^eps_i / (1 + e^eps_i))` under `P`, and
 
-.. math:: \\delta(\\varepsilon) = E_P[(1 - e^{\\varepsilon - L})_+].
-
+$$
+\\delta(\\varepsilon) = E_P[(1 - e^{\\varepsilon - L})_+].
+$$
 We enumerate the joint outcomes of every group but the largest (the "outer" groups) and, for
-each, evaluate the profile ``f(x) = E_P[(1 - e^{x - L_in})_+]`` of the largest group (plus
-the Gaussian part) in closed form: binomial survival functions under ``P`` and under the
-flipped ``Q`` without a Gaussian part, an expectation of ``delta_G`` with one. Outcomes of
-probability below ``e^-700`` are dropped and their mass added to delta (each contributes at
+each, evaluate the profile `f(x) = E_P[(1 - e^{x - L_in})_+]` of the largest group (plus
+the Gaussian part) in closed form: binomial survival functions under `P` and under the
+flipped `Q` without a Gaussian part, an expectation of `delta_G` with one. Outcomes of
+probability below `e^-700` are dropped and their mass added to delta (each contributes at
 most its probability), so the result is an upper bound equal to the exact value up to
 floating point.
 """
@@ -53,12 +56,12 @@ def log_gaussian_delta(eps: np.ndarray, mu: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=64)
 def rr_tables(eps: float, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Binomial tables of ``steps`` randomized responses with parameter eps.
+  """Binomial tables of `steps` randomized responses with parameter eps.
 
   Returns:
-    ``log P(A = a)`` under ``P`` (``A ~ Bin(steps, e^eps / (1 + e^eps))``) and, padded with
-    ``-inf`` at index ``steps + 1``, ``log P(A >= a)`` under ``P`` and under ``Q`` (the flipped
-    binomial, ``log Q(A = a) = log P(A = a) - eps (2a - steps)``), by cumulative log-sums.
+    `log P(A = a)` under `P` (`A ~ Bin(steps, e^eps / (1 + e^eps))`) and, padded with
+    `-inf` at index `steps + 1`, `log P(A >= a)` under `P` and under `Q` (the flipped
+    binomial, `log Q(A = a) = log P(A = a) - eps (2a - steps)`), by cumulative log-sums.
   """
   a = np.arange(steps + 1)
   log_p = stats.binom.logpmf(a, steps, special.expit(eps))
@@ -83,8 +86,8 @@ def outer_losses(groups: list[tuple[float, int]], laplace: tuple[float, int] | N
            ) -> tuple[np.ndarray, np.ndarray, float]:
   """Joint losses and log-probabilities (under P) of the outer parts, and the dropped mass.
 
-  The outer parts are the randomized-response ``groups`` and, if given, ``T`` Laplace steps
-  of parameter eps (``laplace = (eps, T)``, exact lattice PLD of :mod:`._laplace`).
+  The outer parts are the randomized-response `groups` and, if given, `T` Laplace steps
+  of parameter eps (`laplace = (eps, T)`, exact lattice PLD of `_laplace`).
   """
   losses, log_p, dropped = np.zeros(1), np.zeros(1), 0.0
   if laplace is not None and laplace[0] > 0.0 and laplace[1] > 0:
@@ -131,20 +134,20 @@ def _log_inner(x: np.ndarray, group: tuple[float, int] | None, mu: float
 
 def pld_delta(eps: float, groups, mu: float, laplace: tuple[float, int] | None = None
               ) -> float:
-  """Exact delta(eps) of randomized-response groups ``[(eps_i, T_i)]`` composed with mu-GDP.
+  """Exact delta(eps) of randomized-response groups `[(eps_i, T_i)]` composed with mu-GDP.
 
   Args:
     eps: the epsilon at which to evaluate the privacy profile (any real).
-    groups: randomized-response steps, ``T_i`` steps of parameter ``eps_i >= 0``.
+    groups: randomized-response steps, `T_i` steps of parameter `eps_i >= 0`.
     mu: the GDP parameter of the Gaussian part (0 for none).
-    laplace: ``(eps_L, T_L)``: ``T_L`` Laplace steps by their exact lattice PLD (an upper
+    laplace: `(eps_L, T_L)`: `T_L` Laplace steps by their exact lattice PLD (an upper
       bound, the middle losses rounded up), or None.
 
   Returns:
-    ``delta(eps) = E_P[(1 - exp(eps - L))_+]`` (1 if a part is not private).
+    `delta(eps) = E_P[(1 - exp(eps - L))_+]` (1 if a part is not private).
 
   Raises:
-    NotImplementedError: when the outer groups have more than ``MAX_OUTER`` joint outcomes.
+    NotImplementedError: when the outer groups have more than `MAX_OUTER` joint outcomes.
   """
   groups = merge_groups(groups)
   if laplace is not None and (laplace[0] == 0.0 or laplace[1] == 0):
@@ -166,7 +169,7 @@ def pld_delta(eps: float, groups, mu: float, laplace: tuple[float, int] | None =
 
 def pld_epsilon(groups, mu: float, delta: float, laplace: tuple[float, int] | None = None
                 ) -> float:
-  """Smallest eps with ``pld_delta(eps) <= delta`` (root-finding, result feasible)."""
+  """Smallest eps with `pld_delta(eps) <= delta` (root-finding, result feasible)."""
   groups = merge_groups(groups)
   if any(math.isinf(e) for e, _ in groups) or math.isinf(mu) or (
       laplace is not None and math.isinf(laplace[0])):

@@ -1,18 +1,20 @@
 """Renyi-DP curves of the privacy events and the conversion to (epsilon, delta).
 
-Host-side NumPy, vectorized over orders ``a > 1``. Every function returns an upper bound on
-the Renyi divergence ``D_a(M(D) || M(D'))`` of one release for replace-one neighbours
+Host-side NumPy, vectorized over orders `a > 1`. Every function returns an upper bound on
+the Renyi divergence `D_a(M(D) || M(D'))` of one release for replace-one neighbours
 (both directions: every curve here is symmetric or bounds both).
 
 Conversion (Canonne, Kamath & Steinke 2020, Prop. 12; dp_accounting's conversion): an
-``(a, r)``-RDP mechanism is ``(epsilon, delta)``-DP with
+`(a, r)`-RDP mechanism is `(epsilon, delta)`-DP with
 
-.. math:: \\varepsilon = r + \\log(1 - 1/a) - (\\log\\delta + \\log a) / (a - 1),
-          \\qquad
-          \\log\\delta = (a - 1)(r - \\varepsilon + \\log(1 - 1/a)) - \\log a.
+$$
+\\varepsilon = r + \\log(1 - 1/a) - (\\log\\delta + \\log a) / (a - 1),
+\\qquad
+\\log\\delta = (a - 1)(r - \\varepsilon + \\log(1 - 1/a)) - \\log a.
+$$
 
 Every order gives a valid bound, so minimizing over any set of orders is valid; we use a
-dense log grid of ``a - 1`` in ``[1e-4, 1e6]`` refined around the best order.
+dense log grid of `a - 1` in `[1e-4, 1e6]` refined around the best order.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ SGD_RDP_ORDERS = np.array(
 def rr_rdp(eps: float, a: np.ndarray) -> np.ndarray:
   """RDP of binary randomized response with parameter eps (tight for any eps-DP step).
 
-  .. math:: r(a) = \\frac{1}{a - 1} \\log \\frac{e^{a\\varepsilon} + e^{(1-a)\\varepsilon}}
-            {1 + e^{\\varepsilon}} \\le \\min(\\varepsilon, a\\varepsilon^2 / 2).
+  $$
+  r(a) = \\frac{1}{a - 1} \\log \\frac{e^{a\\varepsilon} + e^{(1-a)\\varepsilon}}
+  {1 + e^{\\varepsilon}} \\le \\min(\\varepsilon, a\\varepsilon^2 / 2).
+  $$
   """
   if eps == 0.0:
     return np.zeros_like(a)
@@ -46,9 +50,9 @@ def rr_rdp(eps: float, a: np.ndarray) -> np.ndarray:
 
 
 def br_rdp(eps: float, a: np.ndarray) -> np.ndarray:
-  """RDP of an eps-bounded-range (and eps-DP) step: ``min(a eps^2 / 8, RR(eps))``.
+  """RDP of an eps-bounded-range (and eps-DP) step: `min(a eps^2 / 8, RR(eps))`.
 
-  eps-bounded range implies ``eps^2 / 8``-zCDP (Cesar & Rogers 2021, Lemma 3.2) and eps-DP.
+  eps-bounded range implies `eps^2 / 8`-zCDP (Cesar & Rogers 2021, Lemma 3.2) and eps-DP.
   """
   if math.isinf(eps):
     return np.full_like(a, np.inf)
@@ -58,8 +62,10 @@ def br_rdp(eps: float, a: np.ndarray) -> np.ndarray:
 def laplace_rdp(eps: float, a: np.ndarray) -> np.ndarray:
   """Exact RDP of the Laplace mechanism with pure parameter eps = 1 / b (Mironov 2017).
 
-  .. math:: r(a) = \\varepsilon + \\frac{1}{a - 1}\\log\\Big(1 + (a - 1)
-            \\frac{e^{(1 - 2a)\\varepsilon} - 1}{2a - 1}\\Big).
+  $$
+  r(a) = \\varepsilon + \\frac{1}{a - 1}\\log\\Big(1 + (a - 1)
+  \\frac{e^{(1 - 2a)\\varepsilon} - 1}{2a - 1}\\Big).
+  $$
   """
   if eps == 0.0:
     return np.zeros_like(a)
@@ -70,7 +76,7 @@ def laplace_rdp(eps: float, a: np.ndarray) -> np.ndarray:
 
 
 def gaussian_rdp(noise: float, a: np.ndarray) -> np.ndarray:
-  """RDP of the Gaussian mechanism with multiplier ``s``: ``a / (2 s^2)``."""
+  """RDP of the Gaussian mechanism with multiplier `s`: `a / (2 s^2)`."""
   if noise == 0.0:
     return np.full_like(a, np.inf)
   return a / (2.0 * noise * noise)
@@ -80,12 +86,12 @@ def replace_from_add_remove(orders: np.ndarray, rdp: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray]:
   """Replace-one RDP from an add/remove curve by the weak triangle inequality.
 
-  For orders ``a1, a2 > 1`` let ``p = 1 + (a1 - 1) / a2`` and ``alpha = a1 / p``; then
-  (Mironov 2017, Prop. 11, with the intermediate dataset ``D \\ {x}``)
-  ``D_alpha(M(D) || M(D')) <= (a1 - 1) / (a1 - p) R(a1) + R(a2)``.
+  For orders `a1, a2 > 1` let `p = 1 + (a1 - 1) / a2` and `alpha = a1 / p`; then
+  (Mironov 2017, Prop. 11, with the intermediate dataset `D \\ {x}`)
+  `D_alpha(M(D) || M(D')) <= (a1 - 1) / (a1 - p) R(a1) + R(a2)`.
 
   Returns:
-    The orders ``alpha`` and bounds for every pair ``(a1, a2)`` (flattened).
+    The orders `alpha` and bounds for every pair `(a1, a2)` (flattened).
   """
   a1, a2 = np.meshgrid(orders, orders, indexing="ij")
   r1, r2 = np.meshgrid(rdp, rdp, indexing="ij")
@@ -99,8 +105,8 @@ def replace_from_add_remove(orders: np.ndarray, rdp: np.ndarray
 def sampled_gaussian_rdp(noise: float, q: float, orders: np.ndarray) -> np.ndarray:
   """Add/remove RDP of one Poisson-sampled Gaussian step at INTEGER orders.
 
-  Mironov, Talwar & Zhang (2019, Sec. 3.3): for integer ``a >= 2``
-  ``R(a) = log(sum_k C(a, k) (1 - q)^{a - k} q^k exp((k^2 - k) / (2 s^2))) / (a - 1)``,
+  Mironov, Talwar & Zhang (2019, Sec. 3.3): for integer `a >= 2`
+  `R(a) = log(sum_k C(a, k) (1 - q)^{a - k} q^k exp((k^2 - k) / (2 s^2))) / (a - 1)`,
   which bounds both directions of the add/remove pair (the same values as dp_accounting's
   RDP accountant, computed here in one vectorized log-sum-exp).
   """
@@ -121,11 +127,11 @@ def sampled_gaussian_rdp(noise: float, q: float, orders: np.ndarray) -> np.ndarr
 def _psg_envelope(noise: float, q: float) -> tuple[np.ndarray, np.ndarray]:
   """Sorted orders and the monotone envelope of the replace-one bounds of one PSG step.
 
-  The add/remove curve ``R`` of one Poisson-sampled Gaussian step
-  (:func:`sampled_gaussian_rdp`), turned into replace-one bounds at orders ``alpha_k`` by
-  :func:`replace_from_add_remove`. Renyi divergence is non-decreasing in the order, so a
-  bound at ``alpha_k`` holds at every ``a <= alpha_k``: the envelope
-  ``B(a) = min_{alpha_k >= a} bound_k`` is valid at every order up to ``max alpha_k``.
+  The add/remove curve `R` of one Poisson-sampled Gaussian step
+  (`sampled_gaussian_rdp`), turned into replace-one bounds at orders `alpha_k` by
+  `replace_from_add_remove`. Renyi divergence is non-decreasing in the order, so a
+  bound at `alpha_k` holds at every `a <= alpha_k`: the envelope
+  `B(a) = min_{alpha_k >= a} bound_k` is valid at every order up to `max alpha_k`.
   """
   alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS,
                                          sampled_gaussian_rdp(noise, q, SGD_RDP_ORDERS))
@@ -138,16 +144,16 @@ def _psg_envelope(noise: float, q: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def psg_orders(noise: float, q: float) -> np.ndarray:
-  """The orders at which :func:`psg_rdp` is evaluated without loss (the ``alpha_k``)."""
+  """The orders at which `psg_rdp` is evaluated without loss (the `alpha_k`)."""
   if noise == 0.0 or math.isinf(noise):
     return np.empty(0)
   return _psg_envelope(noise, q)[0]
 
 
 def psg_rdp(noise: float, q: float, a: np.ndarray) -> np.ndarray:
-  """Replace-one RDP bound of one Poisson-sampled Gaussian step (``inf`` beyond the orders).
+  """Replace-one RDP bound of one Poisson-sampled Gaussian step (`inf` beyond the orders).
 
-  See :func:`_psg_envelope`. Noise multiplier ``s`` in units of the per-example clipping norm.
+  See `_psg_envelope`. Noise multiplier `s` in units of the per-example clipping norm.
   """
   if noise == 0.0:
     return np.full_like(a, np.inf)
@@ -193,7 +199,7 @@ def rdp_epsilon(curve: Callable[[np.ndarray], np.ndarray], delta: float,
 
 def rdp_delta(curve: Callable[[np.ndarray], np.ndarray], epsilon: float,
               extra_orders: np.ndarray | None = None) -> float:
-  """Smallest delta of the conversion at ``epsilon`` over the orders (capped at 1)."""
+  """Smallest delta of the conversion at `epsilon` over the orders (capped at 1)."""
   a = ALPHA_GRID if extra_orders is None else np.union1d(ALPHA_GRID, extra_orders)
 
   def log_delta(a):

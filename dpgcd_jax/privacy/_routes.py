@@ -1,19 +1,19 @@
-"""Composition routes of the ledger: each turns aggregated ``(event, count)`` entries into a
-privacy profile (``delta(epsilon)`` and ``epsilon(delta)``), each a valid upper bound.
+"""Composition routes of the ledger: each turns aggregated `(event, count)` entries into a
+privacy profile (`delta(epsilon)` and `epsilon(delta)`), each a valid upper bound.
 
-* ``"pld"``: exact privacy-loss distributions on lattices aligned with the events
-  (:mod:`dpgcd_jax.privacy._pld`): pure-DP and bounded-range steps as randomized response
+* `"pld"`: exact privacy-loss distributions on lattices aligned with the events
+  (`dpgcd_jax.privacy._pld`): pure-DP and bounded-range steps as randomized response
   (Kairouz, Oh & Viswanath 2015), Gaussian steps as one GDP part. Exact for ledgers of
-  ``PureDp`` and ``Gaussian`` events (the worst case of any eps-DP step is randomized
+  `PureDp` and `Gaussian` events (the worst case of any eps-DP step is randomized
   response), an upper bound otherwise.
-* ``"bounded_range"``: adaptive composition of bounded-range steps by a Bellman recursion on
-  an exact lattice (:mod:`dpgcd_jax.privacy._br`), the other events as fixed dominating pairs
-  (randomized response, GDP) revealed first. Needs a ``BoundedRange`` event.
-* ``"rdp"``: sum of the events' RDP curves, converted with the optimal conversion over a dense
-  set of orders (:mod:`dpgcd_jax.privacy._rdp`). Applies to every event.
-* ``"fft_pld"``: ledgers of Poisson-sampled Gaussians (DP-SGD): dp_accounting's pair and
-  pessimistic connect-the-dots discretization, vectorized (:mod:`._fft_pld`).
-* ``"dp_accounting_pld"``: dp_accounting's discretized PLD (:mod:`._adapters`). In ``best``
+* `"bounded_range"`: adaptive composition of bounded-range steps by a Bellman recursion on
+  an exact lattice (`dpgcd_jax.privacy._br`), the other events as fixed dominating pairs
+  (randomized response, GDP) revealed first. Needs a `BoundedRange` event.
+* `"rdp"`: sum of the events' RDP curves, converted with the optimal conversion over a dense
+  set of orders (`dpgcd_jax.privacy._rdp`). Applies to every event.
+* `"fft_pld"`: ledgers of Poisson-sampled Gaussians (DP-SGD): dp_accounting's pair and
+  pessimistic connect-the-dots discretization, vectorized (`_fft_pld`).
+* `"dp_accounting_pld"`: dp_accounting's discretized PLD (`_adapters`). In `best`
   only when the ledger holds a Poisson-sampled Gaussian with other events (no other PLD
   route applies); otherwise available by name, as a cross-check.
 
@@ -46,14 +46,14 @@ class Route:
   Attributes:
     name: the route's name (reported by the ledger).
     supports: whether the route applies to the entries.
-    delta: ``delta(entries, epsilon)``, an upper bound on the privacy profile.
-    epsilon: ``epsilon(entries, delta)``, the smallest epsilon the route certifies.
-    exact: whether the route is exact for the entries (then ``best`` stops there).
-    in_best: whether ``best`` considers the route for the entries.
+    delta: `delta(entries, epsilon)`, an upper bound on the privacy profile.
+    epsilon: `epsilon(entries, delta)`, the smallest epsilon the route certifies.
+    exact: whether the route is exact for the entries (then `best` stops there).
+    in_best: whether `best` considers the route for the entries.
     cost: 0 (closed form, ~1 ms), 1 (vectorized sums, ~10 ms), 2 (~0.1-1 s).
-    lower: optional cheap LOWER bound on ``delta(entries, epsilon)`` (helps calibration).
-    upper: optional cheap UPPER bound on ``delta(entries, epsilon)`` (helps calibration).
-    margin: "epsilon" when ``epsilon(delta)`` is about as cheap as ``delta(epsilon)`` (then
+    lower: optional cheap LOWER bound on `delta(entries, epsilon)` (helps calibration).
+    upper: optional cheap UPPER bound on `delta(entries, epsilon)` (helps calibration).
+    margin: "epsilon" when `epsilon(delta)` is about as cheap as `delta(epsilon)` (then
       calibration compares epsilons, smoother in the scale than log-deltas), else "delta".
     priority: calibration tries routes by (priority, cost): a route expected to win can go
       first (the others then only need to be checked near its solution).
@@ -107,9 +107,9 @@ _PURE_TYPES = (ev.PureDp, ev.BoundedRange, ev.Laplace)
 
 def pld_parts(entries: Entries
               ) -> tuple[list[tuple[float, int]], float, tuple[float, int] | None]:
-  """Randomized-response groups ``[(eps, T)]``, the GDP ``mu`` and the exact Laplace part.
+  """Randomized-response groups `[(eps, T)]`, the GDP `mu` and the exact Laplace part.
 
-  The most frequent ``Laplace`` event gets its exact PLD (``(eps, T)``); other Laplace,
+  The most frequent `Laplace` event gets its exact PLD (`(eps, T)`); other Laplace,
   pure-DP and bounded-range events are randomized response.
   """
   laps = [(e.epsilon, c) for e, c in entries if isinstance(e, ev.Laplace) and e.epsilon > 0]
@@ -175,7 +175,7 @@ def _pld_bound(entries: Entries, epsilon: float, upper: bool) -> float:
   """The exact Laplace part replaced by randomized response that brackets it.
 
   Upper: RR(eps) dominates any eps-DP step. Lower: the Laplace pair dominates its
-  post-processing ``1{x < 1/2}``, randomized response with ``log(2 e^{eps/2} - 1)``.
+  post-processing `1{x < 1/2}`, randomized response with `log(2 e^{eps/2} - 1)`.
   """
   groups, mu, laplace = pld_parts(entries)
   if laplace is not None:
@@ -195,9 +195,9 @@ _BR_MAX_EPS = 20.0
 
 
 def br_parts(entries: Entries):
-  """``(br_eps, br_steps, groups, mu, laplace)``: the most frequent BR event is adaptive.
+  """`(br_eps, br_steps, groups, mu, laplace)`: the most frequent BR event is adaptive.
 
-  None when no bounded-range event has ``0 < eps <= _BR_MAX_EPS`` (the route then falls back
+  None when no bounded-range event has `0 < eps <= _BR_MAX_EPS` (the route then falls back
   on the exact lattice route, bounded range as randomized response).
   """
   br = [(e.epsilon, c) for e, c in entries if isinstance(e, ev.BoundedRange)
@@ -283,7 +283,7 @@ def _fft_supports(entries: Entries) -> bool:
 
 
 def _psg_entries(entries: Entries) -> list[tuple[ev.PoissonSampledGaussian, int]]:
-  """The entries of the route (:func:`_fft_supports`: Poisson-sampled Gaussians only)."""
+  """The entries of the route (`_fft_supports`: Poisson-sampled Gaussians only)."""
   out = []
   for event, count in entries:
     if not isinstance(event, ev.PoissonSampledGaussian):
@@ -339,7 +339,7 @@ ROUTES: dict[str, Route] = {
 
 
 def register(route: Route, *, first: bool = False) -> None:
-  """Adds a route (``first``: tried before the others, e.g. a tighter specialized route)."""
+  """Adds a route (`first`: tried before the others, e.g. a tighter specialized route)."""
   global ROUTES  # pylint: disable=global-statement
   if first:
     ROUTES = {route.name: route, **{k: v for k, v in ROUTES.items() if k != route.name}}
@@ -349,6 +349,6 @@ def register(route: Route, *, first: bool = False) -> None:
 
 @functools.lru_cache(maxsize=4096)
 def evaluate(entries: Entries, route: str, kind: str, x: float) -> float:
-  """Cached ``ROUTES[route].delta(entries, x)`` (kind "delta") or ``.epsilon`` ("epsilon")."""
+  """Cached `ROUTES[route].delta(entries, x)` (kind "delta") or `.epsilon` ("epsilon")."""
   r = ROUTES[route]
   return float(r.delta(entries, x) if kind == "delta" else r.epsilon(entries, x))

@@ -1,62 +1,62 @@
 """Noise calibration for DP-GCD, DP-CD and DP-SGD: thin wrappers over the privacy ledger.
 
-Everything here is NumPy / SciPy on the host (never JAX, never inside ``jit``). Each solver's
-mechanisms are privacy events (:mod:`dpgcd_jax.privacy.events`); one iteration's events go
-into a :class:`~dpgcd_jax.privacy.ledger.Ledger`, which composes them by the best valid route;
-:func:`~dpgcd_jax.privacy.calibration.calibrate` bisects the noise scale. ``*_epsilon`` turns noise
-multipliers into the epsilon of an (epsilon, delta)-DP guarantee; ``calibrate_*`` turns a
+Everything here is NumPy / SciPy on the host (never JAX, never inside `jit`). Each solver's
+mechanisms are privacy events ([`dpgcd_jax.privacy.events`][]); one iteration's events go
+into a [`Ledger`][dpgcd_jax.privacy.ledger.Ledger], which composes them by the best valid route;
+[`calibrate`][dpgcd_jax.privacy.calibration.calibrate] bisects the noise scale. `*_epsilon` turns noise
+multipliers into the epsilon of an (epsilon, delta)-DP guarantee; `calibrate_*` turns a
 budget into the smallest noise multipliers that meet it. The string arguments
-(``selection="gumbel"``, ``update="gaussian"``...) are sugar for the events below.
+(`selection="gumbel"`, `update="gaussian"`...) are sugar for the events below.
 
 Neighbouring relation
 ---------------------
-Replace-one: datasets ``D`` and ``D'`` of the same (public) size ``n`` differ in one record.
+Replace-one: datasets `D` and `D'` of the same (public) size `n` differ in one record.
 
 Sensitivities the multipliers refer to
 --------------------------------------
 Noise multipliers are in units of sensitivity: noise scale = multiplier * sensitivity.
 
-* DP-GCD selection (``b``): ``Delta_bar = max_j Delta_j / sqrt(M_j)``, the replace-one
-  sensitivity of the normalized scores ``u_j = g_j / sqrt(M_j)``, ``Delta_j = 2 C_j / n``.
-  "laplace": ``argmax_j |u_j + Z_j|``, ``Z_j ~ Lap(b Delta_bar)``: ``PureDp(2 / b)``
-  (report-noisy-max, DESIGN section 4). "gumbel": ``argmax_j |u_j| + b Delta_bar G_j``,
-  ``G_j ~ Gumbel(0, 1)`` (exponential mechanism): ``BoundedRange(2 / b)``.
-* DP-GCD / DP-CD update (``b'`` for "laplace", ``s`` for "gaussian"): ``Delta_j``, the
-  replace-one sensitivity of the clipped mean coordinate gradient ``g_j``. Noise
-  ``Lap(b' Delta_j)``: ``Laplace(1 / b')``; ``N(0, (s Delta_j)^2)``: ``Gaussian(s)``.
-* DP-SGD (``s``): ``C``, the l2 clipping norm of ONE example's gradient; the noise on the SUM
-  of the sampled clipped gradients is ``N(0, (s C)^2 I)``: ``PoissonSampledGaussian(s, q)``
-  (dp_accounting's convention; the routes handle replace-one directly, do NOT double ``s``).
+* DP-GCD selection (`b`): `Delta_bar = max_j Delta_j / sqrt(M_j)`, the replace-one
+  sensitivity of the normalized scores `u_j = g_j / sqrt(M_j)`, `Delta_j = 2 C_j / n`.
+  "laplace": `argmax_j |u_j + Z_j|`, `Z_j ~ Lap(b Delta_bar)`: `PureDp(2 / b)`
+  (report-noisy-max, DESIGN section 4). "gumbel": `argmax_j |u_j| + b Delta_bar G_j`,
+  `G_j ~ Gumbel(0, 1)` (exponential mechanism): `BoundedRange(2 / b)`.
+* DP-GCD / DP-CD update (`b'` for "laplace", `s` for "gaussian"): `Delta_j`, the
+  replace-one sensitivity of the clipped mean coordinate gradient `g_j`. Noise
+  `Lap(b' Delta_j)`: `Laplace(1 / b')`; `N(0, (s Delta_j)^2)`: `Gaussian(s)`.
+* DP-SGD (`s`): `C`, the l2 clipping norm of ONE example's gradient; the noise on the SUM
+  of the sampled clipped gradients is `N(0, (s C)^2 I)`: `PoissonSampledGaussian(s, q)`
+  (dp_accounting's convention; the routes handle replace-one directly, do NOT double `s`).
 
-Routes (``method``)
+Routes (`method`)
 -------------------
-A method is the name of one of the ledger's routes (see :mod:`dpgcd_jax.privacy._routes`; one
-vocabulary for ``method=`` here, ``route=`` of the ledger and ``Calibration.method``), or "best":
+A method is the name of one of the ledger's routes (see `dpgcd_jax.privacy._routes`; one
+vocabulary for `method=` here, `route=` of the ledger and `Calibration.method`), or "best":
 
-* ``"pld"``: exact privacy-loss
+* `"pld"`: exact privacy-loss
   distributions on lattices aligned with the events: selection as randomized response
   (exact for report-noisy-max, an upper bound for Gumbel), the Laplace update by its exact
-  PLD (:mod:`dpgcd_jax.privacy._laplace`), the Gaussian updates as one GDP part.
-* ``"bounded_range"`` (Gumbel selection): the adaptive composition of the bounded-range
-  selections by a Bellman recursion on an exact lattice (:mod:`dpgcd_jax.privacy._br`, where
+  PLD (`dpgcd_jax.privacy._laplace`), the Gaussian updates as one GDP part.
+* `"bounded_range"` (Gumbel selection): the adaptive composition of the bounded-range
+  selections by a Bellman recursion on an exact lattice (`dpgcd_jax.privacy._br`, where
   the theorem is stated), updates as fixed dominating pairs. In "best" up to about 2000 steps
   (cost ~1 s per evaluation there); by name beyond.
-* ``"rdp"``: RDP with the optimal conversion over a dense set of orders.
-* ``"dp_accounting_pld"``: dp_accounting's PLD (a cross-check; looser at long horizons).
-* ``"closed_form"`` (Laplace update, for comparison only, never chosen by "best"): each
-  iteration is ``eps0 = eps_sel + eps_upd`` pure DP and advanced composition (Dwork, Rothblum &
-  Vadhan 2010) gives ``eps = min(sqrt(2 T log(1/delta)) eps0 + T eps0 (e^eps0 - 1), T eps0)``.
+* `"rdp"`: RDP with the optimal conversion over a dense set of orders.
+* `"dp_accounting_pld"`: dp_accounting's PLD (a cross-check; looser at long horizons).
+* `"closed_form"` (Laplace update, for comparison only, never chosen by "best"): each
+  iteration is `eps0 = eps_sel + eps_upd` pure DP and advanced composition (Dwork, Rothblum &
+  Vadhan 2010) gives `eps = min(sqrt(2 T log(1/delta)) eps0 + T eps0 (e^eps0 - 1), T eps0)`.
 
-``method="best"`` returns the minimum over the valid routes (all are upper bounds on the
+`method="best"` returns the minimum over the valid routes (all are upper bounds on the
 same privacy profile) and calibration reports which one won. At epsilon = 1, delta = 1e-6,
 T = 1000 (equal multipliers): Gumbel + Gaussian 190.5 (RDP: 202.6; the non-adaptive optimum,
 a lower bound for any valid route, 188.9), Laplace + Laplace 298.42 (randomized-response
-update: 298.44). DP-SGD: see :mod:`dpgcd_jax.privacy.baseline_accounting`.
+update: 298.44). DP-SGD: see `dpgcd_jax.privacy.baseline_accounting`.
 
 Calibration
 -----------
-One scalar is bisected in log space (:func:`dpgcd_jax.privacy.calibration.calibrate`): the common
-multiplier (``selection_share=None``) or a scale ``k`` with the ratio of the two multipliers
+One scalar is bisected in log space ([`dpgcd_jax.privacy.calibration.calibrate`][]): the common
+multiplier (`selection_share=None`) or a scale `k` with the ratio of the two multipliers
 fixed by the share. The returned multipliers are feasible and within 0.02% of the smallest
 feasible ones; results are cached per (solver, steps, mechanisms, share, method, epsilon,
 delta).
@@ -105,18 +105,18 @@ _pld_epsilon = lambda groups, mu, delta: _pld.pld_epsilon(groups, mu, delta)
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-  """Result of a ``calibrate_*`` call; plugs into the solvers.
+  """Result of a `calibrate_*` call; plugs into the solvers.
 
   Attributes:
-    selection_noise: selection multiplier ``b`` (units of ``Delta_bar``); ``None`` for DP-CD
+    selection_noise: selection multiplier `b` (units of `Delta_bar`); `None` for DP-CD
       and DP-SGD.
-    update_noise: update multiplier (units of ``Delta_j`` for DP-GCD / DP-CD, of the clipping
-      norm ``C`` for DP-SGD).
-    epsilon: epsilon actually achieved at these multipliers (``<=`` the target).
+    update_noise: update multiplier (units of `Delta_j` for DP-GCD / DP-CD, of the clipping
+      norm `C` for DP-SGD).
+    epsilon: epsilon actually achieved at these multipliers (`<=` the target).
     delta: the delta of the guarantee.
     steps: number of iterations accounted for.
-    method: the composition route that produced ``epsilon`` (see the module docstring).
-    report: the :class:`~dpgcd_jax.privacy.ledger.PrivacyReport` (entries and total).
+    method: the composition route that produced `epsilon` (see the module docstring).
+    report: the [`PrivacyReport`][dpgcd_jax.privacy.ledger.PrivacyReport] (entries and total).
   """
 
   selection_noise: float | None
@@ -134,7 +134,7 @@ class Calibration:
 
 
 def check_budget(epsilon: float, delta: float) -> None:
-  """ValueError naming ``epsilon`` / ``delta`` unless ``epsilon > 0`` and ``0 < delta < 1``."""
+  """ValueError naming `epsilon` / `delta` unless `epsilon > 0` and `0 < delta < 1`."""
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   check_delta(delta)
 
@@ -162,18 +162,18 @@ def check_rate(q: float) -> float:
 
 
 def selection_event(selection: Any, noise: float) -> ev.PrivacyEvent:
-  """The event of one DP-GCD selection with multiplier ``b`` (the mechanism's own ``event``)."""
+  """The event of one DP-GCD selection with multiplier `b` (the mechanism's own `event`)."""
   return costs.selection(selection).event(noise)
 
 
 def update_event(update: Any, noise: float) -> ev.PrivacyEvent:
-  """The event of one DP-GCD / DP-CD coordinate update with multiplier ``b'`` or ``s``."""
+  """The event of one DP-GCD / DP-CD coordinate update with multiplier `b'` or `s`."""
   return costs.update(update).event(noise)
 
 
 def gcd_ledger(selection_noise: float, update_noise: float, *, steps: int,
                selection: str = "laplace", update: str = "laplace") -> ledger_lib.Ledger:
-  """The ledger of ``steps`` DP-GCD iterations (one selection and one update each)."""
+  """The ledger of `steps` DP-GCD iterations (one selection and one update each)."""
   return ledger_lib.Ledger.of(("selection", selection_event(selection, selection_noise), steps),
                               ("update", update_event(update, update_noise), steps))
 
@@ -218,18 +218,18 @@ def gcd_epsilon(
     update: str = "laplace",
     method: str = "best",
 ) -> float:
-  """Epsilon of ``steps`` DP-GCD iterations (one selection + one update each).
+  """Epsilon of `steps` DP-GCD iterations (one selection + one update each).
 
-  Each iteration releases ``selection_event(selection, b)`` (``PureDp(2 / b)`` for "laplace",
-  ``BoundedRange(2 / b)`` for "gumbel") and ``update_event(update, b')`` (``Laplace(1 / b')``
-  or ``Gaussian(s)``); the ledger composes the ``2 T`` adaptive releases by ``method``.
+  Each iteration releases `selection_event(selection, b)` (`PureDp(2 / b)` for "laplace",
+  `BoundedRange(2 / b)` for "gumbel") and `update_event(update, b')` (`Laplace(1 / b')`
+  or `Gaussian(s)`); the ledger composes the `2 T` adaptive releases by `method`.
 
   Args:
-    selection_noise: selection multiplier ``b >= 0`` (units of ``Delta_bar``); 0 means no
-      privacy (epsilon = inf), ``inf`` a free selection.
-    update_noise: update multiplier ``>= 0`` (units of ``Delta_j``).
-    steps: number of iterations ``T >= 1`` (mechanism rounds, one selection and one update
-      each; one iteration is one pass over the data, ``passes=T`` in ``dp_gcd.run`` / ``fit``).
+    selection_noise: selection multiplier `b >= 0` (units of `Delta_bar`); 0 means no
+      privacy (epsilon = inf), `inf` a free selection.
+    update_noise: update multiplier `>= 0` (units of `Delta_j`).
+    steps: number of iterations `T >= 1` (mechanism rounds, one selection and one update
+      each; one iteration is one pass over the data, `passes=T` in `dp_gcd.run` / `fit`).
     delta: target delta in (0, 1).
     selection: "laplace" (report noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian".
@@ -263,12 +263,12 @@ def gcd_epsilon(
 
 
 def share_ratios(selection: str, update: str, share: float | None) -> tuple[float, float]:
-  """Multipliers per unit of the bisected scale ``k``: ``b_sel = k r_sel``, ``b_upd = k r_upd``.
+  """Multipliers per unit of the bisected scale `k`: `b_sel = k r_sel`, `b_upd = k r_upd`.
 
-  ``share=None``: ``b_sel = b_upd = k``. Otherwise, with update "laplace" (every part pure)
-  ``share = eps_sel / (eps_sel + eps_upd)`` where ``eps_sel = 2 / b_sel``, ``eps_upd = 1 / b_upd``;
-  with update "gaussian" ``share = rho_sel / (rho_sel + rho_upd)`` where ``rho_sel =
-  (2 / b_sel)^2 / 8`` (Gumbel) or ``(2 / b_sel)^2 / 2`` (Laplace) and ``rho_upd = 1 / (2 b_upd^2)``.
+  `share=None`: `b_sel = b_upd = k`. Otherwise, with update "laplace" (every part pure)
+  `share = eps_sel / (eps_sel + eps_upd)` where `eps_sel = 2 / b_sel`, `eps_upd = 1 / b_upd`;
+  with update "gaussian" `share = rho_sel / (rho_sel + rho_upd)` where `rho_sel =
+  (2 / b_sel)^2 / 8` (Gumbel) or `(2 / b_sel)^2 / 2` (Laplace) and `rho_upd = 1 / (2 b_upd^2)`.
   """
   if share is None:
     return 1.0, 1.0
@@ -288,35 +288,36 @@ def calibrate_gcd(
     selection_share: float | None = None,
     method: str = "best",
 ) -> Calibration:
-  """Smallest DP-GCD noise multipliers meeting (epsilon, delta)-DP over ``steps`` iterations.
+  """Smallest DP-GCD noise multipliers meeting (epsilon, delta)-DP over `steps` iterations.
 
-  Bisection on one scalar ``k``: ``b_sel = k r_sel``, ``b_upd = k r_upd`` with the ratio fixed
-  by ``selection_share``:
+  Bisection on one scalar `k`: `b_sel = k r_sel`, `b_upd = k r_upd` with the ratio fixed
+  by `selection_share`:
 
-  * ``None``: equal multipliers, ``b_sel = b_upd = k``.
+  * `None`: equal multipliers, `b_sel = b_upd = k`.
   * a float in (0, 1), update "laplace" (every part pure): the share of the per-iteration pure
-    cost ``eps0 = eps_sel + eps_upd`` given to selection, ``eps_sel = share eps0`` with
-    ``eps_sel = 2 / b_sel`` and ``eps_upd = 1 / b_upd``.
+    cost `eps0 = eps_sel + eps_upd` given to selection, `eps_sel = share eps0` with
+    `eps_sel = 2 / b_sel` and `eps_upd = 1 / b_upd`.
   * a float in (0, 1), update "gaussian": the share of the per-iteration zCDP cost
-    ``rho = rho_sel + rho_upd`` given to selection, ``rho_sel = share rho`` with
-    ``rho_sel = (2 / b_sel)^2 / 8`` (Gumbel) or ``(2 / b_sel)^2 / 2`` (Laplace) and
-    ``rho_upd = 1 / (2 b_upd^2)``.
+    `rho = rho_sel + rho_upd` given to selection, `rho_sel = share rho` with
+    `rho_sel = (2 / b_sel)^2 / 8` (Gumbel) or `(2 / b_sel)^2 / 2` (Laplace) and
+    `rho_upd = 1 / (2 b_upd^2)`.
 
-  With ``method="best"`` each valid route is calibrated and the one needing the least noise
+  With `method="best"` each valid route is calibrated and the one needing the least noise
   wins; "closed_form" is used only when asked for.
 
   Args:
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
-    steps: number of iterations ``T >= 1`` (mechanism rounds, one selection and one update
-      each; one iteration is one pass over the data, ``passes=T`` in ``dp_gcd.run`` / ``fit``).
+    steps: number of iterations `T >= 1` (mechanism rounds, one selection and one update
+      each; one iteration is one pass over the data, `passes=T` in `dp_gcd.run` / `fit`).
     selection: "laplace" or "gumbel".
     update: "laplace" or "gaussian".
     selection_share: see above.
-    method: see :func:`gcd_epsilon`.
+    method: see [`gcd_epsilon`][dpgcd_jax.privacy.accounting.gcd_epsilon].
 
   Returns:
-    A :class:`Calibration`; ``gcd_epsilon`` at its multipliers (same method) is ``<= epsilon``,
+    A [`Calibration`][dpgcd_jax.privacy.accounting.Calibration]; `gcd_epsilon` at its multipliers (same method) is
+    `<= epsilon`,
     and multipliers 0.1% smaller would violate the target.
 
   Raises:

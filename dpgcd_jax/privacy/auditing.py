@@ -1,28 +1,28 @@
 """Empirical privacy audit: a statistical lower bound on the epsilon of a mechanism.
 
-An (epsilon, delta)-DP mechanism ``A`` limits every test that guesses, from one output, whether
-it was computed on ``D`` or on a neighbour ``D'``: a test that says "D'" with false-positive
-rate ``FPR = P(test says D' | D)`` and false-negative rate ``FNR = P(test says D | D')`` must
+An (epsilon, delta)-DP mechanism `A` limits every test that guesses, from one output, whether
+it was computed on `D` or on a neighbour `D'`: a test that says "D'" with false-positive
+rate `FPR = P(test says D' | D)` and false-negative rate `FNR = P(test says D | D')` must
 satisfy (Kairouz, Oh & Viswanath 2015; Jagielski, Ullman & Oprea 2020; Nasr et al. 2021)
 
-.. math::
+$$
+\\mathrm{FPR} + e^{\\varepsilon} \\mathrm{FNR} \\ge 1 - \\delta, \\qquad
+\\mathrm{FNR} + e^{\\varepsilon} \\mathrm{FPR} \\ge 1 - \\delta,
+$$
 
-   \\mathrm{FPR} + e^{\\varepsilon} \\mathrm{FNR} \\ge 1 - \\delta, \\qquad
-   \\mathrm{FNR} + e^{\\varepsilon} \\mathrm{FPR} \\ge 1 - \\delta,
-
-hence ``epsilon >= max(log((1 - delta - FNR) / FPR), log((1 - delta - FPR) / FNR))``.
-:func:`audit` runs the mechanism many times on ``D`` and on ``D'`` (``jax.vmap`` over keys, in
+hence `epsilon >= max(log((1 - delta - FNR) / FPR), log((1 - delta - FPR) / FNR))`.
+[`audit`][dpgcd_jax.privacy.auditing.audit] runs the mechanism many times on `D` and on `D'` (`jax.vmap` over keys, in
 chunks, one compilation), maps each output to a scalar statistic and uses a threshold test
-``direction * (statistic - threshold) > 0  =>  "D'"``. The rates are replaced by one-sided
-Clopper-Pearson upper bounds ``a`` (on FPR) and ``b`` (on FNR), each at level
-``(1 - confidence) / 2`` (Bonferroni), which gives
+`direction * (statistic - threshold) > 0  =>  "D'"`. The rates are replaced by one-sided
+Clopper-Pearson upper bounds `a` (on FPR) and `b` (on FNR), each at level
+`(1 - confidence) / 2` (Bonferroni), which gives
 
-.. math::
+$$
+\\hat\\varepsilon_{lb} = \\max\\Big(0,\\; \\log\\frac{1 - \\delta - b}{a},\\;
+\\log\\frac{1 - \\delta - a}{b}\\Big),
+$$
 
-   \\hat\\varepsilon_{lb} = \\max\\Big(0,\\; \\log\\frac{1 - \\delta - b}{a},\\;
-   \\log\\frac{1 - \\delta - a}{b}\\Big),
-
-a lower bound on the true epsilon with probability at least ``confidence``. The statistic's
+a lower bound on the true epsilon with probability at least `confidence`. The statistic's
 direction (by default), the threshold and the test direction are chosen on the first half of
 the runs and the rates are estimated on the held-out second half, so the choice does not
 bias the bound.
@@ -30,26 +30,29 @@ bias the bound.
 Reading the result: the audit proves nothing about a correct mechanism (the bound is only a
 lower bound; how close it gets to the claim depends on the neighbours, the statistic and the
 number of runs). A lower bound ABOVE the claimed epsilon means, with probability at least
-``confidence``, that the claim is FALSE: a bug in clipping, noise scale or accounting, or
-a data-dependent quantity (e.g. a data-derived smoothness ``M`` that differs between ``D``
-and ``D'``) that the analysis treats as public. :func:`adversarial_neighbour` builds ``D'``
-with the same public ``M``, so only the mechanism itself is audited.
+`confidence`, that the claim is FALSE: a bug in clipping, noise scale or accounting, or
+a data-dependent quantity (e.g. a data-derived smoothness `M` that differs between `D`
+and `D'`) that the analysis treats as public.
+[`adversarial_neighbour`][dpgcd_jax.privacy.auditing.adversarial_neighbour] builds `D'`
+with the same public `M`, so only the mechanism itself is audited.
 
-Example (DP-GCD, one step, calibrated for epsilon = 1)::
+Example (DP-GCD, one step, calibrated for epsilon = 1):
 
-    import jax, jax.numpy as jnp, numpy as np
-    import dpgcd_jax as dg
-    from dpgcd_jax.privacy import accounting, auditing
+```python
+import jax, jax.numpy as jnp, numpy as np
+import dpgcd_jax as dg
+from dpgcd_jax.privacy import accounting, auditing
 
-    X = np.random.default_rng(0).normal(size=(10, 3))
-    base = dg.make_problem(X, np.zeros(10), "squared", smoothness=np.ones(3))
-    D, D2 = auditing.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
-    cal = accounting.calibrate_gcd(1.0, 1e-6, steps=1)
-    params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise)
-    mechanism = lambda key, pb: dg.dp_gcd.run(pb, key, params, passes=1,
-                                              store_objective=False).w
-    res = auditing.audit(mechanism, D, D2, key=jax.random.key(0), runs=100_000, delta=1e-6)
-    res.epsilon_lower_bound  # about 0.3 here; > 1 would refute the claim
+X = np.random.default_rng(0).normal(size=(10, 3))
+base = dg.make_problem(X, np.zeros(10), "squared", smoothness=np.ones(3))
+D, D2 = auditing.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
+cal = accounting.calibrate_gcd(1.0, 1e-6, steps=1)
+params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise)
+mechanism = lambda key, pb: dg.dp_gcd.run(pb, key, params, passes=1,
+                                          store_objective=False).w
+res = auditing.audit(mechanism, D, D2, key=jax.random.key(0), runs=100_000, delta=1e-6)
+res.epsilon_lower_bound  # about 0.3 here; > 1 would refute the claim
+```
 
 References:
   * Jagielski, Ullman, Oprea. Auditing Differentially Private Machine Learning: How Private
@@ -83,18 +86,18 @@ _NUM_THRESHOLDS = 1001
 
 
 class AuditResult(NamedTuple):
-  """Outcome of :func:`audit` (host floats).
+  """Outcome of [`audit`][dpgcd_jax.privacy.auditing.audit] (host floats).
 
-  The test says "D'" iff ``direction * (statistic - threshold) > 0``.
+  The test says "D'" iff `direction * (statistic - threshold) > 0`.
 
   Attributes:
-    epsilon_lower_bound: ``max(0, log((1 - delta - b) / a), log((1 - delta - a) / b))`` with the
-      Clopper-Pearson upper bounds ``a``, ``b``; a lower bound on the true epsilon with
-      probability >= ``confidence``.
-    false_positive_rate: empirical ``P(test says D' | D)`` on the held-out runs.
-    false_negative_rate: empirical ``P(test says D | D')`` on the held-out runs.
-    false_positive_upper: ``a``, one-sided Clopper-Pearson upper bound on the FPR.
-    false_negative_upper: ``b``, the same for the FNR.
+    epsilon_lower_bound: `max(0, log((1 - delta - b) / a), log((1 - delta - a) / b))` with the
+      Clopper-Pearson upper bounds `a`, `b`; a lower bound on the true epsilon with
+      probability >= `confidence`.
+    false_positive_rate: empirical `P(test says D' | D)` on the held-out runs.
+    false_negative_rate: empirical `P(test says D | D')` on the held-out runs.
+    false_positive_upper: `a`, one-sided Clopper-Pearson upper bound on the FPR.
+    false_negative_upper: `b`, the same for the FNR.
     threshold: the threshold of the test (chosen on the selection half).
     direction: +1 or -1, the side of the threshold that says "D'".
     runs: runs per data set (half select the test, half are held out).
@@ -128,39 +131,40 @@ def adversarial_neighbour(
     feature_scale: float = 1e3,
     target: float | None = None,
 ) -> problem_lib.Problem:
-  """``D'``: record ``index`` replaced by an extreme record whose gradient opposes the original.
+  """`D'`: record `index` replaced by an extreme record whose gradient opposes the original.
 
-  The new record is ``x' = feature_scale * v`` with a sign vector ``v`` in {-1, +1}^p and label
-  ``y' = target`` (default: the original label ``y_index``, e.g. for the logistic loss). ``v``
-  is chosen so that the new record's gradient at the solvers' start ``w^0 = prox(0)`` has, in
-  every coordinate, the sign opposite to the original record's gradient (``+`` where that is
-  0). For a GLM loss at ``w^0 = 0`` the new gradient is ``phi'(0, y') feature_scale v``, so
-  when ``feature_scale |phi'(0, y')| >= C_j`` it is clipped to ``-+C_j``; when the original
-  record is itself clipped (e.g. it came from this function: see :func:`adversarial_pair`)
-  the clipped coordinate gradient moves by exactly the sensitivity ``2 C_j / n``. For other
-  losses ``v`` is a heuristic (signs of the gradient at ``feature_scale * 1``).
+  The new record is `x' = feature_scale * v` with a sign vector `v` in {-1, +1}^p and label
+  `y' = target` (default: the original label `y_index`, e.g. for the logistic loss). `v`
+  is chosen so that the new record's gradient at the solvers' start `w^0 = prox(0)` has, in
+  every coordinate, the sign opposite to the original record's gradient (`+` where that is
+  0). For a GLM loss at `w^0 = 0` the new gradient is `phi'(0, y') feature_scale v`, so
+  when `feature_scale |phi'(0, y')| >= C_j` it is clipped to `-+C_j`; when the original
+  record is itself clipped (e.g. it came from this function: see
+    [`adversarial_pair`][dpgcd_jax.privacy.auditing.adversarial_pair])
+  the clipped coordinate gradient moves by exactly the sensitivity `2 C_j / n`. For other
+  losses `v` is a heuristic (signs of the gradient at `feature_scale * 1`).
 
-  Multi-step runs move ``w`` and hence the margin ``x' . w``. For regression losses take
-  ``feature_scale`` moderate and ``target`` huge (e.g. 1 and 1e6): ``phi'(z, y') = z - y'``
-  stays close to ``-y'`` and the record stays clipped along the whole run. For the logistic
-  loss a large margin saturates ``phi'`` and the gradient change can drop below ``2 C_j``
+  Multi-step runs move `w` and hence the margin `x' . w`. For regression losses take
+  `feature_scale` moderate and `target` huge (e.g. 1 and 1e6): `phi'(z, y') = z - y'`
+  stays close to `-y'` and the record stays clipped along the whole run. For the logistic
+  loss a large margin saturates `phi'` and the gradient change can drop below `2 C_j`
   after the first steps (the audit stays valid, only weaker).
 
-  The public smoothness is kept: both data sets carry ``problem.smoothness`` (a data-derived
-  ``M`` would otherwise differ between them and be audited too).
+  The public smoothness is kept: both data sets carry `problem.smoothness` (a data-derived
+  `M` would otherwise differ between them and be audited too).
 
   Args:
-    problem: ``D``, from :func:`dpgcd_jax.make_problem`.
+    problem: `D`, from [`dpgcd_jax.make_problem`][].
     index: the record to replace, in [0, n).
-    feature_scale: ``|x'_j| > 0``.
-    target: label of the new record (default: ``y_index``).
+    feature_scale: `|x'_j| > 0`.
+    target: label of the new record (default: `y_index`).
 
   Returns:
-    The neighbouring problem ``D'`` (same shapes, loss, ``l2``, penalty and smoothness).
+    The neighbouring problem `D'` (same shapes, loss, `l2`, penalty and smoothness).
 
   Raises:
-    ValueError: for a bad argument, or when the new record's gradient at ``w^0`` vanishes in
-      some coordinate (e.g. squared loss with ``y' = 0``: pass a nonzero ``target``).
+    ValueError: for a bad argument, or when the new record's gradient at `w^0` vanishes in
+      some coordinate (e.g. squared loss with `y' = 0`: pass a nonzero `target`).
   """
   n = problem.num_examples
   index = _validate.check_int("index", index, low=0)
@@ -197,13 +201,13 @@ def adversarial_pair(
     feature_scale: float = 1e3,
     target: float | None = None,
 ) -> tuple[problem_lib.Problem, problem_lib.Problem]:
-  """``(D, D')``, both with an extreme record ``index``, of opposite gradients.
+  """`(D, D')`, both with an extreme record `index`, of opposite gradients.
 
-  ``D = adversarial_neighbour(problem)`` and ``D' = adversarial_neighbour(D)``: the differing
-  records are ``(x', y')`` and ``(-x', y')`` for GLM losses, whose clipped gradients at
-  ``w^0`` are ``+-C_j`` (when ``feature_scale |phi'(0, y')| >= C_j``): every coordinate
-  gradient moves by the full sensitivity ``2 C_j / n``. Arguments as in
-  :func:`adversarial_neighbour`.
+  `D = adversarial_neighbour(problem)` and `D' = adversarial_neighbour(D)`: the differing
+  records are `(x', y')` and `(-x', y')` for GLM losses, whose clipped gradients at
+  `w^0` are `+-C_j` (when `feature_scale |phi'(0, y')| >= C_j`): every coordinate
+  gradient moves by the full sensitivity `2 C_j / n`. Arguments as in
+  [`adversarial_neighbour`][dpgcd_jax.privacy.auditing.adversarial_neighbour].
   """
   first = adversarial_neighbour(problem, index=index, feature_scale=feature_scale, target=target)
   return first, adversarial_neighbour(first, index=index, feature_scale=feature_scale,
@@ -216,10 +220,10 @@ def adversarial_pair(
 
 
 def clopper_pearson_upper(successes: Any, trials: Any, alpha: float) -> np.ndarray:
-  """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial proportion.
+  """One-sided `1 - alpha` Clopper-Pearson upper bound on a binomial proportion.
 
-  ``Beta^{-1}(1 - alpha; k + 1, n - k)``, and 1 for ``k = n``: ``P(p <= bound) >= 1 - alpha``
-  for every true ``p``. Vectorized over ``successes`` / ``trials``.
+  `Beta^{-1}(1 - alpha; k + 1, n - k)`, and 1 for `k = n`: `P(p <= bound) >= 1 - alpha`
+  for every true `p`. Vectorized over `successes` / `trials`.
   """
   k = np.asarray(successes, dtype=float)
   n = np.asarray(trials, dtype=float)
@@ -229,7 +233,7 @@ def clopper_pearson_upper(successes: Any, trials: Any, alpha: float) -> np.ndarr
 
 
 def clopper_pearson_lower(successes: Any, trials: Any, alpha: float) -> np.ndarray:
-  """One-sided ``1 - alpha`` Clopper-Pearson lower bound: ``Beta^{-1}(alpha; k, n - k + 1)``."""
+  """One-sided `1 - alpha` Clopper-Pearson lower bound: `Beta^{-1}(alpha; k, n - k + 1)`."""
   k = np.asarray(successes, dtype=float)
   n = np.asarray(trials, dtype=float)
   with np.errstate(invalid="ignore", divide="ignore"):
@@ -238,9 +242,9 @@ def clopper_pearson_lower(successes: Any, trials: Any, alpha: float) -> np.ndarr
 
 
 def epsilon_from_rates(fpr: Any, fnr: Any, delta: float) -> np.ndarray:
-  """``max(0, log((1 - delta - fnr) / fpr), log((1 - delta - fpr) / fnr))`` (vectorized).
+  """`max(0, log((1 - delta - fnr) / fpr), log((1 - delta - fpr) / fnr))` (vectorized).
 
-  With upper confidence bounds for ``fpr`` and ``fnr`` this is a lower bound on epsilon.
+  With upper confidence bounds for `fpr` and `fnr` this is a lower bound on epsilon.
   """
   fpr, fnr = np.asarray(fpr, dtype=float), np.asarray(fnr, dtype=float)
   with np.errstate(divide="ignore", invalid="ignore"):
@@ -252,7 +256,7 @@ def epsilon_from_rates(fpr: Any, fnr: Any, delta: float) -> np.ndarray:
 
 def _rates(null: np.ndarray, alt: np.ndarray, thresholds: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray]:
-  """Counts of ``null > t`` (false positives) and ``alt <= t`` (false negatives); sorted inputs."""
+  """Counts of `null > t` (false positives) and `alt <= t` (false negatives); sorted inputs."""
   fp = null.size - np.searchsorted(null, thresholds, side="right")
   fn = np.searchsorted(alt, thresholds, side="right")
   return fp, fn
@@ -262,10 +266,10 @@ def _choose_test(null: np.ndarray, alt: np.ndarray, delta: float, alpha: float
                  ) -> tuple[float, int]:
   """Threshold and direction of the test, chosen on the selection half.
 
-  Candidates: ``_NUM_THRESHOLDS`` quantiles of the pooled statistics at logit-spaced levels
+  Candidates: `_NUM_THRESHOLDS` quantiles of the pooled statistics at logit-spaced levels
   (dense in the tails, where the strongest tests live). Each candidate is scored by the
-  Clopper-Pearson bound at the Bonferroni level ``alpha / (4 K)`` (two rates, two directions,
-  ``K`` candidates): a bound that holds for all candidates at once, which favours thresholds with enough counts
+  Clopper-Pearson bound at the Bonferroni level `alpha / (4 K)` (two rates, two directions,
+  `K` candidates): a bound that holds for all candidates at once, which favours thresholds with enough counts
   on both sides instead of the luckiest tail (the winner's curse). This only steers the
   choice; the validity of the audit rests on the held-out half.
   """
@@ -319,40 +323,41 @@ def audit(
     confidence: float = 0.95,
     chunk: int = 10_000,
 ) -> AuditResult:
-  """Lower-bounds the epsilon of ``mechanism`` from ``runs`` runs on each of two neighbours.
+  """Lower-bounds the epsilon of `mechanism` from `runs` runs on each of two neighbours.
 
   Procedure (see the module docstring for the bound):
 
-  1. ``runs`` independent keys per data set; ``mechanism(key, problem)`` is mapped over them
-     with ``jax.jit(jax.vmap(...))`` in chunks of ``chunk`` keys (the last chunk is padded), so
+  1. `runs` independent keys per data set; `mechanism(key, problem)` is mapped over them
+     with `jax.jit(jax.vmap(...))` in chunks of `chunk` keys (the last chunk is padded), so
      the audit compiles ONCE for both data sets (they have the same shapes). Do not close over
      the data set: take it as the argument.
-  2. Each output becomes a scalar: ``statistic(output)`` when given (computed inside the
+  2. Each output becomes a scalar: `statistic(output)` when given (computed inside the
      jitted map); by default the projection of the flattened output onto the difference of
-     the mean outputs ``mean(A(D')) - mean(A(D))`` estimated on the selection half (for
+     the mean outputs `mean(A(D')) - mean(A(D))` estimated on the selection half (for
      DP-GCD: a weighted sum of the noisy steps, large when the neighbour pushes the model
-     in its direction). The default keeps the outputs: ``2 * runs * output size`` floats.
-  3. On the first half of the runs (``runs // 2``), the threshold and direction of the test
+     in its direction). The default keeps the outputs: `2 * runs * output size` floats.
+  3. On the first half of the runs (`runs // 2`), the threshold and direction of the test
      maximizing a Clopper-Pearson bound (made conservative over the ~1000 candidate
      thresholds, to avoid picking a lucky tail) are chosen; on the held-out rest the rates
-     are counted and bounded at level ``(1 - confidence) / 2`` each.
+     are counted and bounded at level `(1 - confidence) / 2` each.
 
   Args:
-    mechanism: ``mechanism(key, problem) -> output`` (any array), e.g.
-      ``lambda k, pb: dg.dp_gcd.run(pb, k, params, passes=1, store_objective=False).w``.
-    problem: the data set ``D`` (a :class:`dpgcd_jax.Problem`, or any pytree the mechanism
+    mechanism: `mechanism(key, problem) -> output` (any array), e.g.
+      `lambda k, pb: dg.dp_gcd.run(pb, k, params, passes=1, store_objective=False).w`.
+    problem: the data set `D` (a [`dpgcd_jax.Problem`][], or any pytree the mechanism
       takes).
-    neighbour: ``D'``, same structure and shapes (see :func:`adversarial_neighbour`).
+    neighbour: `D'`, same structure and shapes (see
+      [`adversarial_neighbour`][dpgcd_jax.privacy.auditing.adversarial_neighbour]).
     key: a JAX PRNG key (required).
     runs: runs per data set, >= 4 (e.g. 20_000 to 200_000).
     delta: the delta of the claim (enters the bound).
     statistic: maps one output to a scalar; default described above.
     confidence: in (0, 1); the bound holds with at least this probability.
-    chunk: keys per vmapped call (bounds memory: one chunk holds ``chunk`` copies of the
+    chunk: keys per vmapped call (bounds memory: one chunk holds `chunk` copies of the
       mechanism's working set).
 
   Returns:
-    An :class:`AuditResult`.
+    An [`AuditResult`][dpgcd_jax.privacy.auditing.AuditResult].
 
   Raises:
     ValueError: for a bad argument (the message names it) or data sets of different shapes.
@@ -384,12 +389,12 @@ def audit(
 
 def audit_statistics(statistics: Any, neighbour_statistics: Any, *, delta: float,
                      confidence: float = 0.95) -> AuditResult:
-  """The audit's bound from scalar statistics of runs on ``D`` and on ``D'`` (same count).
+  """The audit's bound from scalar statistics of runs on `D` and on `D'` (same count).
 
-  For mechanisms that are not a jittable function of ``(key, problem)``, e.g. ``fit`` called
+  For mechanisms that are not a jittable function of `(key, problem)`, e.g. `fit` called
   exactly as a user does (with a batch of keys): compute one scalar per run, then call this.
   The first half of each array chooses the test, the second half gives the rates (see
-  :func:`audit`).
+  [`audit`][dpgcd_jax.privacy.auditing.audit]).
   """
   out_d = np.asarray(statistics, dtype=float).ravel()
   out_n = np.asarray(neighbour_statistics, dtype=float).ravel()

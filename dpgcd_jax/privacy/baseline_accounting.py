@@ -1,15 +1,15 @@
 """Accounting of the baselines: DP-CD (Gaussian coordinate updates) and DP-SGD.
 
-DP-CD: each update is ``Gaussian(s)`` on ``g_j`` (sensitivity ``Delta_j``); ``T`` of them
-compose exactly to ``sqrt(T) / s``-GDP (the ledger's "pld" route).
+DP-CD: each update is `Gaussian(s)` on `g_j` (sensitivity `Delta_j`); `T` of them
+compose exactly to `sqrt(T) / s`-GDP (the ledger's "pld" route).
 
-DP-SGD: the noise on the SUM of the sampled clipped per-example gradients is ``N(0, (s C)^2 I)``,
-``C`` the l2 clipping norm of one example's gradient: one step is the event
-``PoissonSampledGaussian(s, q)`` (dp_accounting's convention; replace-one is handled by the
-routes, do NOT double ``s``). Methods are the ledger's route names: ``"fft_pld"``
-(dp_accounting's ``REPLACE_ONE`` pair and pessimistic connect-the-dots discretization,
-vectorized), ``"dp_accounting_pld"`` (dp_accounting itself, slower; the same bound to ~1e-4),
-``"rdp"`` (the add/remove curve of Mironov, Talwar & Zhang 2019 through the weak triangle
+DP-SGD: the noise on the SUM of the sampled clipped per-example gradients is `N(0, (s C)^2 I)`,
+`C` the l2 clipping norm of one example's gradient: one step is the event
+`PoissonSampledGaussian(s, q)` (dp_accounting's convention; replace-one is handled by the
+routes, do NOT double `s`). Methods are the ledger's route names: `"fft_pld"`
+(dp_accounting's `REPLACE_ONE` pair and pessimistic connect-the-dots discretization,
+vectorized), `"dp_accounting_pld"` (dp_accounting itself, slower; the same bound to ~1e-4),
+`"rdp"` (the add/remove curve of Mironov, Talwar & Zhang 2019 through the weak triangle
 inequality).
 """
 
@@ -31,20 +31,20 @@ from dpgcd_jax.privacy.accounting import check_rate
 # DP-CD.
 
 def cd_ledger(noise: float, *, steps: int) -> ledger_lib.Ledger:
-  """The ledger of ``steps`` DP-CD Gaussian coordinate updates."""
+  """The ledger of `steps` DP-CD Gaussian coordinate updates."""
   return ledger_lib.Ledger.of(("update", ev.Gaussian(noise), steps))
 
 
 def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") -> float:
-  """Epsilon of ``steps`` DP-CD coordinate updates with Gaussian noise multiplier ``s``.
+  """Epsilon of `steps` DP-CD coordinate updates with Gaussian noise multiplier `s`.
 
-  Each update is ``Gaussian(s)`` on ``g_j`` (sensitivity ``Delta_j``). ``T`` of them compose
-  exactly to ``mu``-GDP with ``mu = sqrt(T) / s`` (route "pld", exact: ``delta(eps) =
-  Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``); route "rdp" converts ``T a / (2 s^2)``.
+  Each update is `Gaussian(s)` on `g_j` (sensitivity `Delta_j`). `T` of them compose
+  exactly to `mu`-GDP with `mu = sqrt(T) / s` (route "pld", exact: `delta(eps) =
+  Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`); route "rdp" converts `T a / (2 s^2)`.
 
   Args:
-    noise: multiplier ``s >= 0`` (units of ``Delta_j``).
-    steps: number of coordinate updates ``T >= 1`` (``passes * p`` for ``dp_cd.run(passes=...)``).
+    noise: multiplier `s >= 0` (units of `Delta_j`).
+    steps: number of coordinate updates `T >= 1` (`passes * p` for `dp_cd.run(passes=...)`).
     delta: target delta in (0, 1).
     method: "best" (= "pld", the exact value), "pld" or "rdp".
 
@@ -64,16 +64,16 @@ def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") 
 
 def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "best"
                  ) -> Calibration:
-  """Smallest DP-CD Gaussian multiplier ``s`` meeting (epsilon, delta)-DP over ``steps``.
+  """Smallest DP-CD Gaussian multiplier `s` meeting (epsilon, delta)-DP over `steps`.
 
   Args:
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
-    steps: number of coordinate updates ``T >= 1`` (``passes * p`` for ``dp_cd.run(passes=...)``).
+    steps: number of coordinate updates `T >= 1` (`passes * p` for `dp_cd.run(passes=...)`).
     method: "best" (= "pld", exact), "pld" or "rdp".
 
   Returns:
-    A :class:`Calibration` with ``selection_noise=None``.
+    A [`Calibration`][dpgcd_jax.privacy.Calibration] with `selection_noise=None`.
 
   Raises:
     ValueError: for a bad argument (the message names it).
@@ -100,24 +100,24 @@ _SGD_METHODS = ("best", "fft_pld", "dp_accounting_pld", "rdp")
 
 
 def sgd_ledger(noise: float, *, steps: int, sampling_rate: float) -> ledger_lib.Ledger:
-  """The ledger of ``steps`` DP-SGD steps (Poisson sampling + Gaussian noise on the sum)."""
+  """The ledger of `steps` DP-SGD steps (Poisson sampling + Gaussian noise on the sum)."""
   return ledger_lib.Ledger.of(("step", ev.PoissonSampledGaussian(noise, sampling_rate), steps))
 
 
 def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
                 method: str = "best") -> float:
-  """Epsilon of ``steps`` DP-SGD steps: Poisson sampling at rate ``q`` + Gaussian noise.
+  """Epsilon of `steps` DP-SGD steps: Poisson sampling at rate `q` + Gaussian noise.
 
-  The noise on the sum of clipped per-example gradients is ``N(0, (s C)^2 I)`` with ``C`` the
-  per-example l2 clipping norm. Replace-one neighbours: dp_accounting's ``REPLACE_ONE`` pair
-  and pessimistic discretization, vectorized here (route "fft_pld", :mod:`._fft_pld`) or through
+  The noise on the sum of clipped per-example gradients is `N(0, (s C)^2 I)` with `C` the
+  per-example l2 clipping norm. Replace-one neighbours: dp_accounting's `REPLACE_ONE` pair
+  and pessimistic discretization, vectorized here (route "fft_pld", `_fft_pld`) or through
   dp_accounting itself (route "dp_accounting_pld", slower), or the add/remove RDP curve turned
   into a replace-one bound by the weak triangle inequality (route "rdp").
 
   Args:
-    noise: multiplier ``s >= 0`` (units of ``C``).
-    steps: number of steps ``T >= 1`` (``passes * (n // batch_size)`` for ``dp_sgd.run``).
-    sampling_rate: Poisson sampling probability ``q`` in (0, 1].
+    noise: multiplier `s >= 0` (units of `C`).
+    steps: number of steps `T >= 1` (`passes * (n // batch_size)` for `dp_sgd.run`).
+    sampling_rate: Poisson sampling probability `q` in (0, 1].
     delta: target delta in (0, 1).
     method: "best" (min of "fft_pld" and "rdp"), "fft_pld", "dp_accounting_pld" or "rdp".
 
@@ -138,17 +138,17 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
 
 def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: float,
                   method: str = "best") -> Calibration:
-  """Smallest DP-SGD multiplier ``s`` (units of ``C``) meeting (epsilon, delta)-DP.
+  """Smallest DP-SGD multiplier `s` (units of `C`) meeting (epsilon, delta)-DP.
 
   Args:
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
-    steps: number of steps ``T >= 1`` (``passes * (n // batch_size)`` for ``dp_sgd.run``).
-    sampling_rate: Poisson sampling probability ``q`` in (0, 1].
+    steps: number of steps `T >= 1` (`passes * (n // batch_size)` for `dp_sgd.run`).
+    sampling_rate: Poisson sampling probability `q` in (0, 1].
     method: "best", "fft_pld", "dp_accounting_pld" or "rdp".
 
   Returns:
-    A :class:`Calibration` with ``selection_noise=None``.
+    A [`Calibration`][dpgcd_jax.privacy.Calibration] with `selection_noise=None`.
 
   Raises:
     ValueError: for a bad argument (the message names it).

@@ -1,20 +1,20 @@
-"""A differentially private public feature bound: what ``fit`` spends when none is declared.
+"""A differentially private public feature bound: what `fit` spends when none is declared.
 
-Private runs need the coordinate smoothness ``M_j`` (steps, score normalizations, clipping
-thresholds) to be public. Without a declaration, ``fit`` releases a bound ``B`` on the
-features with this mechanism, clips every entry of ``X`` to ``[-B, B]`` (a per-record
-transformation with the released ``B``) and uses ``M_j = beta B^2``.
+Private runs need the coordinate smoothness `M_j` (steps, score normalizations, clipping
+thresholds) to be public. Without a declaration, `fit` releases a bound `B` on the
+features with this mechanism, clips every entry of `X` to `[-B, B]` (a per-record
+transformation with the released `B`) and uses `M_j = beta B^2`.
 
 Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23): per record the statistic
-``s_i = max_j |x_ij|``; for the public geometric grid ``b_k = 2^{k/4}``, ``k = -64..64``
-(``2^-16 .. 2^16``), the counts ``c_k = #{i : s_i <= b_k}`` (sensitivity 1 under
-replace-one), the noisy threshold ``T = ceil(q n) + Lap(2 / epsilon)`` and noisy counts
-``c_k + Lap(4 / epsilon)``; ``B`` is the first ``b_k`` whose noisy count reaches ``T`` (the
-largest grid point if none does). This is ``epsilon``-DP (pure), whatever the data; every
+`s_i = max_j |x_ij|`; for the public geometric grid `b_k = 2^{k/4}`, `k = -64..64`
+(`2^-16 .. 2^16`), the counts `c_k = #{i : s_i <= b_k}` (sensitivity 1 under
+replace-one), the noisy threshold `T = ceil(q n) + Lap(2 / epsilon)` and noisy counts
+`c_k + Lap(4 / epsilon)`; `B` is the first `b_k` whose noisy count reaches `T` (the
+largest grid point if none does). This is `epsilon`-DP (pure), whatever the data; every
 query after the first success is ignored, so drawing all the noise at once is the same
-mechanism. The noise makes ``B`` land somewhat below the ``q``-quantile at small
-``n epsilon`` (more records clipped: bias, not a privacy loss); features above ``2^16`` are
-always clipped. A declared bound (``make_problem(..., feature_bound=B)``) is free and exact:
+mechanism. The noise makes `B` land somewhat below the `q`-quantile at small
+`n epsilon` (more records clipped: bias, not a privacy loss); features above `2^16` are
+always clipped. A declared bound (`make_problem(..., feature_bound=B)`) is free and exact:
 prefer it whenever the features have a known range.
 """
 
@@ -34,17 +34,17 @@ DEFAULT_QUANTILE = 0.9
 
 def private_feature_bound(key: Array, record_max_abs: Array, epsilon: Any,
                           quantile: float = DEFAULT_QUANTILE) -> Array:
-  """``epsilon``-DP bound ``B`` on the features (see the module docstring); jittable, vmappable.
+  """`epsilon`-DP bound `B` on the features (see the module docstring); jittable, vmappable.
 
   Args:
     key: a JAX PRNG key.
-    record_max_abs: (n,) the statistic ``s_i = max_j |x_ij|`` of every record
-      (:func:`dpgcd_jax.problem.record_max_abs`).
-    epsilon: the budget, > 0 (a non-positive or NaN value gives ``B = NaN``: fail closed).
-    quantile: the target share ``q`` of records whose features are not clipped.
+    record_max_abs: (n,) the statistic `s_i = max_j |x_ij|` of every record
+      ([`dpgcd_jax.problem.record_max_abs`][]).
+    epsilon: the budget, > 0 (a non-positive or NaN value gives `B = NaN`: fail closed).
+    quantile: the target share `q` of records whose features are not clipped.
 
   Returns:
-    A scalar ``B`` from the public grid :data:`GRID`.
+    A scalar `B` from the public grid `GRID`.
   """
   dtype = record_max_abs.dtype
   n = record_max_abs.shape[0]

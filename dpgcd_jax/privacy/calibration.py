@@ -1,9 +1,9 @@
 """Calibration: the smallest noise scale whose ledger meets an (epsilon, delta) target.
 
-``calibrate(factory, epsilon, delta)`` searches ``scale`` for a monotone ``factory(scale) ->
-Ledger`` (more scale, more noise, more private: every route is monotone in the scale by
-post-processing). Search on ``log scale``: secant steps to bracket the target, then Illinois
-(regula falsi) until the bracket is within ``rel_tol``; the feasible end is returned, so the
+`calibrate(factory, epsilon, delta)` searches `scale` for a monotone `factory(scale) ->
+Ledger` (more scale, more noise, more private: every route is monotone in the scale by
+post-processing). Search on `log scale`: secant steps to bracket the target, then Illinois
+(regula falsi) until the bracket is within `rel_tol`; the feasible end is returned, so the
 result always meets the target. The cheapest route goes first; a costlier route is searched
 only below the best scale so far, between its cheap lower bound and that scale.
 """
@@ -28,12 +28,12 @@ _CACHE_SIZE = 512
 
 def _margin(ledger: Ledger, route: str, epsilon: float, delta: float, bound: str = ""
             ) -> float:
-  """<= 0 iff ``route`` certifies (epsilon, delta) for the ledger.
+  """<= 0 iff `route` certifies (epsilon, delta) for the ledger.
 
-  ``log(delta_route(epsilon) + slack) - log(delta)``, or ``log(epsilon_route(delta - slack))
-  - log(epsilon)`` for routes whose epsilon is cheap (``margin="epsilon"``; nearly linear in
-  the log of the scale, which the secant steps exploit); with ``bound="lower"``
-  / ``"upper"``, the route's cheap lower / upper bound on its delta instead.
+  `log(delta_route(epsilon) + slack) - log(delta)`, or `log(epsilon_route(delta - slack))
+  - log(epsilon)` for routes whose epsilon is cheap (`margin="epsilon"`; nearly linear in
+  the log of the scale, which the secant steps exploit); with `bound="lower"`
+  / `"upper"`, the route's cheap lower / upper bound on its delta instead.
   """
   slack, agg = ledger.slack, ledger.aggregated()
   if slack >= delta:
@@ -53,11 +53,11 @@ def _margin(ledger: Ledger, route: str, epsilon: float, delta: float, bound: str
 
 def _solve(g: Callable[[float], float], lo: float, hi: float, f_lo: float,
            f_hi: float | None, rel_tol: float) -> float:
-  """Smallest feasible scale in ``[lo, hi]`` to ``rel_tol`` (``g(lo) > 0 >= g(hi)``).
+  """Smallest feasible scale in `[lo, hi]` to `rel_tol` (`g(lo) > 0 >= g(hi)`).
 
-  Illinois (regula falsi) on ``log k``; each new point stays ``tol / 2`` inside the bracket,
-  and ``hi`` is always feasible, so the returned ``hi`` is feasible. ``f_hi=None``: ``g(hi)``
-  unknown (``hi`` feasible by another route); the first point is then a quarter of the way.
+  Illinois (regula falsi) on `log k`; each new point stays `tol / 2` inside the bracket,
+  and `hi` is always feasible, so the returned `hi` is feasible. `f_hi=None`: `g(hi)`
+  unknown (`hi` feasible by another route); the first point is then a quarter of the way.
   """
   x_lo, x_hi, tol, side = math.log(lo), math.log(hi), math.log1p(rel_tol), 0
   while x_hi - x_lo > tol:
@@ -86,15 +86,15 @@ _LOG_TINY = math.log(1e-250)
 
 
 class _Unbounded(Exception):
-  """Feasible down to ``1e-250`` (the smallest feasible scale found is ``args[0]``)."""
+  """Feasible down to `1e-250` (the smallest feasible scale found is `args[0]`)."""
 
 
 def _bracket_down(g: Callable[[float], float], hi: float, f_hi: float
                   ) -> tuple[float, float, float, float]:
-  """From a feasible ``hi`` (``g(hi) <= 0``), finds ``lo < hi`` with ``g(lo) > 0``.
+  """From a feasible `hi` (`g(hi) <= 0`), finds `lo < hi` with `g(lo) > 0`.
 
-  Secant extrapolation of ``g`` against ``log k`` (aiming 1% past the predicted root), with
-  geometric steps (first ``|g(hi)| / 2`` in log, at least x1.05 and at most x4, then
+  Secant extrapolation of `g` against `log k` (aiming 1% past the predicted root), with
+  geometric steps (first `|g(hi)| / 2` in log, at least x1.05 and at most x4, then
   doubling in log) when the secant is not usable.
   """
   x_hi = math.log(hi)
@@ -119,9 +119,9 @@ def _bracket_down(g: Callable[[float], float], hi: float, f_hi: float
 
 def _bracket_up(g: Callable[[float], float], lo: float, f_lo: float
                 ) -> tuple[float, float, float, float]:
-  """From an infeasible ``lo`` (``g(lo) > 0``), finds ``hi > lo`` with ``g(hi) <= 0``.
+  """From an infeasible `lo` (`g(lo) > 0`), finds `hi > lo` with `g(hi) <= 0`.
 
-  The mirror image of :func:`_bracket_down` under ``k -> 1 / k``, ``g -> -g``.
+  The mirror image of `_bracket_down` under `k -> 1 / k`, `g -> -g`.
   """
   try:
     m_lo, m_f_lo, m_hi, m_f_hi = _bracket_down(lambda k: -g(1.0 / k), 1.0 / lo, -f_lo)
@@ -133,7 +133,7 @@ def _bracket_up(g: Callable[[float], float], lo: float, f_lo: float
 
 
 def _find(g: Callable[[float], float], guess: float, rel_tol: float) -> float:
-  """Smallest feasible scale (``g <= 0``) to ``rel_tol``: secant bracketing, then Illinois."""
+  """Smallest feasible scale (`g <= 0`) to `rel_tol`: secant bracketing, then Illinois."""
   f = g(guess)
   if f <= 0.0:
     try:
@@ -147,13 +147,13 @@ def _find(g: Callable[[float], float], guess: float, rel_tol: float) -> float:
 
 def bisect_scale(feasible: Callable[[float], bool], guess: float, rel_tol: float = REL_TOL,
                  step: float = 2.0) -> float:
-  """Smallest ``k > 0`` with ``feasible(k)`` (monotone), up to ``rel_tol``; returns a feasible k.
+  """Smallest `k > 0` with `feasible(k)` (monotone), up to `rel_tol`; returns a feasible k.
 
-  The bracket is found by moving from ``guess`` by factors of ``step``, then bisected in log
-  space until ``hi / lo <= 1 + rel_tol``.
+  The bracket is found by moving from `guess` by factors of `step`, then bisected in log
+  space until `hi / lo <= 1 + rel_tol`.
 
   Raises:
-    ValueError: when no finite ``k`` is feasible.
+    ValueError: when no finite `k` is feasible.
   """
   lo, hi = guess, guess
   if feasible(guess):
@@ -189,26 +189,26 @@ def calibrate(
 ) -> tuple[float, PrivacyReport]:
   """Smallest scale whose ledger is (epsilon, delta)-DP, with its report.
 
-  ``factory(scale)`` must return a :class:`Ledger` that gets more private as ``scale`` grows
-  (more noise; every route is then monotone in ``scale`` by post-processing). Each route of
+  `factory(scale)` must return a [`Ledger`][dpgcd_jax.privacy.Ledger] that gets more private as `scale` grows
+  (more noise; every route is then monotone in `scale` by post-processing). Each route of
   the ledger is searched in log space (secant bracketing, then Illinois) to within
-  ``rel_tol``: the first route (cheapest, or expected to win) from ``guess``, the others only
+  `rel_tol`: the first route (cheapest, or expected to win) from `guess`, the others only
   below the best scale so far (between their cheap lower and upper bounds when they have
   some). The smallest feasible scale wins, and its report is computed with the best route at
   that scale.
 
   Args:
-    factory: ``scale -> Ledger``, monotone.
+    factory: `scale -> Ledger`, monotone.
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1), slack included.
     guess: a starting scale (default 1); a good one saves a few evaluations.
-    route: "best" or one route name (see ``Ledger.routes``).
-    key: a hashable description of ``factory`` for the cache (default: ``factory`` itself,
+    route: "best" or one route name (see `Ledger.routes`).
+    key: a hashable description of `factory` for the cache (default: `factory` itself,
       so a new lambda is a new entry); results are cached per (key, epsilon, delta, route).
     rel_tol: relative precision of the returned scale.
 
   Returns:
-    ``(scale, report)`` with ``report.epsilon <= epsilon``; ``scale / (1 + rel_tol)`` is
+    `(scale, report)` with `report.epsilon <= epsilon`; `scale / (1 + rel_tol)` is
     infeasible for every route considered.
 
   Raises:

@@ -1,24 +1,24 @@
 """The privacy cost of each noise mechanism, by name: host-side, no device code.
 
-A cost is what the accounting needs to know of a mechanism: its ``name``, the ledger event of one
-use at a noise multiplier (``event(multiplier)``, :mod:`dpgcd_jax.privacy.events`), and
-``zcdp_per_unit`` (``rho`` of one use times ``multiplier^2``, which splits a per-step budget
-between a selection and an update). The device-side samplers (:mod:`dpgcd_jax.mechanisms`) carry
-their cost (``mechanism.cost``) and read their event from it; the accounting
-(:mod:`dpgcd_jax.privacy.accounting`) looks costs up here, so it never imports device code, and
+A cost is what the accounting needs to know of a mechanism: its `name`, the ledger event of one
+use at a noise multiplier (`event(multiplier)`, [`dpgcd_jax.privacy.events`][]), and
+`zcdp_per_unit` (`rho` of one use times `multiplier^2`, which splits a per-step budget
+between a selection and an update). The device-side samplers (`dpgcd_jax.mechanisms`) carry
+their cost (`mechanism.cost`) and read their event from it; the accounting
+([`dpgcd_jax.privacy.accounting`][]) looks costs up here, so it never imports device code, and
 events never know the mechanisms.
 
-Events (sensitivity ``Delta``, multiplier ``b``; the proofs are beside the samplers):
+Events (sensitivity `Delta`, multiplier `b`; the proofs are beside the samplers):
 
-| mechanism | kind | event of one use | ``zcdp_per_unit`` |
+| mechanism | kind | event of one use | `zcdp_per_unit` |
 |---|---|---|---|
-| ``laplace`` | selection | report-noisy-max with ``Lap(b Delta)``: ``PureDp(2 / b)`` | 2 |
-| ``gumbel`` | selection | exponential mechanism: ``BoundedRange(2 / b)`` | 1/2 |
-| ``discrete_laplace`` | selection | ``PureDp(2 / b)`` (an upper bound, on the public grid) | 2 |
-| ``laplace`` | update | ``Laplace(1 / b)`` | 1/2 |
-| ``gaussian`` | update | ``Gaussian(b)`` | 1/2 |
-| ``discrete_laplace`` | update | ``DiscreteLaplace(1 / b)`` | 1/2 |
-| ``discrete_gaussian`` | update | ``DiscreteGaussian(b)`` | 1/2 |
+| `laplace` | selection | report-noisy-max with `Lap(b Delta)`: `PureDp(2 / b)` | 2 |
+| `gumbel` | selection | exponential mechanism: `BoundedRange(2 / b)` | 1/2 |
+| `discrete_laplace` | selection | `PureDp(2 / b)` (an upper bound, on the public grid) | 2 |
+| `laplace` | update | `Laplace(1 / b)` | 1/2 |
+| `gaussian` | update | `Gaussian(b)` | 1/2 |
+| `discrete_laplace` | update | `DiscreteLaplace(1 / b)` | 1/2 |
+| `discrete_gaussian` | update | `DiscreteGaussian(b)` | 1/2 |
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dpgcd_jax.privacy import events
 
 
 def pure_epsilon(numerator: float, multiplier: float) -> float:
-  """``numerator / multiplier`` (``inf`` at multiplier 0: no noise, no privacy)."""
+  """`numerator / multiplier` (`inf` at multiplier 0: no noise, no privacy)."""
   return math.inf if multiplier == 0.0 else numerator / multiplier
 
 
@@ -41,9 +41,9 @@ class Cost:
   """The privacy cost of one mechanism (module docstring).
 
   Attributes:
-    name: the mechanism's name (``selection=`` / ``update=`` of the solvers).
-    event_of: ``multiplier -> PrivacyEvent`` of one use.
-    zcdp_per_unit: ``rho`` of one use times ``multiplier^2``.
+    name: the mechanism's name (`selection=` / `update=` of the solvers).
+    event_of: `multiplier -> PrivacyEvent` of one use.
+    zcdp_per_unit: `rho` of one use times `multiplier^2`.
   """
 
   name: str
@@ -51,7 +51,7 @@ class Cost:
   zcdp_per_unit: float
 
   def event(self, multiplier: float) -> events.PrivacyEvent:
-    """The ledger event of one use at noise multiplier ``multiplier``."""
+    """The ledger event of one use at noise multiplier `multiplier`."""
     return self.event_of(multiplier)
 
 
@@ -69,13 +69,13 @@ UPDATES = {c.name: c for c in (
 
 
 def selection(mechanism: Any) -> Any:
-  """The cost of a selection: a name of :data:`SELECTIONS`, or a mechanism object as it is
-  (anything with ``name``, ``event`` and ``zcdp_per_unit``); ValueError naming it otherwise."""
+  """The cost of a selection: a name of `SELECTIONS`, or a mechanism object as it is
+  (anything with `name`, `event` and `zcdp_per_unit`); ValueError naming it otherwise."""
   return _lookup("selection", mechanism, SELECTIONS)
 
 
 def update(mechanism: Any) -> Any:
-  """The cost of an update (as :func:`selection`, over :data:`UPDATES`)."""
+  """The cost of an update (as `selection`, over `UPDATES`)."""
   return _lookup("update", mechanism, UPDATES)
 
 

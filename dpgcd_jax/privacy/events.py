@@ -3,27 +3,25 @@
 An event is a small frozen, hashable dataclass. It says what is known about one release for
 replace-one neighbours (datasets of the same public size differing in one record), in the
 units the mechanisms use: noise multipliers in units of sensitivity, pure parameters as
-epsilons. A :class:`~dpgcd_jax.privacy.ledger.Ledger` composes ``(label, event, count)``
+epsilons. A [`Ledger`][dpgcd_jax.privacy.ledger.Ledger] composes `(label, event, count)`
 entries by the best valid route; the events only expose what every route needs:
 
-* ``pure_epsilon``: an ``eps`` such that the release is ``eps``-DP (``inf`` if none);
-* ``rdp(orders)``: an upper bound on the Renyi divergence of one release at each order.
+* `pure_epsilon`: an `eps` such that the release is `eps`-DP (`inf` if none);
+* `rdp(orders)`: an upper bound on the Renyi divergence of one release at each order.
 
-Mechanisms of this library and their events (``Delta`` = the sensitivity the multiplier
-refers to, see :mod:`dpgcd_jax.privacy.accounting`):
+Mechanisms of this library and their events (`Delta` = the sensitivity the multiplier
+refers to, see [`dpgcd_jax.privacy.accounting`][]):
 
-=============================================  ===========================================
-mechanism                                      event
-=============================================  ===========================================
-report-noisy-max with ``Lap(b Delta)`` noise   ``PureDp(2 / b)``
-exponential mechanism / Gumbel-max, scale b    ``BoundedRange(2 / b)``
-Laplace noise ``Lap(b Delta)`` on a value      ``Laplace(1 / b)``
-Gaussian noise ``N(0, (s Delta)^2)``           ``Gaussian(s)``
-discrete Laplace ``t >= b D`` on an integer     ``DiscreteLaplace(1 / b)`` (pure DP)
-discrete Gaussian ``sigma >= s D`` on integer  ``DiscreteGaussian(s)`` (zCDP)
-Poisson sampling (rate q) + Gaussian on a sum  ``PoissonSampledGaussian(s, q)``
-a total-variation / truncation slack           ``DeltaSlack(delta)``
-=============================================  ===========================================
+| mechanism | event |
+|---|---|
+| report-noisy-max with `Lap(b Delta)` noise | `PureDp(2 / b)` |
+| exponential mechanism / Gumbel-max, scale b | `BoundedRange(2 / b)` |
+| Laplace noise `Lap(b Delta)` on a value | `Laplace(1 / b)` |
+| Gaussian noise `N(0, (s Delta)^2)` | `Gaussian(s)` |
+| discrete Laplace `t >= b D` on an integer | `DiscreteLaplace(1 / b)` (pure DP) |
+| discrete Gaussian `sigma >= s D` on integer | `DiscreteGaussian(s)` (zCDP) |
+| Poisson sampling (rate q) + Gaussian on a sum | `PoissonSampledGaussian(s, q)` |
+| a total-variation / truncation slack | `DeltaSlack(delta)` |
 """
 
 from __future__ import annotations
@@ -42,11 +40,11 @@ class PrivacyEvent:
 
   @property
   def pure_epsilon(self) -> float:
-    """An epsilon such that one release is epsilon-DP (``inf`` when there is none)."""
+    """An epsilon such that one release is epsilon-DP (`inf` when there is none)."""
     return math.inf
 
   def rdp(self, orders: np.ndarray) -> np.ndarray:
-    """Upper bound on ``D_a(M(D) || M(D'))`` (both directions) at each order ``a > 1``."""
+    """Upper bound on `D_a(M(D) || M(D'))` (both directions) at each order `a > 1`."""
     raise NotImplementedError
 
   @property
@@ -78,13 +76,13 @@ def _check_noise(obj) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class PureDp(PrivacyEvent):
-  """Any ``epsilon``-DP release, accounted as binary randomized response.
+  """Any `epsilon`-DP release, accounted as binary randomized response.
 
-  Every ``epsilon``-DP mechanism is dominated by randomized response with parameter
-  ``epsilon``, also under adaptive composition (Kairouz, Oh & Viswanath 2015), so the
+  Every `epsilon`-DP mechanism is dominated by randomized response with parameter
+  `epsilon`, also under adaptive composition (Kairouz, Oh & Viswanath 2015), so the
   routes use its exact privacy-loss distribution and its RDP curve
-  ``log((e^{a eps} + e^{(1 - a) eps}) / (1 + e^eps)) / (a - 1)``.
-  Examples: report-noisy-max with Laplace noise of scale ``b Delta`` (``eps = 2 / b``), a
+  `log((e^{a eps} + e^{(1 - a) eps}) / (1 + e^eps)) / (a - 1)`.
+  Examples: report-noisy-max with Laplace noise of scale `b Delta` (`eps = 2 / b`), a
   private quantile.
   """
 
@@ -103,13 +101,13 @@ class PureDp(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class BoundedRange(PrivacyEvent):
-  """An ``epsilon``-bounded-range release (exponential mechanism, Gumbel-max selection).
+  """An `epsilon`-bounded-range release (exponential mechanism, Gumbel-max selection).
 
-  Bounded range (Durfee & Rogers 2019): for neighbours the privacy loss ``log(P(y) / Q(y))``
-  takes values in an interval of length ``epsilon``. It implies ``epsilon``-DP and
-  ``epsilon^2 / 8``-zCDP (Cesar & Rogers 2021). The exponential mechanism with a score of
-  sensitivity ``Delta`` and temperature ``b Delta`` (Gumbel-max: argmax of score plus
-  ``b Delta G_j``, ``G_j ~ Gumbel(0, 1)``) is ``2 / b``-bounded-range.
+  Bounded range (Durfee & Rogers 2019): for neighbours the privacy loss `log(P(y) / Q(y))`
+  takes values in an interval of length `epsilon`. It implies `epsilon`-DP and
+  `epsilon^2 / 8`-zCDP (Cesar & Rogers 2021). The exponential mechanism with a score of
+  sensitivity `Delta` and temperature `b Delta` (Gumbel-max: argmax of score plus
+  `b Delta G_j`, `G_j ~ Gumbel(0, 1)`) is `2 / b`-bounded-range.
   """
 
   epsilon: float
@@ -127,10 +125,10 @@ class BoundedRange(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class Laplace(PrivacyEvent):
-  """The Laplace mechanism: noise of scale ``sensitivity / epsilon`` on a real value.
+  """The Laplace mechanism: noise of scale `sensitivity / epsilon` on a real value.
 
-  ``epsilon``-DP; the routes use its exact RDP curve (Mironov 2017, Prop. 6) and its exact
-  privacy-loss distribution (atoms ``+-epsilon`` and a continuous part in between).
+  `epsilon`-DP; the routes use its exact RDP curve (Mironov 2017, Prop. 6) and its exact
+  privacy-loss distribution (atoms `+-epsilon` and a continuous part in between).
   """
 
   epsilon: float
@@ -148,11 +146,11 @@ class Laplace(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class Gaussian(PrivacyEvent):
-  """The Gaussian mechanism with standard deviation ``noise * sensitivity``.
+  """The Gaussian mechanism with standard deviation `noise * sensitivity`.
 
-  ``(1 / noise)``-GDP (Dong, Roth & Su 2019): its privacy-loss distribution is
-  ``N(mu^2 / 2, mu^2)`` with ``mu = 1 / noise``; RDP ``a / (2 noise^2)``. ``noise = 0``
-  means no privacy, ``inf`` a free release.
+  `(1 / noise)`-GDP (Dong, Roth & Su 2019): its privacy-loss distribution is
+  `N(mu^2 / 2, mu^2)` with `mu = 1 / noise`; RDP `a / (2 noise^2)`. `noise = 0`
+  means no privacy, `inf` a free release.
   """
 
   noise: float
@@ -162,7 +160,7 @@ class Gaussian(PrivacyEvent):
 
   @property
   def mu(self) -> float:
-    """The GDP parameter ``1 / noise``."""
+    """The GDP parameter `1 / noise`."""
     return math.inf if self.noise == 0.0 else 1.0 / self.noise
 
   def rdp(self, orders):
@@ -171,7 +169,7 @@ class Gaussian(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class ZCdp(PrivacyEvent):
-  """A ``rho``-zCDP release (Bun & Steinke 2016): RDP ``a rho`` at every order."""
+  """A `rho`-zCDP release (Bun & Steinke 2016): RDP `a rho` at every order."""
 
   rho: float
 
@@ -185,20 +183,20 @@ class ZCdp(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteLaplace(PureDp):
-  """The discrete Laplace mechanism on an integer (``dpgcd_jax.discrete_noise``): ``epsilon``-DP.
+  """The discrete Laplace mechanism on an integer (`dpgcd_jax.discrete_noise`): `epsilon`-DP.
 
-  Integer value of sensitivity ``D``, noise ``P(z) ∝ exp(-|z| / t)`` with ``t >= D / epsilon``:
-  ``D / t <= epsilon``-DP. Accounted as any pure-DP release (randomized response dominates it);
-  the exact PLD of the continuous :class:`Laplace` is NOT claimed for it.
+  Integer value of sensitivity `D`, noise `P(z) ∝ exp(-|z| / t)` with `t >= D / epsilon`:
+  `D / t <= epsilon`-DP. Accounted as any pure-DP release (randomized response dominates it);
+  the exact PLD of the continuous [`Laplace`][dpgcd_jax.privacy.events.Laplace] is NOT claimed for it.
   """
 
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteGaussian(PrivacyEvent):
-  """The discrete Gaussian mechanism with ``sigma >= noise * D`` on an integer of sensitivity ``D``.
+  """The discrete Gaussian mechanism with `sigma >= noise * D` on an integer of sensitivity `D`.
 
-  Canonne, Kamath & Steinke (NeurIPS 2020, Thm 4): ``rho = D^2 / (2 sigma^2) <= 1 / (2 noise^2)``
-  zCDP, i.e. RDP ``alpha / (2 noise^2)``. Only the RDP route uses it (its privacy-loss
+  Canonne, Kamath & Steinke (NeurIPS 2020, Thm 4): `rho = D^2 / (2 sigma^2) <= 1 / (2 noise^2)`
+  zCDP, i.e. RDP `alpha / (2 noise^2)`. Only the RDP route uses it (its privacy-loss
   distribution is close to, but not claimed to be dominated by, the continuous Gaussian's).
   """
 
@@ -209,7 +207,7 @@ class DiscreteGaussian(PrivacyEvent):
 
   @property
   def rho(self) -> float:
-    """The zCDP parameter ``1 / (2 noise^2)``."""
+    """The zCDP parameter `1 / (2 noise^2)`."""
     return math.inf if self.noise == 0.0 else 0.5 / self.noise**2
 
   def rdp(self, orders):
@@ -218,13 +216,13 @@ class DiscreteGaussian(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class PoissonSampledGaussian(PrivacyEvent):
-  """One DP-SGD step: Poisson sampling at rate ``sampling_rate``, Gaussian noise on the sum.
+  """One DP-SGD step: Poisson sampling at rate `sampling_rate`, Gaussian noise on the sum.
 
-  The noise on the sum of the sampled clipped per-example gradients is ``N(0, (s C)^2 I)``,
-  ``C`` the per-example l2 clipping norm, ``s = noise``. Replace-one neighbours: the
-  dp_accounting PLD route uses its ``REPLACE_ONE`` pair; the RDP route takes dp_accounting's
+  The noise on the sum of the sampled clipped per-example gradients is `N(0, (s C)^2 I)`,
+  `C` the per-example l2 clipping norm, `s = noise`. Replace-one neighbours: the
+  dp_accounting PLD route uses its `REPLACE_ONE` pair; the RDP route takes dp_accounting's
   add/remove curve through the weak triangle inequality (see
-  :func:`dpgcd_jax.privacy._rdp.replace_from_add_remove`).
+  `dpgcd_jax.privacy._rdp.replace_from_add_remove`).
   """
 
   noise: float
@@ -242,10 +240,10 @@ class PoissonSampledGaussian(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class DeltaSlack(PrivacyEvent):
-  """A fixed ``delta`` added to the total (a total-variation or truncation slack).
+  """A fixed `delta` added to the total (a total-variation or truncation slack).
 
-  Used when a mechanism is within total variation ``delta`` of an accounted one: the
-  privacy profile of the whole composition moves up by at most ``delta`` per such release.
+  Used when a mechanism is within total variation `delta` of an accounted one: the
+  privacy profile of the whole composition moves up by at most `delta` per such release.
   """
 
   delta: float

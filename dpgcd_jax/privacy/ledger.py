@@ -1,17 +1,17 @@
-"""One ledger for every private computation, one ``calibrate`` for every noise scale.
+"""One ledger for every private computation, one `calibrate` for every noise scale.
 
-A :class:`Ledger` is an immutable, hashable sequence of entries ``(label, event, count)``:
-``count`` adaptive releases of the mechanism described by ``event`` (see
-:mod:`dpgcd_jax.privacy.events`), for replace-one neighbours. It answers
+A [`Ledger`][dpgcd_jax.privacy.ledger.Ledger] is an immutable, hashable sequence of entries `(label, event, count)`:
+`count` adaptive releases of the mechanism described by `event` (see
+[`dpgcd_jax.privacy.events`][]), for replace-one neighbours. It answers
 
-* ``ledger.epsilon(delta)``: the smallest epsilon such that the whole sequence is
-  (epsilon, delta)-DP, and ``ledger.delta(epsilon)``, the matching delta,
+* `ledger.epsilon(delta)`: the smallest epsilon such that the whole sequence is
+  (epsilon, delta)-DP, and `ledger.delta(epsilon)`, the matching delta,
 
 each as the minimum over every VALID composition route for the events present (see
-:mod:`dpgcd_jax.privacy._routes`): the exact lattice PLD (randomized response, exact
+`dpgcd_jax.privacy._routes`): the exact lattice PLD (randomized response, exact
 Laplace, GDP), the adaptive bounded-range PLD, RDP with the optimal conversion, and
 dp_accounting's PLD. Every route is an upper bound on the same privacy profile, so their
-minimum is one too. ``DeltaSlack`` entries add their delta to the total.
+minimum is one too. `DeltaSlack` entries add their delta to the total.
 
 Privacy argument: each route composes, for adaptively chosen mechanisms, per-release
 guarantees that hold conditionally on all previous outputs (dominating pairs for the PLD
@@ -40,7 +40,7 @@ from dpgcd_jax.privacy import events as ev
 
 
 class Entry(NamedTuple):
-  """``count`` adaptive releases of a mechanism with privacy event ``event``."""
+  """`count` adaptive releases of a mechanism with privacy event `event`."""
 
   label: str
   event: ev.PrivacyEvent
@@ -70,7 +70,7 @@ def check_budget_epsilon(epsilon: float) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Ledger:
-  """Immutable, hashable sequence of ``(label, event, count)`` entries.
+  """Immutable, hashable sequence of `(label, event, count)` entries.
 
   Attributes:
     entries: the entries, in the order they were added.
@@ -83,7 +83,7 @@ class Ledger:
 
   @classmethod
   def of(cls, *entries) -> Ledger:
-    """``Ledger.of(("selection", BoundedRange(0.01), 1000), ...)``."""
+    """`Ledger.of(("selection", BoundedRange(0.01), 1000), ...)`."""
     return cls(tuple(entries))
 
   def add(self, label: str, event: ev.PrivacyEvent, count: int = 1) -> Ledger:
@@ -103,7 +103,7 @@ class Ledger:
 
   @property
   def slack(self) -> float:
-    """Sum of the events' slacks (``DeltaSlack`` deltas, inner slacks of selections)."""
+    """Sum of the events' slacks (`DeltaSlack` deltas, inner slacks of selections)."""
     return sum(e.event.slack * e.count for e in self.entries)
 
   def aggregated(self) -> _routes.Entries:
@@ -133,7 +133,7 @@ class Ledger:
     return [route]
 
   def epsilon_and_route(self, delta: float, route: str = "best") -> tuple[float, str]:
-    """The smallest certified epsilon at ``delta`` and the route that certifies it."""
+    """The smallest certified epsilon at `delta` and the route that certifies it."""
     delta = check_budget_delta(delta)
     names = self._candidates(route)
     slack, agg = self.slack, self.aggregated()
@@ -149,7 +149,7 @@ class Ledger:
     return best
 
   def delta_and_route(self, epsilon: float, route: str = "best") -> tuple[float, str]:
-    """The smallest certified delta at ``epsilon`` and the route that certifies it."""
+    """The smallest certified delta at `epsilon` and the route that certifies it."""
     epsilon = check_budget_epsilon(epsilon)
     names = self._candidates(route)
     slack, agg = self.slack, self.aggregated()
@@ -163,20 +163,20 @@ class Ledger:
     return min(best[0] + slack, 1.0), best[1]
 
   def epsilon(self, delta: float, route: str = "best") -> float:
-    """Smallest epsilon with (epsilon, delta)-DP over the valid routes (or one ``route``)."""
+    """Smallest epsilon with (epsilon, delta)-DP over the valid routes (or one `route`)."""
     return self.epsilon_and_route(delta, route)[0]
 
   def delta(self, epsilon: float, route: str = "best") -> float:
-    """Smallest delta with (epsilon, delta)-DP over the valid routes (or one ``route``)."""
+    """Smallest delta with (epsilon, delta)-DP over the valid routes (or one `route`)."""
     return self.delta_and_route(epsilon, route)[0]
 
   def route_for(self, delta: float) -> str:
-    """The route that certifies the smallest epsilon at ``delta``."""
+    """The route that certifies the smallest epsilon at `delta`."""
     return self.epsilon_and_route(delta)[1]
 
   def report(self, delta: float, *, route: str = "best", notes: tuple[str, ...] = ()
              ) -> PrivacyReport:
-    """The :class:`PrivacyReport` of this ledger at ``delta``."""
+    """The [`PrivacyReport`][dpgcd_jax.privacy.ledger.PrivacyReport] of this ledger at `delta`."""
     eps, name = self.epsilon_and_route(delta, route)
     return PrivacyReport(self.entries, eps, float(delta), name, tuple(notes))
 
@@ -186,10 +186,10 @@ class PrivacyReport:
   """What a private computation spent: its entries and the total (epsilon, delta).
 
   Attributes:
-    entries: the ledger's ``(label, event, count)`` entries.
-    epsilon: the total epsilon certified at ``delta``.
+    entries: the ledger's `(label, event, count)` entries.
+    epsilon: the total epsilon certified at `delta`.
     delta: the total delta (slack included).
-    route: the composition route that certified ``epsilon``.
+    route: the composition route that certified `epsilon`.
     notes: free-form statements (e.g. "smoothness: public by declaration").
     not_private: the data-dependent steps the guarantee does NOT cover (e.g. "label set read
       from y"); empty when every quantity taken from the data is public by declaration or

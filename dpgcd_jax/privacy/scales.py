@@ -1,82 +1,83 @@
 """Differentially private per-feature scales: a noisy binary search on a public log grid.
 
-Private scaling needs one bound ``B_j`` per feature (clip ``x_ij`` to ``[-B_j, B_j]``, divide by
-``B_j``). This module releases ``B_j``, an estimate of the ``q``-quantile of ``|x_ij|`` over the
-records, rounded up to a PUBLIC geometric grid ``b_0 < ... < b_{K-1}`` (default :data:`GRID`,
-``2^{k/4}``, ``k = -64..63``: quarter octaves from ``2^-16`` to ``2^15.75``, ``K = 128``).
+Private scaling needs one bound `B_j` per feature (clip `x_ij` to `[-B_j, B_j]`, divide by
+`B_j`). This module releases `B_j`, an estimate of the `q`-quantile of `|x_ij|` over the
+records, rounded up to a PUBLIC geometric grid `b_0 < ... < b_{K-1}` (default [`GRID`][dpgcd_jax.privacy.scales.GRID],
+`2^{k/4}`, `k = -64..63`: quarter octaves from `2^-16` to `2^15.75`, `K = 128`).
 
-Mechanism (all features in parallel, ``L = ceil(log2 K)`` rounds, ``L = 7`` by default). For
-feature ``j`` and grid point ``b_k`` let
+Mechanism (all features in parallel, `L = ceil(log2 K)` rounds, `L = 7` by default). For
+feature `j` and grid point `b_k` let
 
-.. math::
+$$
+N_{jk} = \\#\\{i : |x_{ij}| \\le b_k\\}, \\qquad t = q n .
+$$
 
-   N_{jk} = \\#\\{i : |x_{ij}| \\le b_k\\}, \\qquad t = q n .
+Feature `j` runs a binary search for the smallest `k` with `N_jk >= t` on the index range
+`[lo_j, hi_j] = [0, K - 1]`. In round `r` every feature queries its midpoint
+`m_j = floor((lo_j + hi_j) / 2)` and the round releases the vector of noisy counts
 
-Feature ``j`` runs a binary search for the smallest ``k`` with ``N_jk >= t`` on the index range
-``[lo_j, hi_j] = [0, K - 1]``. In round ``r`` every feature queries its midpoint
-``m_j = floor((lo_j + hi_j) / 2)`` and the round releases the vector of noisy counts
+$$
+\\tilde N_j^{(r)} = N_{j m_j} + \\sigma Z_j, \\qquad Z_j \\sim \\mathcal N(0, 1)
+\\text{ i.i.d.}, \\qquad \\sigma = s \\sqrt{p},
+$$
 
-.. math::
+then `hi_j = m_j` if `tilde N_j >= t` else `lo_j = m_j + 1` (a feature with
+`lo_j = hi_j` stays put). The release is `B_j = b_{lo_j}`: the grid point where the noisy
+count of records below it first reaches `q n` (the top point `b_{K-1}` when none does).
 
-   \\tilde N_j^{(r)} = N_{j m_j} + \\sigma Z_j, \\qquad Z_j \\sim \\mathcal N(0, 1)
-   \\text{ i.i.d.}, \\qquad \\sigma = s \\sqrt{p},
-
-then ``hi_j = m_j`` if ``tilde N_j >= t`` else ``lo_j = m_j + 1`` (a feature with
-``lo_j = hi_j`` stays put). The release is ``B_j = b_{lo_j}``: the grid point where the noisy
-count of records below it first reaches ``q n`` (the top point ``b_{K-1}`` when none does).
-
-Sparse ``X`` (:class:`dpgcd_jax.sparse.SparseColumns`): zeros are values too. ``|0| <= b_k`` for
-every grid point, so feature ``j`` contributes ``n - nnz_j`` to every ``N_jk`` (``nnz_j`` stored
+Sparse `X` ([`dpgcd_jax.sparse.SparseColumns`][]): zeros are values too. `|0| <= b_k` for
+every grid point, so feature `j` contributes `n - nnz_j` to every `N_jk` (`nnz_j` stored
 entries, explicit zeros included, counted by their value); the counts equal the dense ones.
-A feature with more than ``(1 - q) n`` zeros has ``q``-quantile 0 and gets ``B_j = b_0``.
+A feature with more than `(1 - q) n` zeros has `q`-quantile 0 and gets `B_j = b_0`.
 
-Sensitivity (replace-one neighbours, ``n`` public). Replacing record ``i`` by ``i'`` changes
-``N_jk`` by ``1[|x'_ij| <= b_k] - 1[|x_ij| <= b_k]`` in ``{-1, 0, 1}``, for every ``j`` and
-``k``. Whatever the queried indices ``m_j`` (one per feature), the vector ``(N_{j m_j})_j``
-moves by at most 1 in each of its ``p`` coordinates: l2 sensitivity ``sqrt(p)``, attained
-(e.g. a record moved from below ``b_0`` to above ``b_{K-1}`` in every feature). The indices
-``m_j`` are functions of the earlier rounds' releases only, so round ``r`` is the Gaussian
-mechanism with multiplier ``s = sigma / sqrt(p)`` conditionally on the past: event
-``Gaussian(s)``, i.e. ``(1 / s)``-GDP and ``1 / (2 s^2)``-zCDP. The ``L`` rounds compose
-adaptively: ``Gaussian(s)`` with count ``L``, i.e. ``(sqrt(L) / s)``-GDP, ``rho = L / (2 s^2)``
-zCDP; ``B`` is post-processing. :func:`scales_ledger` is that ledger entry, to be added to the
-ledger of the run that uses ``B`` (one composition, one calibration);
-:func:`calibrate_scales` gives the ``s`` at which the scales alone are ``(epsilon, delta)``-DP.
+Sensitivity (replace-one neighbours, `n` public). Replacing record `i` by `i'` changes
+`N_jk` by `1[|x'_ij| <= b_k] - 1[|x_ij| <= b_k]` in `{-1, 0, 1}`, for every `j` and
+`k`. Whatever the queried indices `m_j` (one per feature), the vector `(N_{j m_j})_j`
+moves by at most 1 in each of its `p` coordinates: l2 sensitivity `sqrt(p)`, attained
+(e.g. a record moved from below `b_0` to above `b_{K-1}` in every feature). The indices
+`m_j` are functions of the earlier rounds' releases only, so round `r` is the Gaussian
+mechanism with multiplier `s = sigma / sqrt(p)` conditionally on the past: event
+`Gaussian(s)`, i.e. `(1 / s)`-GDP and `1 / (2 s^2)`-zCDP. The `L` rounds compose
+adaptively: `Gaussian(s)` with count `L`, i.e. `(sqrt(L) / s)`-GDP, `rho = L / (2 s^2)`
+zCDP; `B` is post-processing. [`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger] is that ledger entry, to be
+added to the
+ledger of the run that uses `B` (one composition, one calibration);
+[`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales] gives the `s` at which the scales alone are
+`(epsilon, delta)`-DP.
 
 Why this mechanism. Two alternatives were measured on the same data (50,000 x 200 down to
-400 x 30, scales over 5 decades, ``q = 0.9``; ``benchmarks/bench_scales.py``): (a) one Gaussian
-histogram of ``|x_ij|`` over the grid (l2 sensitivity ``sqrt(2p)``) and the first grid point
-whose noisy cumulative count reaches ``q n``: a cumulative count sums the noise of many bins
-(``sigma sqrt(K/4)`` in the middle even with the known total ``n``), and a finer grid hurts;
-(b) per-feature exponential mechanisms (Gumbel-max, score ``-|N_jk - q n|``, sensitivity 1,
-``BoundedRange`` composed over ``p``): its error is ``(2 / eps_j) log K`` counts, and when this
-approaches ``(1 - q) n`` it picks points in the empty region above the data, whose score is
-only ``(1 - q) n`` below the best. The binary search pays ``L = log2 K`` rounds but each query
-reads ONE count; it was as good as (a) at large ``n`` and informative from 2-4x smaller ``n``
+400 x 30, scales over 5 decades, `q = 0.9`; `benchmarks/bench_scales.py`): (a) one Gaussian
+histogram of `|x_ij|` over the grid (l2 sensitivity `sqrt(2p)`) and the first grid point
+whose noisy cumulative count reaches `q n`: a cumulative count sums the noise of many bins
+(`sigma sqrt(K/4)` in the middle even with the known total `n`), and a finer grid hurts;
+(b) per-feature exponential mechanisms (Gumbel-max, score `-|N_jk - q n|`, sensitivity 1,
+`BoundedRange` composed over `p`): its error is `(2 / eps_j) log K` counts, and when this
+approaches `(1 - q) n` it picks points in the empty region above the data, whose score is
+only `(1 - q) n` below the best. The binary search pays `L = log2 K` rounds but each query
+reads ONE count; it was as good as (a) at large `n` and informative from 2-4x smaller `n`
 than (a), and (b) was worst below 20,000 rows. Resolution is cheap: halving the grid step
 costs one more round (8 rounds for eighth octaves, measured no better than quarter octaves).
 
 Floating point: only grid points are released (the noisy counts enter comparisons only), so
 the attack on the low-order bits of released noisy floats (Mironov 2012) has nothing to read.
 
-When it pays. A query's noise ``sigma`` must be small against ``(1 - q) n``, the count gap
-between the ``q``-quantile and the empty region above the data. Measured
-(``benchmarks/results/scales.md``, Gaussian features, scales over 5 decades, delta = 1/n^2):
+When it pays. A query's noise `sigma` must be small against `(1 - q) n`, the count gap
+between the `q`-quantile and the empty region above the data. Measured
+(`benchmarks/results/scales.md`, Gaussian features, scales over 5 decades, delta = 1/n^2):
 ONE release puts at least 90% of the features within 2x of their true 0.9-quantile from
-``(1 - q) n / sigma`` of about 1.6-2.6, and the median over seeds from about 1; the smallest
-such ``n`` is, for one release,
+`(1 - q) n / sigma` of about 1.6-2.6, and the median over seeds from about 1; the smallest
+such `n` is, for one release,
 
-=====  ===========  ===========  ===========
-p      eps = 0.1    eps = 0.2    eps = 0.5
-=====  ===========  ===========  ===========
-30     15,000       7,000        2,000
-200    30-50,000    15,000       7,000
-=====  ===========  ===========  ===========
+| p | eps = 0.1 | eps = 0.2 | eps = 0.5 |
+|---|---|---|---|
+| 30 | 15,000 | 7,000 | 2,000 |
+| 200 | 30-50,000 | 15,000 | 7,000 |
 
-(it grows as ``sqrt(p) / epsilon``, up to the log factor of delta). :func:`scales_informative`
-decides it from public ``n``, ``p``, ``epsilon``, ``delta`` with the rule
-``(1 - q) n >= INFORMATIVE_RATIO * sigma`` (ratio 2, a little conservative against the table);
-:func:`min_informative_n` inverts it. Below it, ask for public bounds.
+(it grows as `sqrt(p) / epsilon`, up to the log factor of delta).
+[`scales_informative`][dpgcd_jax.privacy.scales.scales_informative]
+decides it from public `n`, `p`, `epsilon`, `delta` with the rule
+`(1 - q) n >= INFORMATIVE_RATIO * sigma` (ratio 2, a little conservative against the table);
+[`min_informative_n`][dpgcd_jax.privacy.scales.min_informative_n] inverts it. Below it, ask for public bounds.
 
 Examples:
   >>> import jax, numpy as np
@@ -119,20 +120,20 @@ from dpgcd_jax.privacy import ledger as ledger_lib
 Array = jax.Array
 
 GRID = 2.0 ** (np.arange(-64, 64) / 4.0)
-"""The default public grid: quarter octaves ``2^{k/4}``, ``k = -64..63`` (128 points, 7 rounds)."""
+"""The default public grid: quarter octaves `2^{k/4}`, `k = -64..63` (128 points, 7 rounds)."""
 DEFAULT_QUANTILE = 0.9
 LABEL = "feature scales"
 INFORMATIVE_RATIO = 2.0
-"""``(1 - q) n >= INFORMATIVE_RATIO * sigma`` is the informative regime (measured; see module)."""
+"""`(1 - q) n >= INFORMATIVE_RATIO * sigma` is the informative regime (measured; see module)."""
 
 
 class Search(NamedTuple):
   """The transcript of the noisy binary search (for tests and diagnostics; all released).
 
   Attributes:
-    index: (p,) the released grid index ``lo_j`` of every feature.
-    queried: (L, p) the index ``m_j`` queried in every round.
-    released: (L, p) the noisy counts ``N_{j m_j} + sigma Z_j`` of every round.
+    index: (p,) the released grid index `lo_j` of every feature.
+    queried: (L, p) the index `m_j` queried in every round.
+    released: (L, p) the noisy counts `N_{j m_j} + sigma Z_j` of every round.
   """
 
   index: Array  # type: ignore[assignment]  # public field; shadows tuple.index (mypy flags the name)
@@ -152,20 +153,20 @@ def _check_grid(grid: Any) -> np.ndarray:
 
 
 def num_rounds(grid: Any = GRID) -> int:
-  """``L = ceil(log2 K)``: the rounds of the binary search over a grid of ``K`` points."""
+  """`L = ceil(log2 K)`: the rounds of the binary search over a grid of `K` points."""
   return max(1, math.ceil(math.log2(_check_grid(grid).size)))
 
 
 def grid_counts(XT: Any, grid: Any = GRID) -> Array:
-  """``N_jk = #{i : |x_ij| <= b_k}``, (p, K): the exact counts the search queries (jittable).
+  """`N_jk = #{i : |x_ij| <= b_k}`, (p, K): the exact counts the search queries (jittable).
 
   Args:
-    XT: (p, n) dense features (the ``XT`` slot of a problem) or a
-      :class:`dpgcd_jax.sparse.SparseColumns` (zeros are counted, see the module docstring).
+    XT: (p, n) dense features (the `XT` slot of a problem) or a
+      [`dpgcd_jax.sparse.SparseColumns`][] (zeros are counted, see the module docstring).
     grid: the public grid, (K,), strictly increasing and positive.
 
   Returns:
-    (p, K) counts (int32), nondecreasing in ``k``, at most ``n``.
+    (p, K) counts (int32), nondecreasing in `k`, at most `n`.
   """
   g = _check_grid(grid)
   K = g.size
@@ -192,25 +193,25 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
 
 
 def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Search:
-  """The mechanism on exact counts: per feature, a noisy binary search for ``N_jk >= t``.
+  """The mechanism on exact counts: per feature, a noisy binary search for `N_jk >= t`.
 
-  Jittable and vmappable (over ``key``, ``noise`` and ``threshold``). Every round releases
-  ``N_{j m_j} + noise * sqrt(p) * Z_j`` (see the module docstring for the guarantee:
-  ``Gaussian(noise)`` per round, :func:`num_rounds` rounds).
+  Jittable and vmappable (over `key`, `noise` and `threshold`). Every round releases
+  `N_{j m_j} + noise * sqrt(p) * Z_j` (see the module docstring for the guarantee:
+  `Gaussian(noise)` per round, [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] rounds).
 
   Args:
     key: a JAX PRNG key.
-    counts: (p, K) exact counts from :func:`grid_counts`.
-    noise: the multiplier ``s >= 0`` (``sigma = s sqrt(p)``); NaN or negative: every index is
-      -1 (fail closed). ``s = 0`` is the exact, non-private search.
-    threshold: ``t = q n``.
+    counts: (p, K) exact counts from [`grid_counts`][dpgcd_jax.privacy.scales.grid_counts].
+    noise: the multiplier `s >= 0` (`sigma = s sqrt(p)`); NaN or negative: every index is
+      -1 (fail closed). `s = 0` is the exact, non-private search.
+    threshold: `t = q n`.
 
   Returns:
-    A :class:`Search`.
+    A [`Search`][dpgcd_jax.privacy.scales.Search].
 
-  Precision: the counts are compared in the default float dtype, exact for ``n < 2^24`` in
-  float32 (``2^53`` in float64); above, a count's rounding can add up to 1 to the
-  sensitivity of a query (not accounted: use x64 for such ``n``).
+  Precision: the counts are compared in the default float dtype, exact for `n < 2^24` in
+  float32 (`2^53` in float64); above, a count's rounding can add up to 1 to the
+  sensitivity of a query (not accounted: use x64 for such `n`).
   """
   p, K = counts.shape
   rounds = max(1, math.ceil(math.log2(K)))
@@ -238,28 +239,30 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
 
 def private_feature_scales(key: Array, XT: Any, noise: Any, *,
                            quantile: Any = DEFAULT_QUANTILE, grid: Any = GRID) -> Array:
-  """Private per-feature bounds ``B_j`` from the public ``grid`` (module docstring); jittable.
+  """Private per-feature bounds `B_j` from the public `grid` (module docstring); jittable.
 
-  The release is ``Gaussian(noise)`` composed :func:`num_rounds` times (``(sqrt(L) / noise)``-GDP,
-  ``rho = L / (2 noise^2)`` zCDP) for replace-one neighbours with ``n`` public:
-  :func:`scales_ledger`. Vmappable over ``key``, ``noise`` and ``quantile``.
+  The release is `Gaussian(noise)` composed [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] times
+  (`(sqrt(L) / noise)`-GDP,
+  `rho = L / (2 noise^2)` zCDP) for replace-one neighbours with `n` public:
+  [`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger]. Vmappable over `key`, `noise` and `quantile`.
 
   Args:
     key: a JAX PRNG key.
-    XT: (p, n) dense features (records are columns, as a problem's ``XT``) or
-      :class:`dpgcd_jax.sparse.SparseColumns`.
-    noise: the multiplier ``s`` (e.g. from :func:`calibrate_scales`); the count noise is
-      ``s sqrt(p)``. NaN or negative gives ``B = NaN`` (fail closed); 0 is the exact,
+    XT: (p, n) dense features (records are columns, as a problem's `XT`) or
+      [`dpgcd_jax.sparse.SparseColumns`][].
+    noise: the multiplier `s` (e.g. from [`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales]); the count
+      noise is
+      `s sqrt(p)`. NaN or negative gives `B = NaN` (fail closed); 0 is the exact,
       non-private rounded quantile.
-    quantile: ``q`` in (0, 1): ``B_j`` estimates the ``q``-quantile of ``|x_ij|`` rounded up to
+    quantile: `q` in (0, 1): `B_j` estimates the `q`-quantile of `|x_ij|` rounded up to
       the grid (the top of the grid when it lies above).
-    grid: the public grid (default :data:`GRID`).
+    grid: the public grid (default [`GRID`][dpgcd_jax.privacy.scales.GRID]).
 
   Returns:
-    (p,) bounds ``B_j``, grid values.
+    (p,) bounds `B_j`, grid values.
 
   Raises:
-    ValueError: for a bad ``XT``, ``grid`` or a concrete ``quantile`` outside (0, 1).
+    ValueError: for a bad `XT`, `grid` or a concrete `quantile` outside (0, 1).
   """
   _validate.check_key("key", key)
   _validate.check_number("quantile", quantile, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -277,32 +280,32 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *,
 
 
 def scales_ledger(noise: float, *, grid: Any = GRID, label: str = LABEL) -> ledger_lib.Ledger:
-  """The ledger entry of one release at multiplier ``noise``: ``(label, Gaussian(noise), L)``.
+  """The ledger entry of one release at multiplier `noise`: `(label, Gaussian(noise), L)`.
 
-  Add it to the ledger of the run that uses the scales (``solver_ledger + scales_ledger(s)``):
+  Add it to the ledger of the run that uses the scales (`solver_ledger + scales_ledger(s)`):
   the ledger composes both by the best route (here exact GDP for the scales alone).
   """
   return ledger_lib.Ledger.of((label, events.Gaussian(noise), num_rounds(grid)))
 
 
 def scales_rho(noise: float, *, grid: Any = GRID) -> float:
-  """The zCDP ``rho = L / (2 noise^2)`` of one release."""
+  """The zCDP `rho = L / (2 noise^2)` of one release."""
   _validate.check_positive("noise", noise, allow_inf=True)
   return num_rounds(grid) / (2.0 * float(noise) ** 2)
 
 
 def noise_for_rho(rho: float, *, grid: Any = GRID) -> float:
-  """The multiplier whose release is ``rho``-zCDP: ``sqrt(L / (2 rho))``."""
+  """The multiplier whose release is `rho`-zCDP: `sqrt(L / (2 rho))`."""
   _validate.check_positive("rho", rho)
   return math.sqrt(num_rounds(grid) / (2.0 * float(rho)))
 
 
 def calibrate_scales(epsilon: float, delta: float, *, grid: Any = GRID) -> float:
-  """The smallest multiplier ``s`` at which the release ALONE is ``(epsilon, delta)``-DP.
+  """The smallest multiplier `s` at which the release ALONE is `(epsilon, delta)`-DP.
 
   Composed with a run in one ledger the total is smaller than the sum of the parts; an
-  estimator that gives the scales a share of its budget calibrates ``s`` here at that share,
-  then calibrates the run on ``run_ledger + scales_ledger(s)`` at the total.
+  estimator that gives the scales a share of its budget calibrates `s` here at that share,
+  then calibrates the run on `run_ledger + scales_ledger(s)` at the total.
   """
   _validate.check_positive("epsilon", epsilon)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -314,7 +317,7 @@ def calibrate_scales(epsilon: float, delta: float, *, grid: Any = GRID) -> float
 
 
 def count_noise(p: int, epsilon: float, delta: float, *, grid: Any = GRID) -> float:
-  """``sigma = s sqrt(p)``: the standard deviation of every released count at this budget."""
+  """`sigma = s sqrt(p)`: the standard deviation of every released count at this budget."""
   p = _validate.check_int("p", p)
   return calibrate_scales(epsilon, delta, grid=grid) * math.sqrt(p)
 
@@ -323,19 +326,20 @@ def scales_informative(n: int, p: int, epsilon: float, delta: float | None = Non
                        quantile: float = DEFAULT_QUANTILE, grid: Any = GRID) -> bool:
   """Whether private scales at this budget are informative, from public quantities only.
 
-  True iff ``(1 - q) n >= INFORMATIVE_RATIO * sigma`` (``= 2 sigma``) with ``sigma`` the count
-  noise of :func:`count_noise` (``delta`` defaults to ``1 / n^2``, the estimators' default).
+  True iff `(1 - q) n >= INFORMATIVE_RATIO * sigma` (`= 2 sigma`) with `sigma` the count
+  noise of [`count_noise`][dpgcd_jax.privacy.scales.count_noise] (`delta` defaults to `1 / n^2`, the estimators'
+  default).
   From the boundary on, one release put at least about 90% of the features within 2x of their
-  true ``q``-quantile (Gaussian-like features with scales over 5 decades,
-  ``benchmarks/results/scales.md``). Below it, ask for public bounds. Heavy tails or many
+  true `q`-quantile (Gaussian-like features with scales over 5 decades,
+  `benchmarks/results/scales.md`). Below it, ask for public bounds. Heavy tails or many
   zeros change the count-to-value conversion: the rule is about counts, the 2x about values.
 
   Args:
     n: the number of records (public).
     p: the number of features.
     epsilon: the budget of the scale release alone.
-    delta: its delta (default ``1 / n^2``).
-    quantile: ``q``.
+    delta: its delta (default `1 / n^2`).
+    quantile: `q`.
     grid: the public grid.
   """
   n = _validate.check_int("n", n, low=2)
@@ -346,7 +350,7 @@ def scales_informative(n: int, p: int, epsilon: float, delta: float | None = Non
 
 def min_informative_n(p: int, epsilon: float, delta: float | None = None, *,
                       quantile: float = DEFAULT_QUANTILE, grid: Any = GRID) -> int:
-  """The smallest ``n`` for which :func:`scales_informative` holds (``delta = 1/n^2`` if None)."""
+  """The smallest `n` for which `scales_informative` holds (`delta = 1/n^2` if None)."""
   lo, hi = 1, 2
   while not scales_informative(hi, p, epsilon, delta, quantile=quantile, grid=grid):
     lo, hi = hi, hi * 2

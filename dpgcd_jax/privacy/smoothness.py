@@ -1,57 +1,59 @@
-"""A differentially private estimate of the coordinate smoothness ``M_j`` (GLM losses).
+"""A differentially private estimate of the coordinate smoothness `M_j` (GLM losses).
 
-The solvers use ``M_j`` (steps ``gamma / M_j``, normalized scores ``g_j / sqrt(M_j)``, clipping
-thresholds ``C_j = C sqrt(M_j / sum M)``). Computed from the private ``X`` it is data-dependent
-and their guarantee only holds conditionally on it (see :mod:`dpgcd_jax.problem`). This module
-spends a declared budget to release ``M`` privately instead (DP-CD paper, Mangold et al.
-2022): for a GLM loss with ``phi'' <= beta``,
+The solvers use `M_j` (steps `gamma / M_j`, normalized scores `g_j / sqrt(M_j)`, clipping
+thresholds `C_j = C sqrt(M_j / sum M)`). Computed from the private `X` it is data-dependent
+and their guarantee only holds conditionally on it (see [`dpgcd_jax.problem`][]). This module
+spends a declared budget to release `M` privately instead (DP-CD paper, Mangold et al.
+2022): for a GLM loss with `phi'' <= beta`,
 
-.. math::
+$$
+m_{ij} = \\min(\\beta x_{ij}^2, c), \\qquad
+\\hat M_j = \\max\\Big(\\frac1n \\sum_{i=1}^n m_{ij} + \\xi_j,\\; M_{\\min}\\Big).
+$$
 
-   m_{ij} = \\min(\\beta x_{ij}^2, c), \\qquad
-   \\hat M_j = \\max\\Big(\\frac1n \\sum_{i=1}^n m_{ij} + \\xi_j,\\; M_{\\min}\\Big).
+Sensitivity (replace-one, `n` public): each `m_ij` lies in `[0, c]`, so replacing one
+record moves each mean by at most `c / n`; the vector of means moves by at most
+`p c / n` in l1 norm and `sqrt(p) c / n` in l2 norm.
 
-Sensitivity (replace-one, ``n`` public): each ``m_ij`` lies in ``[0, c]``, so replacing one
-record moves each mean by at most ``c / n``; the vector of means moves by at most
-``p c / n`` in l1 norm and ``sqrt(p) c / n`` in l2 norm.
-
-* ``noise="laplace"``: ``xi_j ~ Lap(p c / (n epsilon))`` i.i.d., the Laplace mechanism with l1
-  sensitivity ``p c / n``: pure ``epsilon``-DP.
-* ``noise="gaussian"``: ``xi_j ~ N(0, (s sqrt(p) c / n)^2)``, the Gaussian mechanism with l2
-  sensitivity ``sqrt(p) c / n``, where ``s`` is the exact (Balle & Wang 2018) multiplier for one
-  Gaussian release at ``(epsilon, delta)`` (:func:`dpgcd_jax.privacy.baseline_accounting.calibrate_cd`
-  with one step): ``(epsilon, delta)``-DP. Its noise grows as ``sqrt(p)`` instead of ``p``:
+* `noise="laplace"`: `xi_j ~ Lap(p c / (n epsilon))` i.i.d., the Laplace mechanism with l1
+  sensitivity `p c / n`: pure `epsilon`-DP.
+* `noise="gaussian"`: `xi_j ~ N(0, (s sqrt(p) c / n)^2)`, the Gaussian mechanism with l2
+  sensitivity `sqrt(p) c / n`, where `s` is the exact (Balle & Wang 2018) multiplier for one
+  Gaussian release at `(epsilon, delta)` (`dpgcd_jax.privacy.baseline_accounting.calibrate_cd`
+  with one step): `(epsilon, delta)`-DP. Its noise grows as `sqrt(p)` instead of `p`:
   better in high dimension.
 
-A per-coordinate ``clip`` vector ``c_j`` gives noise scales proportional to ``c_j`` with the
-same guarantees (``Lap(p c_j / (n epsilon))``: the privacy losses ``(c_j / n) / b_j`` sum to
-``epsilon``; ``N(0, (s sqrt(p) c_j / n)^2)``: the squared ratios sum to ``1 / s^2``).
+A per-coordinate `clip` vector `c_j` gives noise scales proportional to `c_j` with the
+same guarantees (`Lap(p c_j / (n epsilon))`: the privacy losses `(c_j / n) / b_j` sum to
+`epsilon`; `N(0, (s sqrt(p) c_j / n)^2)`: the squared ratios sum to `1 / s^2`).
 
-The floor ``M_min > 0`` is post-processing (no privacy cost). It prevents tiny or negative
+The floor `M_min > 0` is post-processing (no privacy cost). It prevents tiny or negative
 estimates, which would give huge steps and scores; the default is the noise scale (the
-Laplace scale ``b_j`` or the Gaussian standard deviation ``sigma_j``), a public quantity
-below which the estimate is mostly noise. Overestimating ``M_j`` only makes steps more
+Laplace scale `b_j` or the Gaussian standard deviation `sigma_j`), a public quantity
+below which the estimate is mostly noise. Overestimating `M_j` only makes steps more
 conservative.
 
-Budget: the solver run with ``M_hat`` is DP for every fixed ``M`` and ``M_hat`` is DP, so by
-(adaptive) basic composition the whole pipeline is ``(epsilon_M + epsilon_solver,
-delta_M + delta_solver)``-DP (``delta_M = 0`` for Laplace noise). Example, a total budget
-``(1, 1e-6)`` split 0.1 / 0.9::
+Budget: the solver run with `M_hat` is DP for every fixed `M` and `M_hat` is DP, so by
+(adaptive) basic composition the whole pipeline is `(epsilon_M + epsilon_solver,
+delta_M + delta_solver)`-DP (`delta_M = 0` for Laplace noise). Example, a total budget
+`(1, 1e-6)` split 0.1 / 0.9:
 
-    import jax, numpy as np
-    import dpgcd_jax as dg
-    from dpgcd_jax.privacy.smoothness import private_smoothness
+```python
+import jax, numpy as np
+import dpgcd_jax as dg
+from dpgcd_jax.privacy.smoothness import private_smoothness
 
-    X = np.random.default_rng(0).normal(size=(10_000, 20)); y = X[:, 0]
-    key_m, key_run = jax.random.split(jax.random.key(0))
-    M_hat = private_smoothness(X, "squared", epsilon=0.1, key=key_m, clip=4.0)
-    problem = dg.make_problem(X, y, "squared", smoothness=M_hat)   # M_hat is now public
-    result = dg.dp_gcd.fit(problem, key_run, epsilon=0.9, delta=1e-6, passes=20)
-    # The pair (M_hat, result.w) is (0.1 + 0.9, 1e-6) = (1, 1e-6)-DP. Here the noise scale
-    # is p c / (n epsilon) = 20 * 4 / (10_000 * 0.1) = 0.08 against M_j close to 1.
+X = np.random.default_rng(0).normal(size=(10_000, 20)); y = X[:, 0]
+key_m, key_run = jax.random.split(jax.random.key(0))
+M_hat = private_smoothness(X, "squared", epsilon=0.1, key=key_m, clip=4.0)
+problem = dg.make_problem(X, y, "squared", smoothness=M_hat)   # M_hat is now public
+result = dg.dp_gcd.fit(problem, key_run, epsilon=0.9, delta=1e-6, passes=20)
+# The pair (M_hat, result.w) is (0.1 + 0.9, 1e-6) = (1, 1e-6)-DP. Here the noise scale
+# is p c / (n epsilon) = 20 * 4 / (10_000 * 0.1) = 0.08 against M_j close to 1.
+```
 
-Choosing ``c``: with standardized columns ``beta x_ij^2`` has mean ``beta``; ``c`` of a few
-``beta`` keeps the clipping bias small while the noise scale grows linearly in ``c``.
+Choosing `c`: with standardized columns `beta x_ij^2` has mean `beta`; `c` of a few
+`beta` keeps the clipping bias small while the noise scale grows linearly in `c`.
 
 References:
   * Mangold, Bellet, Salmon, Tommasi. Differentially Private Coordinate Descent for Composite
@@ -85,11 +87,11 @@ def smoothness_noise_scale(
     noise: str = "laplace",
     delta: float | None = None,
 ) -> np.ndarray:
-  """Per-coordinate noise scale of :func:`private_smoothness` (host side, public inputs).
+  """Per-coordinate noise scale of `private_smoothness` (host side, public inputs).
 
-  ``p c_j / (n epsilon)`` (Laplace scale) or ``s sqrt(p) c_j / n`` (Gaussian standard
-  deviation, ``s`` = the one-release multiplier of ``calibrate_cd(epsilon, delta, steps=1)``),
-  with ``p`` the length of ``clip`` (a (p,) vector; pass ``np.full(p, c)`` for a scalar).
+  `p c_j / (n epsilon)` (Laplace scale) or `s sqrt(p) c_j / n` (Gaussian standard
+  deviation, `s` = the one-release multiplier of `calibrate_cd(epsilon, delta, steps=1)`),
+  with `p` the length of `clip` (a (p,) vector; pass `np.full(p, c)` for a scalar).
   """
   clip = np.asarray(clip, dtype=float)
   p = clip.shape[0]
@@ -113,36 +115,36 @@ def private_smoothness(
     delta: float | None = None,
     floor: float | None = None,
 ) -> Array:
-  """``epsilon``-DP (Laplace) or ``(epsilon, delta)``-DP (Gaussian) estimate of ``M_j``.
+  """`epsilon`-DP (Laplace) or `(epsilon, delta)`-DP (Gaussian) estimate of `M_j`.
 
-  .. math::
-
-     \\hat M_j = \\max\\Big(\\frac1n \\sum_i \\min(\\beta x_{ij}^2, c_j) + \\xi_j,\\;
-     M_{\\min}\\Big), \\quad \\xi_j \\sim \\mathrm{Lap}(p c_j / (n \\varepsilon)) \\text{ or }
-     N(0, (s \\sqrt{p} c_j / n)^2).
+  $$
+  \\hat M_j = \\max\\Big(\\frac1n \\sum_i \\min(\\beta x_{ij}^2, c_j) + \\xi_j,\\;
+  M_{\\min}\\Big), \\quad \\xi_j \\sim \\mathrm{Lap}(p c_j / (n \\varepsilon)) \\text{ or }
+  N(0, (s \\sqrt{p} c_j / n)^2).
+  $$
 
   See the module docstring for the sensitivity, the guarantee and how the budget composes
-  with the solver's. The result is the data-term smoothness (without ``l2``), to be passed
-  as ``dpgcd_jax.make_problem(..., smoothness=M_hat)``. ``key`` may be batched with
-  ``jax.vmap`` (the other arguments are host values).
+  with the solver's. The result is the data-term smoothness (without `l2`), to be passed
+  as `dpgcd_jax.make_problem(..., smoothness=M_hat)`. `key` may be batched with
+  `jax.vmap` (the other arguments are host values).
 
   Args:
     X: (n, p) finite features.
-    loss: a GLM :class:`dpgcd_jax.Loss` with a known ``curvature`` ``beta`` (``phi'' <= beta``)
+    loss: a GLM [`dpgcd_jax.Loss`][] with a known `curvature` `beta` (`phi'' <= beta`)
       or a built-in name ("squared": 1, "logistic": 1/4, "huber": 1).
     epsilon: the budget spent on the estimate, > 0 and finite.
     key: a JAX PRNG key (required).
-    clip: ``c > 0``, finite: a scalar or a (p,) vector of per-coordinate clipping levels.
-    noise: "laplace" (pure DP, default) or "gaussian" (needs ``delta``).
-    delta: in (0, 1), for ``noise="gaussian"`` only.
-    floor: ``M_min > 0`` (post-processing); default: the per-coordinate noise scale.
+    clip: `c > 0`, finite: a scalar or a (p,) vector of per-coordinate clipping levels.
+    noise: "laplace" (pure DP, default) or "gaussian" (needs `delta`).
+    delta: in (0, 1), for `noise="gaussian"` only.
+    floor: `M_min > 0` (post-processing); default: the per-coordinate noise scale.
 
   Returns:
-    (p,) private smoothness estimates, all ``>= floor``.
+    (p,) private smoothness estimates, all `>= floor`.
 
   Raises:
-    ValueError: naming the argument, for a bad ``X``, ``loss``, ``epsilon``, ``clip``,
-      ``noise``, ``delta``, ``floor`` or ``key``.
+    ValueError: naming the argument, for a bad `X`, `loss`, `epsilon`, `clip`,
+      `noise`, `delta`, `floor` or `key`.
   """
   loss = losses_lib.get(loss)
   if not loss.is_glm or loss.curvature is None:

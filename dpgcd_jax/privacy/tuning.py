@@ -1,39 +1,41 @@
 """Private hyperparameter tuning: repeat a private run a random number of times, keep the best.
 
 Papernot & Steinke, "Hyperparameter Tuning with Renyi Differential Privacy", ICLR 2022. One
-repetition ``Q`` draws a candidate at random from a public grid, trains it privately and
-releases a private score; the protocol runs ``K`` independent repetitions, ``K`` random and
+repetition `Q` draws a candidate at random from a public grid, trains it privately and
+releases a private score; the protocol runs `K` independent repetitions, `K` random and
 independent of the data, and outputs ONLY the repetition with the best score (its candidate,
-model and noisy score; ``K`` and every other repetition stay hidden). With ``Q``
-``(lambda, eps(lambda))``-RDP at every order, the protocol is RDP with
+model and noisy score; `K` and every other repetition stay hidden). With `Q`
+`(lambda, eps(lambda))`-RDP at every order, the protocol is RDP with
 
-* ``K`` truncated negative binomial ``TNB(eta, gamma)`` (``P(K = k) ~ C(k + eta - 1, k)
-  (1 - gamma)^k``, ``k >= 1``; ``eta = 0`` logarithmic, ``eta = 1`` geometric), their Theorem 2:
+* `K` truncated negative binomial `TNB(eta, gamma)` (`P(K = k) ~ C(k + eta - 1, k)
+  (1 - gamma)^k`, `k >= 1`; `eta = 0` logarithmic, `eta = 1` geometric), their Theorem 2:
 
-  .. math::
+  $$
+  \\varepsilon'(\\lambda) = \\varepsilon(\\lambda) + (1 + \\eta) \\min_{\\hat\\lambda \\ge 1}
+  \\Big[\\Big(1 - \\frac1{\\hat\\lambda}\\Big)\\varepsilon(\\hat\\lambda)
+  + \\frac{\\log(1/\\gamma)}{\\hat\\lambda}\\Big] + \\frac{\\log \\mathbb E[K]}{\\lambda - 1}
+  $$
 
-     \\varepsilon'(\\lambda) = \\varepsilon(\\lambda) + (1 + \\eta) \\min_{\\hat\\lambda \\ge 1}
-     \\Big[\\Big(1 - \\frac1{\\hat\\lambda}\\Big)\\varepsilon(\\hat\\lambda)
-     + \\frac{\\log(1/\\gamma)}{\\hat\\lambda}\\Big] + \\frac{\\log \\mathbb E[K]}{\\lambda - 1}
-
-  (:func:`repeat_and_select_rdp`);
-* ``K`` Poisson with mean ``m`` (``shape = inf``, accounting only), their Theorem 6: with ``Q``
-  ``(eps_hat, delta_hat)``-DP for ``eps_hat = log(1 + 1 / (lambda - 1))``,
-  ``eps'(lambda) = eps(lambda) + m delta_hat + log(m) / (lambda - 1)``. :func:`repeat_and_select`
-  does not run it: ``K = 0`` has positive probability and then nothing can be returned.
+  ([`repeat_and_select_rdp`][dpgcd_jax.privacy.tuning.repeat_and_select_rdp]);
+* `K` Poisson with mean `m` (`shape = inf`, accounting only), their Theorem 6: with `Q`
+  `(eps_hat, delta_hat)`-DP for `eps_hat = log(1 + 1 / (lambda - 1))`,
+  `eps'(lambda) = eps(lambda) + m delta_hat + log(m) / (lambda - 1)`.
+  [`repeat_and_select`][dpgcd_jax.privacy.tuning.repeat_and_select]
+  does not run it: `K = 0` has positive probability and then nothing can be returned.
 
 Both bounds hold at every order; Renyi divergence is non-decreasing in the order, so the
-envelope ``min_{mu >= lambda} eps'(mu)`` is taken. :class:`RepeatAndSelect` is the ledger event
+envelope `min_{mu >= lambda} eps'(mu)` is taken. [`RepeatAndSelect`][dpgcd_jax.privacy.tuning.RepeatAndSelect] is the
+ledger event
 of the whole protocol; it composes with other events through the RDP route (the only route
-that applies). One repetition may be given as several ledgers (``inner`` a tuple): its RDP
+that applies). One repetition may be given as several ledgers (`inner` a tuple): its RDP
 curve is bounded by their pointwise maximum, which covers a candidate drawn at random (Renyi
 divergence is jointly quasi-convex, so a mixture with public weights is bounded by its worst
 component) and a training / validation split fixed before the data is seen (one record lives
-in exactly one part: parallel composition). Delta slack of a repetition counts ``E[K]`` times
-(union bound over the runs). ``dp_accounting``'s ``RepeatAndSelectDpEvent`` gives the same
+in exactly one part: parallel composition). Delta slack of a repetition counts `E[K]` times
+(union bound over the runs). `dp_accounting`'s `RepeatAndSelectDpEvent` gives the same
 curve on its own orders (checked in the tests).
 
-Each candidate's score must itself be computed privately inside ``Q`` (e.g. a noisy validation
+Each candidate's score must itself be computed privately inside `Q` (e.g. a noisy validation
 score with its own event in the repetition's ledger).
 
 Examples:
@@ -43,9 +45,9 @@ Examples:
   >>> round(one_run.epsilon(1e-6), 2), round(tuned.epsilon(1e-6), 2)
   (1.74, 3.15)
 
-Calibrated by :func:`dpgcd_jax.solvers.budget.search_scale` (the one path from a budget to a
-run) for the estimators :class:`~dpgcd_jax.estimators.DPGCDClassifierCV` /
-:class:`~dpgcd_jax.estimators.DPGCDRegressorCV` and the experiments' end-to-end private column.
+Calibrated by [`dpgcd_jax.solvers.budget.search_scale`][] (the one path from a budget to a
+run) for the estimators [`DPGCDClassifierCV`][dpgcd_jax.estimators.DPGCDClassifierCV] /
+[`DPGCDRegressorCV`][dpgcd_jax.estimators.DPGCDRegressorCV] and the experiments' end-to-end private column.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _check_mean_shape(mean: float, shape: float, *, allow_poisson: bool = True) 
 
 
 def tnb_mean(gamma: float, shape: float) -> float:
-  """``E[K]`` of the truncated negative binomial ``TNB(shape, gamma)`` (``shape = 0``: logarithmic)."""
+  """`E[K]` of the truncated negative binomial `TNB(shape, gamma)` (`shape = 0`: logarithmic)."""
   if gamma >= 1.0:
     return 1.0
   if shape == 0.0:
@@ -85,10 +87,10 @@ def tnb_mean(gamma: float, shape: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def tnb_gamma(mean: float, shape: float) -> float:
-  """The ``gamma`` of ``TNB(shape, gamma)`` with ``E[K] = mean``, on the conservative side.
+  """The `gamma` of `TNB(shape, gamma)` with `E[K] = mean`, on the conservative side.
 
-  ``E[K]`` decreases in ``gamma``; bisection keeps the smaller end (``E[K] >= mean``, relative
-  precision 1e-12), which only increases the ``log(1 / gamma)`` term of the bound.
+  `E[K]` decreases in `gamma`; bisection keeps the smaller end (`E[K] >= mean`, relative
+  precision 1e-12), which only increases the `log(1 / gamma)` term of the bound.
   """
   mean, shape = _check_mean_shape(mean, shape, allow_poisson=False)
   if shape == 1.0 or mean == 1.0:
@@ -104,10 +106,10 @@ def tnb_gamma(mean: float, shape: float) -> float:
 
 
 def sample_repetitions(rng: np.random.Generator, mean: float, shape: float) -> int:
-  """Draws ``K ~ TNB(shape, gamma)`` with ``E[K] = mean`` (``K >= 1``; host randomness).
+  """Draws `K ~ TNB(shape, gamma)` with `E[K] = mean` (`K >= 1`; host randomness).
 
-  ``shape = 0``: logarithmic distribution (NumPy's ``logseries``); ``shape > 0``: a negative
-  binomial conditioned on ``K >= 1`` by rejection (exact).
+  `shape = 0`: logarithmic distribution (NumPy's `logseries`); `shape > 0`: a negative
+  binomial conditioned on `K >= 1` by rejection (exact).
   """
   mean, shape = _check_mean_shape(mean, shape, allow_poisson=False)
   gamma = tnb_gamma(mean, shape)
@@ -124,18 +126,18 @@ def sample_repetitions(rng: np.random.Generator, mean: float, shape: float) -> i
 def repeat_and_select_rdp(orders: np.ndarray, rdp: np.ndarray, mean: float, shape: float, *,
                           hat_orders: np.ndarray | None = None,
                           hat_rdp: np.ndarray | None = None) -> np.ndarray:
-  """RDP of the protocol with ``K ~ TNB`` from the RDP of one repetition (Theorem 2).
+  """RDP of the protocol with `K ~ TNB` from the RDP of one repetition (Theorem 2).
 
   Args:
-    orders: (m,) orders ``lambda > 1`` (sorted or not).
-    rdp: (m,) RDP of one repetition at ``orders``.
-    mean: ``E[K] >= 1``.
-    shape: ``eta >= 0``, finite.
-    hat_orders, hat_rdp: the ``lambda_hat`` grid of the minimization and the RDP there
-      (default: ``orders`` and ``rdp``); ``lambda_hat = 1`` contributes ``(1 + eta) log(1 / gamma)``.
+    orders: (m,) orders `lambda > 1` (sorted or not).
+    rdp: (m,) RDP of one repetition at `orders`.
+    mean: `E[K] >= 1`.
+    shape: `eta >= 0`, finite.
+    hat_orders, hat_rdp: the `lambda_hat` grid of the minimization and the RDP there
+      (default: `orders` and `rdp`); `lambda_hat = 1` contributes `(1 + eta) log(1 / gamma)`.
 
   Returns:
-    (m,) RDP of the protocol at ``orders``, non-decreasing in the order.
+    (m,) RDP of the protocol at `orders`, non-decreasing in the order.
   """
   mean, shape = _check_mean_shape(mean, shape, allow_poisson=False)
   orders, rdp = np.asarray(orders, float), np.asarray(rdp, float)
@@ -154,7 +156,7 @@ def repeat_and_select_rdp(orders: np.ndarray, rdp: np.ndarray, mean: float, shap
 
 
 def _poisson_rdp(grid: np.ndarray, r: np.ndarray, mean: float) -> np.ndarray:
-  """Theorem 6: ``delta_hat`` at ``eps_hat = log(1 + 1 / (lambda - 1))`` by the RDP conversion."""
+  """Theorem 6: `delta_hat` at `eps_hat = log(1 + 1 / (lambda - 1))` by the RDP conversion."""
   with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
     eps_hat = np.log1p(1.0 / (grid - 1.0))
     conv = ((grid[None, :] - 1.0) * (r[None, :] - eps_hat[:, None] + np.log1p(-1.0 / grid[None, :]))
@@ -165,7 +167,7 @@ def _poisson_rdp(grid: np.ndarray, r: np.ndarray, mean: float) -> np.ndarray:
 
 
 def _envelope(orders: np.ndarray, out: np.ndarray) -> np.ndarray:
-  """``min_{mu >= lambda} out(mu)``: a bound at a larger order holds at a smaller one."""
+  """`min_{mu >= lambda} out(mu)`: a bound at a larger order holds at a smaller one."""
   order = np.argsort(orders)
   result = np.empty_like(out)
   result[order] = np.minimum.accumulate(out[order][::-1])[::-1]
@@ -174,15 +176,15 @@ def _envelope(orders: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class RepeatAndSelect(ev.PrivacyEvent):
-  """Release the best of ``K`` repetitions of a private run, ``K`` random: ONE ledger event.
+  """Release the best of `K` repetitions of a private run, `K` random: ONE ledger event.
 
   Attributes:
-    inner: the :class:`Ledger` of ONE repetition (training + private scoring of one
+    inner: the [`Ledger`][dpgcd_jax.privacy.Ledger] of ONE repetition (training + private scoring of one
       candidate), or a non-empty tuple of ledgers whose pointwise-maximum RDP curve bounds one
       repetition (candidates drawn at random, or mechanisms on disjoint parts of the data).
-    mean: ``E[K] >= 1``.
-    shape: 0 (logarithmic), 1 (geometric, the default), any ``eta > 0`` (truncated negative
-      binomial) or ``inf`` (Poisson).
+    mean: `E[K] >= 1`.
+    shape: 0 (logarithmic), 1 (geometric, the default), any `eta > 0` (truncated negative
+      binomial) or `inf` (Poisson).
   """
 
   inner: Any
@@ -200,7 +202,7 @@ class RepeatAndSelect(ev.PrivacyEvent):
 
   @property
   def parts(self) -> tuple[ledger_lib.Ledger, ...]:
-    """The ledgers bounding one repetition (``(inner,)`` for a single ledger)."""
+    """The ledgers bounding one repetition (`(inner,)` for a single ledger)."""
     return self.inner if isinstance(self.inner, tuple) else (self.inner,)
 
   @property
@@ -239,24 +241,24 @@ class RepeatAndSelect(ev.PrivacyEvent):
 
 def repeat_and_select_ledger(inner: Any, *, mean: float, shape: float = DEFAULT_SHAPE,
                              label: str = "hyperparameter search") -> ledger_lib.Ledger:
-  """The ledger of a private selection: one :class:`RepeatAndSelect` entry."""
+  """The ledger of a private selection: one [`RepeatAndSelect`][dpgcd_jax.privacy.tuning.RepeatAndSelect] entry."""
   return ledger_lib.Ledger.of((label, RepeatAndSelect(inner, mean, shape), 1))
 
 
 def repeat_and_select(rng: np.random.Generator, num_candidates: int,
                       run: Callable[[int, int], list[tuple[float, Any]]], *, mean: float,
                       shape: float = DEFAULT_SHAPE) -> tuple[int, float, Any]:
-  """Runs the protocol: ``K ~ TNB``, ``K`` candidates uniformly at random, the best one kept.
+  """Runs the protocol: `K ~ TNB`, `K` candidates uniformly at random, the best one kept.
 
   Args:
-    rng: host randomness for ``K`` and the candidates (never released).
+    rng: host randomness for `K` and the candidates (never released).
     num_candidates: size of the public grid.
-    run: ``run(candidate, count) -> [(noisy_score, output), ...]``, ``count`` independent
+    run: `run(candidate, count) -> [(noisy_score, output), ...]`, `count` independent
       private repetitions of one candidate (repetitions of a candidate are batched).
-    mean, shape: of the distribution of ``K`` (finite shape).
+    mean, shape: of the distribution of `K` (finite shape).
 
   Returns:
-    ``(candidate, noisy_score, output)`` of the repetition with the highest noisy score (ties,
+    `(candidate, noisy_score, output)` of the repetition with the highest noisy score (ties,
     of probability 0 with continuous noise: the lowest candidate index). Only this may be
     released.
   """

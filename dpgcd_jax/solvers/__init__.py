@@ -1,7 +1,7 @@
-"""Solvers: one module each (``Params``, ``State``, ``Info``, ``init``, ``step``, ``run``, ``fit``).
+"""Solvers: one module each (`Params`, `State`, `Info`, `init`, `step`, `run`, `fit`).
 
-The protocol they share, the driver and the result format are in :mod:`.base`. Exports are
-imported on first use (:mod:`dpgcd_jax._lazy`): one line in ``_EXPORTS`` per name.
+The protocol they share, the driver and the result format are in [`base`][dpgcd_jax.solvers.base]. Exports are
+imported on first use (`dpgcd_jax._lazy`): one line in `_EXPORTS` per name.
 """
 
 from typing import TYPE_CHECKING

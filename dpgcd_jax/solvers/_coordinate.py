@@ -18,7 +18,7 @@ class State(NamedTuple):
 
   Attributes:
     w: (p,) the iterate.
-    margins: (n,) ``X w``, kept up to date in O(n) per step for GLM losses (None otherwise).
+    margins: (n,) `X w`, kept up to date in O(n) per step for GLM losses (None otherwise).
   """
 
   w: Array
@@ -26,21 +26,21 @@ class State(NamedTuple):
 
 
 def init(problem: problem_lib.Problem) -> State:
-  """``w^0 = prox(0)`` (the origin for the built-in penalties) and its margins."""
+  """`w^0 = prox(0)` (the origin for the built-in penalties) and its margins."""
   w0 = problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0)
   return State(w0, problem_lib.init_margins(problem, w0))
 
 
 def prox_step(problem: problem_lib.Problem, state: State, j: Array, g_j: Array, step_size: Array,
               M: Array) -> State:
-  """``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j g_j)``, ``gamma_j = step_size / M_j``; O(n)."""
+  """`w_j <- prox_{gamma_j psi_j}(w_j - gamma_j g_j)`, `gamma_j = step_size / M_j`; O(n)."""
   gamma = jnp.where(step_size > 0, step_size / M[j], jnp.nan)  # fail closed under tracing
   new_wj = penalties.coordinate(problem.penalty, j).prox(state.w[j] - gamma * g_j, gamma)
   return set_coordinate(problem, state, j, new_wj)
 
 
 def set_coordinate(problem: problem_lib.Problem, state: State, j: Array, new_wj: Array) -> State:
-  """``w_j <- new_wj`` and the margins after it: O(n)."""
+  """`w_j <- new_wj` and the margins after it: O(n)."""
   margins = problem_lib.update_margins(problem, state.margins, j, new_wj - state.w[j])
   w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
   return State(w, margins)

@@ -1,25 +1,26 @@
-"""The solver protocol: pure ``init`` / ``step`` kernels, one scan driver and one ``run``.
+"""The solver protocol: pure `init` / `step` kernels, one scan driver and one `run`.
 
-Every solver is one module (``dp_gcd``, ``dp_cd``, ``dp_sgd``) with the blackjax layout:
+Every solver is one module (`dp_gcd`, `dp_cd`, `dp_sgd`) with the blackjax layout:
 
-- ``Params(NamedTuple)``: the hyperparameters, every field an array leaf (vmappable, a new
-  value never recompiles), fields ``step_size`` and ``clip`` plus noise multipliers; the
+- `Params(NamedTuple)`: the hyperparameters, every field an array leaf (vmappable, a new
+  value never recompiles), fields `step_size` and `clip` plus noise multipliers; the
   defaults are the NON-PRIVATE limit;
-- ``State(NamedTuple)``: what a step carries, the iterate ``w`` first;
-- ``Info(NamedTuple)``: what a step reports besides the state (a field ``coordinate`` becomes
-  ``trace.coordinates``; the rest is dropped by :func:`run`);
-- ``init(problem) -> State`` and a pure
-  ``step(key, state, problem, params, **options) -> (State, Info)``: the options are static
-  (mechanism names, sizes), everything numeric is an argument, so ``jax.jit`` and
-  ``jax.vmap`` work on the step;
-- ``SOLVER = base.Solver(...)``, which tells :func:`run` how many steps make a pass, and
-  ``run`` / ``fit`` wrappers: ``run(problem, key, params, *, passes, ...)`` calls :func:`run`,
-  ``fit(problem, key, *, epsilon, delta, passes, ...)`` calls
-  ``dpgcd_jax.solvers.budget.private_fit`` with the solver's privacy ledger.
+- `State(NamedTuple)`: what a step carries, the iterate `w` first;
+- `Info(NamedTuple)`: what a step reports besides the state (a field `coordinate` becomes
+  `trace.coordinates`; the rest is dropped by [`run`][dpgcd_jax.solvers.base.run]);
+- `init(problem) -> State` and a pure
+  `step(key, state, problem, params, **options) -> (State, Info)`: the options are static
+  (mechanism names, sizes), everything numeric is an argument, so `jax.jit` and
+  `jax.vmap` work on the step;
+- `SOLVER = base.Solver(...)`, which tells [`run`][dpgcd_jax.solvers.base.run] how many steps make a pass, and
+  `run` / `fit` wrappers: `run(problem, key, params, *, passes, ...)` calls [`run`][dpgcd_jax.solvers.base.run],
+  `fit(problem, key, *, epsilon, delta, passes, ...)` calls
+  `dpgcd_jax.solvers.budget.private_fit` with the solver's privacy ledger.
 
-This module holds what they share: :class:`Result` and :class:`Trace`, the driver (step ``t``
-draws from ``fold_in(key, t)``; the number of passes is a runtime value of the compiled
-program, so a new ``passes`` or a new budget never recompiles), the validation of ``run``'s
+This module holds what they share: [`Result`][dpgcd_jax.solvers.base.Result] and
+  [`Trace`][dpgcd_jax.solvers.base.Trace], the driver (step `t`
+draws from `fold_in(key, t)`; the number of passes is a runtime value of the compiled
+program, so a new `passes` or a new budget never recompiles), the validation of `run`'s
 arguments, the jitted run and the fail-closed guard.
 """
 
@@ -48,11 +49,11 @@ class Trace(NamedTuple):
 
   Attributes:
     coordinates: (steps,) coordinate updated at each step (for DP-GCD a private output:
-      every selection is a DP mechanism), or None for solvers whose ``Info`` has no
-      ``coordinate`` (DP-SGD updates all coordinates).
-    nonprivate_objective: (passes + 1,) objective ``F`` at ``w^0`` and after every pass over
+      every selection is a DP mechanism), or None for solvers whose `Info` has no
+      `coordinate` (DP-SGD updates all coordinates).
+    nonprivate_objective: (passes + 1,) objective `F` at `w^0` and after every pass over
       the data. NOT PRIVATE: computed from the raw data, for plots and diagnostics only;
-      None when ``store_objective=False``.
+      None when `store_objective=False`.
   """
 
   coordinates: Array | None
@@ -60,7 +61,7 @@ class Trace(NamedTuple):
 
 
 class Result(NamedTuple):
-  """Final iterate and trace of a run; ``privacy`` is what a ``fit`` spent (its privacy report)."""
+  """Final iterate and trace of a run; `privacy` is what a `fit` spent (its privacy report)."""
 
   w: Array
   trace: Trace
@@ -78,22 +79,22 @@ def _same_options(problem: problem_lib.Problem, **options: Any) -> dict[str, Any
 
 
 class Solver(NamedTuple):
-  """What :func:`run` needs to know about a solver (each solver module defines ``SOLVER``).
+  """What [`run`][dpgcd_jax.solvers.base.run] needs to know about a solver (each solver module defines `SOLVER`).
 
   Attributes:
-    params: the solver's ``Params`` NamedTuple.
-    init: ``init(problem) -> State``.
-    step: ``step(key, state, problem, params, **step_options) -> (State, Info)``.
-    noises: names of the noise-multiplier fields of ``params`` (>= 0; ``step_size`` and
-      ``clip`` are > 0 for every solver).
-    steps_per_pass: ``(problem, **options) -> int``, the steps of one pass over the data.
-    step_options: ``(problem, **options) -> dict``, the step's keyword arguments for the
-      run's options, evaluated once per run under ``jit`` (outside the loop).
-    vector_clip: whether ``clip`` may be a (p,) vector of per-coordinate thresholds.
-    uses_smoothness: whether the step reads the coordinate smoothness ``M`` (then a noisy
-      run on a problem whose ``M`` comes from the raw data warns).
+    params: the solver's `Params` NamedTuple.
+    init: `init(problem) -> State`.
+    step: `step(key, state, problem, params, **step_options) -> (State, Info)`.
+    noises: names of the noise-multiplier fields of `params` (>= 0; `step_size` and
+      `clip` are > 0 for every solver).
+    steps_per_pass: `(problem, **options) -> int`, the steps of one pass over the data.
+    step_options: `(problem, **options) -> dict`, the step's keyword arguments for the
+      run's options, evaluated once per run under `jit` (outside the loop).
+    vector_clip: whether `clip` may be a (p,) vector of per-coordinate thresholds.
+    uses_smoothness: whether the step reads the coordinate smoothness `M` (then a noisy
+      run on a problem whose `M` comes from the raw data warns).
     dense_only: whether the step needs dense features.
-    info: the solver's ``Info`` NamedTuple (its fields tell :func:`run` whether there are
+    info: the solver's `Info` NamedTuple (its fields tell [`run`][dpgcd_jax.solvers.base.run] whether there are
       per-step coordinates to record); None: assume there are.
   """
 
@@ -117,17 +118,17 @@ MIN_RECORDED_STEPS = 1024
 
 
 def step_key(key: Array, t: Array | int) -> Array:
-  """The key of step ``t``: ``fold_in(key, t)`` (the optax transforms use the same rule)."""
+  """The key of step `t`: `fold_in(key, t)` (the optax transforms use the same rule)."""
   return jax.random.fold_in(key, t)
 
 
 def pass_capacity(passes: int, steps_per_pass: int) -> int:
   """The public bucket of a run's per-step records: how many passes its buffers hold.
 
-  The smallest power of two >= ``passes`` whose buffers hold at least
-  :data:`MIN_RECORDED_STEPS` steps, so that every run of up to 1024 DP-GCD iterations (and
+  The smallest power of two >= `passes` whose buffers hold at least
+  `MIN_RECORDED_STEPS` steps, so that every run of up to 1024 DP-GCD iterations (and
   nearby numbers of passes of the other solvers) shares one compiled program. A function of
-  public sizes only (``passes`` and the steps of a pass).
+  public sizes only (`passes` and the steps of a pass).
   """
   floor = -(-MIN_RECORDED_STEPS // max(1, int(steps_per_pass)))
   return 1 << (max(int(passes), floor) - 1).bit_length()
@@ -143,16 +144,16 @@ def run_steps(
     capacity: int | None = None,
     record: Callable[[Any], Array] | None = None,
 ) -> tuple[Any, Any, Array | None]:
-  """Runs ``passes`` passes of ``steps_per_pass`` steps of ``step(key_t, state) -> (state, output)``.
+  """Runs `passes` passes of `steps_per_pass` steps of `step(key_t, state) -> (state, output)`.
 
-  Step ``t`` draws from ``fold_in(key, t)``. ``passes`` may be a traced integer: the passes are a
-  ``lax.fori_loop`` with a runtime trip count (a ``while_loop``), each pass a ``lax.scan`` of
-  ``steps_per_pass`` steps, so a new number of passes reuses the compiled program. The
-  per-step outputs (when ``output`` is not None) go into a buffer of ``capacity *
-  steps_per_pass`` entries, and ``record(state)`` (when given) is evaluated at the initial state
-  and after every pass into a buffer of ``capacity + 1`` entries; ``capacity`` (static, >=
-  ``passes``) is required for either. Entries past ``passes * steps_per_pass`` (resp.
-  ``passes + 1``) are zeros: the caller keeps the leading ones.
+  Step `t` draws from `fold_in(key, t)`. `passes` may be a traced integer: the passes are a
+  `lax.fori_loop` with a runtime trip count (a `while_loop`), each pass a `lax.scan` of
+  `steps_per_pass` steps, so a new number of passes reuses the compiled program. The
+  per-step outputs (when `output` is not None) go into a buffer of `capacity *
+  steps_per_pass` entries, and `record(state)` (when given) is evaluated at the initial state
+  and after every pass into a buffer of `capacity + 1` entries; `capacity` (static, >=
+  `passes`) is required for either. Entries past `passes * steps_per_pass` (resp.
+  `passes + 1`) are zeros: the caller keeps the leading ones.
 
   Returns:
     The final state, the (padded) per-step outputs or None, the (padded) records or None.
@@ -194,14 +195,14 @@ def run_steps(
 
 def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *, passes: int,
         store_objective: bool = False, **options: Any) -> Result:
-  """Runs ``passes`` passes of ``solver`` under jit; what every solver's ``run`` calls.
+  """Runs `passes` passes of `solver` under jit; what every solver's `run` calls.
 
-  Validates the problem, the key and ``passes``, casts ``params`` to the solver's ``Params``
+  Validates the problem, the key and `passes`, casts `params` to the solver's `Params`
   in the problem's dtype (invalid values raise by name), warns when noise is added on a
-  problem whose smoothness is not public, then calls :func:`compiled_run`. The solver's
-  own ``run`` validates its ``options`` first. ``passes`` is a runtime value of the compiled
+  problem whose smoothness is not public, then calls [`compiled_run`][dpgcd_jax.solvers.base.compiled_run]. The solver's
+  own `run` validates its `options` first. `passes` is a runtime value of the compiled
   program: a new number of passes (or new hyperparameter values) does not recompile. The
-  first call turns on JAX's persistent compilation cache (:mod:`dpgcd_jax._config`).
+  first call turns on JAX's persistent compilation cache (`dpgcd_jax._config`).
   """
   _config.enable_compilation_cache()
   passes = check_run_inputs(problem, key, passes, dense_only=solver.dense_only)
@@ -217,18 +218,21 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
 def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *,
                  passes: int, store_objective: bool = False,
                  options: tuple[tuple[str, Any], ...] = (), trim: bool = True) -> Result:
-  """The jitted run on validated, cast ``params``; ``options``: sorted ``(name, value)`` pairs.
+  """The jitted run on validated, cast `params`; `options`: sorted `(name, value)` pairs.
 
-  Scans ``solver.step`` from ``solver.init(problem)`` for ``passes * steps_per_pass`` steps,
-  keeps ``info.coordinate`` (when the ``Info`` has one) and, with ``store_objective``, the
-  NOT private objective after every pass. The final iterate goes through :func:`fail_closed`.
+  Scans `solver.step` from `solver.init(problem)` for `passes * steps_per_pass` steps,
+  keeps `info.coordinate` (when the `Info` has one) and, with `store_objective`, the
+  NOT private objective after every pass. The final iterate goes through
+  [`fail_closed`][dpgcd_jax.solvers.base.fail_closed].
 
-  ``passes`` (a Python int) is an argument of the compiled program, not a constant of it; the
+  `passes` (a Python int) is an argument of the compiled program, not a constant of it; the
   static structure is the solver, the options, the problem's shapes and, when something is
-  recorded per step or per pass, the public bucket :func:`pass_capacity`. The records come
-  back padded to that bucket and are cut by :func:`trim_trace`: with ``trim`` here; a caller
-  that maps this function (``jax.vmap`` / ``jax.jit`` around it, where a cut of a new length
-  would be a new program) passes ``trim=False`` and calls :func:`trim_trace` on the result.
+  recorded per step or per pass, the public bucket [`pass_capacity`][dpgcd_jax.solvers.base.pass_capacity]. The records
+  come
+  back padded to that bucket and are cut by [`trim_trace`][dpgcd_jax.solvers.base.trim_trace]: with `trim` here; a
+  caller
+  that maps this function (`jax.vmap` / `jax.jit` around it, where a cut of a new length
+  would be a new program) passes `trim=False` and calls [`trim_trace`][dpgcd_jax.solvers.base.trim_trace] on the result.
   """
   _config.enable_compilation_cache()
   passes = operator.index(passes)
@@ -241,7 +245,7 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
 
 
 def trim_trace(result: Result, *, steps: int, passes: int) -> Result:
-  """``result`` with its padded trace cut to ``steps`` coordinates and ``passes + 1`` objectives.
+  """`result` with its padded trace cut to `steps` coordinates and `passes + 1` objectives.
 
   Cuts the last axis (batched results keep their leading axes). On concrete arrays the cut is
   done on the host (a device slice of a new length would compile a new program); on traced
@@ -263,7 +267,7 @@ def _leading(x: Array | None, n: int) -> Array | None:
 def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
                      passes: Array, *, capacity: int | None, store_objective: bool,
                      options: tuple[tuple[str, Any], ...]) -> Result:
-  """The compiled program of :func:`compiled_run`: records padded to ``capacity`` passes."""
+  """The compiled program of `compiled_run`: records padded to `capacity` passes."""
   kwargs = dict(options)
   per_pass = solver.steps_per_pass(problem, **kwargs)
   step_options = solver.step_options(problem, **kwargs)
@@ -282,12 +286,12 @@ def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, p
 
 
 def total_steps(solver: Solver, problem: problem_lib.Problem, passes: int, **options: Any) -> int:
-  """The number of steps a run of ``passes`` passes makes: what its ``fit`` must account for."""
+  """The number of steps a run of `passes` passes makes: what its `fit` must account for."""
   return int(passes) * int(solver.steps_per_pass(problem, **options))
 
 
 def check_run_inputs(problem: Any, key: Array, passes: int, *, dense_only: bool = False) -> int:
-  """Validates what every solver's ``run`` takes besides its hyperparameters."""
+  """Validates what every solver's `run` takes besides its hyperparameters."""
   check_problem(problem)
   if dense_only:
     check_dense(problem)
@@ -309,10 +313,10 @@ def check_dense(problem: Any) -> None:
 
 
 def cast_params(solver: Solver, problem: problem_lib.Problem, params: Any) -> Any:
-  """``solver.params(*params)`` validated and cast to the problem's dtype (see :func:`as_params`).
+  """`solver.params(*params)` validated and cast to the problem's dtype (see `as_params`).
 
-  A plain tuple or list is read positionally; another solver's ``Params`` is an error (its
-  fields mean something else: DP-CD's ``noise`` is not DP-GCD's ``selection_noise``).
+  A plain tuple or list is read positionally; another solver's `Params` is an error (its
+  fields mean something else: DP-CD's `noise` is not DP-GCD's `selection_noise`).
   """
   if hasattr(params, "_fields") and type(params) is not solver.params:
     raise ValueError(f"Expected params of type {solver.params.__module__}.{solver.params.__qualname__} "
@@ -324,10 +328,10 @@ def cast_params(solver: Solver, problem: problem_lib.Problem, params: Any) -> An
 
 def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negative: tuple[str, ...],
               num_features: int, clip_may_be_vector: bool = True) -> Any:
-  """Validates a hyperparameter NamedTuple and casts its leaves to ``dtype`` arrays.
+  """Validates a hyperparameter NamedTuple and casts its leaves to `dtype` arrays.
 
-  ``positive`` fields must be > 0 (``clip`` may be inf), ``non_negative`` ones (the noise
-  multipliers) >= 0 and finite. ``clip`` must have shape () or (p,) and be finite when any
+  `positive` fields must be > 0 (`clip` may be inf), `non_negative` ones (the noise
+  multipliers) >= 0 and finite. `clip` must have shape () or (p,) and be finite when any
   noise is added (an infinite clip means an infinite sensitivity).
   """
   for name in positive + non_negative:
@@ -342,7 +346,7 @@ def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negativ
 
 
 def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
-  """Rejects ``clip = inf`` together with a positive noise multiplier (values known only)."""
+  """Rejects `clip = inf` together with a positive noise multiplier (values known only)."""
   values = [clip] + noises
   if not all(_validate.is_concrete(v) for v in values):
     return
@@ -353,7 +357,7 @@ def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
 
 
 def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) -> None:
-  """``run`` with noise on a problem whose smoothness was computed from the raw data warns."""
+  """`run` with noise on a problem whose smoothness was computed from the raw data warns."""
   if problem.smoothness_source != "data":
     return
   noisy = any(not _validate.is_concrete(v) or np.any(np.asarray(v) > 0) for v in noises)
@@ -366,9 +370,9 @@ def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) ->
 
 
 def fail_closed(params: Any, w: Array) -> Array:
-  """``w``, or NaN everywhere when a hyperparameter is invalid (negative, NaN, zero step or clip).
+  """`w`, or NaN everywhere when a hyperparameter is invalid (negative, NaN, zero step or clip).
 
-  Host validation rejects such values, but under ``jax.jit`` / ``jax.vmap`` they are tracers:
+  Host validation rejects such values, but under `jax.jit` / `jax.vmap` they are tracers:
   an invalid noise multiplier must never turn into a noiseless release.
   """
   ok = jnp.all(jnp.asarray([jnp.all(jnp.asarray(leaf) >= 0) for leaf in jax.tree.leaves(params)]))

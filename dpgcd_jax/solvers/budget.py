@@ -1,17 +1,17 @@
-"""The one path from a budget ``(epsilon, delta)`` to private runs: ledger, calibration, run.
+"""The one path from a budget `(epsilon, delta)` to private runs: ledger, calibration, run.
 
-Two entry points, one calibration (:func:`calibrated`):
+Two entry points, one calibration ([`calibrated`][dpgcd_jax.solvers.budget.calibrated]):
 
-* :func:`private_fit`: every solver's ``fit`` (and so the estimators): public smoothness
+* [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: every solver's `fit` (and so the estimators): public smoothness
   (a released feature bound when needed), the solver's ledger composed with the releases
-  already made (``prior``), the smallest noise meeting the budget, the run;
-* :func:`search_scale`: a private hyperparameter search (repeat-and-select,
-  :mod:`dpgcd_jax.privacy.tuning`): the scale of one repetition such that the releases already
-  made and the whole search are ``(epsilon, delta)``-DP (the CV estimators and the experiments'
+  already made (`prior`), the smallest noise meeting the budget, the run;
+* [`search_scale`][dpgcd_jax.solvers.budget.search_scale]: a private hyperparameter search (repeat-and-select,
+  [`dpgcd_jax.privacy.tuning`][]): the scale of one repetition such that the releases already
+  made and the whole search are `(epsilon, delta)`-DP (the CV estimators and the experiments'
   end-to-end private column).
 
-The solver protocol (``Result``, ``Trace``, the scan driver, ``run``) is in
-:mod:`dpgcd_jax.solvers.base`.
+The solver protocol (`Result`, `Trace`, the scan driver, `run`) is in
+[`dpgcd_jax.solvers.base`][].
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ DEFAULT_BOUND_SHARE = 0.1
 
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,
                      *, uses_smoothness: bool = True) -> tuple[bool, int | None]:
-  """Validates a ``fit`` call; returns (needs a private feature bound, key batch size or None).
+  """Validates a `fit` call; returns (needs a private feature bound, key batch size or None).
 
   Keys: one key, or a batch (a leading axis) of keys; a batch returns a batch of results
   (one independent private run per key, each with the whole budget).
@@ -75,9 +75,9 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
 
 
 def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) -> problem_lib.Problem:
-  """The problem with features clipped to an ``epsilon``-DP bound ``B`` and ``M_j = beta B^2``.
+  """The problem with features clipped to an `epsilon`-DP bound `B` and `M_j = beta B^2`.
 
-  Jittable; see :mod:`dpgcd_jax.privacy.bounds` for the mechanism and its guarantee.
+  Jittable; see [`dpgcd_jax.privacy.bounds`][] for the mechanism and its guarantee.
   """
   bound = bounds.private_feature_bound(key, problem_lib.record_max_abs(problem), epsilon)
   smoothness = jnp.full_like(problem.smoothness, problem.curvature) * bound**2
@@ -88,12 +88,12 @@ def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) 
 def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, key: Array, *,
             needs_bound: bool, bound_epsilon: float, batch: int | None,
             targets: Array | None = None) -> Result:
-  """Runs ``run(problem, key)`` (a jitted solver run) on the private path, for one key or a batch.
+  """Runs `run(problem, key)` (a jitted solver run) on the private path, for one key or a batch.
 
-  With ``needs_bound`` the key is split: the first half releases the feature bound, the second
+  With `needs_bound` the key is split: the first half releases the feature bound, the second
   runs the solver on the bounded problem; otherwise the key goes to the solver unchanged.
-  With ``targets`` (K, n), the solver runs once per row (``problem.y`` replaced by the row,
-  run ``k`` keyed by ``fold_in(key_run, k)``): the results have a leading axis K.
+  With `targets` (K, n), the solver runs once per row (`problem.y` replaced by the row,
+  run `k` keyed by `fold_in(key_run, k)`): the results have a leading axis K.
   """
 
   def one(key):
@@ -127,27 +127,27 @@ def private_fit(
     targets: Any = None,
     **options: Any,
 ) -> Result:
-  """The ``fit`` of every solver: public smoothness, one ledger, one calibration, the run.
+  """The `fit` of every solver: public smoothness, one ledger, one calibration, the run.
 
   Args:
-    solver: the solver's :class:`dpgcd_jax.solvers.base.Solver`; one that reads no
+    solver: the solver's [`dpgcd_jax.solvers.base.Solver`][]; one that reads no
       smoothness constant (DP-SGD) releases no feature bound.
     problem, key, epsilon, delta, bound_share, passes, store_objective: as in the solvers'
-      ``fit`` (``passes`` validated).
-    params_at: ``scale -> Params`` at noise scale ``scale``.
-    solver_ledger: ``scale -> Ledger`` of the solver's releases at noise scale ``scale``
+      `fit` (`passes` validated).
+    params_at: `scale -> Params` at noise scale `scale`.
+    solver_ledger: `scale -> Ledger` of the solver's releases at noise scale `scale`
       (monotone: more scale, more privacy).
-    cache_key: a hashable description of ``solver_ledger`` (calibrations are cached on it).
+    cache_key: a hashable description of `solver_ledger` (calibrations are cached on it).
     prior: releases already made from the same data toward the same budget (e.g. the
       estimators' private feature scales): composed with the run in the one ledger that is
-      calibrated, so that everything together is ``(epsilon, delta)``-DP.
-    prior_key: a hashable description of ``prior`` (for the calibration cache).
+      calibrated, so that everything together is `(epsilon, delta)`-DP.
+    prior_key: a hashable description of `prior` (for the calibration cache).
     targets: None, or (K, n) targets on the same features: the solver runs once per row
-      (e.g. one-vs-rest), and ``solver_ledger`` must count the K runs.
-    **options: the run's static options (validated), as in the solvers' ``run``.
+      (e.g. one-vs-rest), and `solver_ledger` must count the K runs.
+    **options: the run's static options (validated), as in the solvers' `run`.
 
   Returns:
-    The result with ``privacy`` = the :class:`dpgcd_jax.privacy.PrivacyReport` of everything
+    The result with `privacy` = the [`dpgcd_jax.privacy.PrivacyReport`][] of everything
     spent (the feature bound, when one is released, composed with the solver in one ledger).
   """
   _config.enable_compilation_cache()
@@ -179,11 +179,12 @@ def private_fit(
 
 def calibrated(ledger_at: Callable[[float], ledger_lib.Ledger], epsilon: float, delta: float, *,
                key: tuple[Any, ...]) -> tuple[float, ledger_lib.PrivacyReport]:
-  """The smallest scale ``s`` with ``ledger_at(s)`` ``(epsilon, delta)``-DP, and its report.
+  """The smallest scale `s` with `ledger_at(s)` `(epsilon, delta)`-DP, and its report.
 
-  The one calibration of the package's private runs (:func:`private_fit`, :func:`search_scale`);
-  ``ledger_at`` holds EVERYTHING released from the data toward this budget, and is monotone
-  (more scale, more privacy). ``key``: a hashable description of ``ledger_at`` (cache).
+  The one calibration of the package's private runs ([`private_fit`][dpgcd_jax.solvers.budget.private_fit],
+  [`search_scale`][dpgcd_jax.solvers.budget.search_scale]);
+  `ledger_at` holds EVERYTHING released from the data toward this budget, and is monotone
+  (more scale, more privacy). `key`: a hashable description of `ledger_at` (cache).
   """
   return calibration.calibrate(ledger_at, float(epsilon), float(delta), key=key)
 
@@ -191,21 +192,21 @@ def calibrated(ledger_at: Callable[[float], ledger_lib.Ledger], epsilon: float, 
 def search_scale(repetition_at: Callable[[float], Any], *, epsilon: float, delta: float, mean: float,
                  shape: float, prior: ledger_lib.Ledger | None = None,
                  cache_key: tuple[Any, ...]) -> tuple[float, ledger_lib.PrivacyReport]:
-  """The scale of ONE repetition of a private search such that everything is ``(epsilon, delta)``-DP.
+  """The scale of ONE repetition of a private search such that everything is `(epsilon, delta)`-DP.
 
   Args:
-    repetition_at: ``scale -> Ledger`` (or a tuple of ledgers, see
-      :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect`) of one repetition: a candidate's
+    repetition_at: `scale -> Ledger` (or a tuple of ledgers, see
+      [`RepeatAndSelect`][dpgcd_jax.privacy.tuning.RepeatAndSelect]) of one repetition: a candidate's
       private training run(s) and its private score, monotone in the scale.
-    epsilon, delta: the total budget (``prior`` and the search together).
-    mean, shape: of the number of repetitions ``K ~ TNB(shape)`` with ``E[K] = mean``.
+    epsilon, delta: the total budget (`prior` and the search together).
+    mean, shape: of the number of repetitions `K ~ TNB(shape)` with `E[K] = mean`.
     prior: releases already made from the same data toward the same budget (feature scales, a
       target bound): composed with the search in the one ledger that is calibrated.
-    cache_key: a hashable description of ``repetition_at`` and ``prior``.
+    cache_key: a hashable description of `repetition_at` and `prior`.
 
   Returns:
-    ``(scale, report)``: the report is the whole ledger's (prior, then the search as one
-    :class:`~dpgcd_jax.privacy.tuning.RepeatAndSelect` entry).
+    `(scale, report)`: the report is the whole ledger's (prior, then the search as one
+    [`RepeatAndSelect`][dpgcd_jax.privacy.tuning.RepeatAndSelect] entry).
   """
   spent = ledger_lib.Ledger() if prior is None else prior
   return calibrated(

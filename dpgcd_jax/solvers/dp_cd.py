@@ -3,20 +3,20 @@
 Mangold, Bellet, Salmon, Tommasi, "Differentially Private Coordinate Descent for Composite
 Empirical Risk Minimization", ICML 2022.
 
-One step, from ``w^0 = prox(0)``: draw ``j`` uniformly from ``{1..p}`` (public randomness), then
+One step, from `w^0 = prox(0)`: draw `j` uniformly from `{1..p}` (public randomness), then
 
-.. math::
+$$
+w_j \\leftarrow \\mathrm{prox}_{\\gamma_j \\psi_j}\\big(w_j - \\gamma_j (g_j + \\eta)\\big), \\quad
+g_j = \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w; d_i), -C_j, C_j) + \\lambda_2 w_j, \\quad
+\\eta \\sim N(0, (s \\Delta_j)^2), \\quad \\gamma_j = \\gamma / M_j
+$$
 
-   w_j \\leftarrow \\mathrm{prox}_{\\gamma_j \\psi_j}\\big(w_j - \\gamma_j (g_j + \\eta)\\big), \\quad
-   g_j = \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w; d_i), -C_j, C_j) + \\lambda_2 w_j, \\quad
-   \\eta \\sim N(0, (s \\Delta_j)^2), \\quad \\gamma_j = \\gamma / M_j
+with the clipping rule and `Delta_j = 2 C_j / n` of [`dpgcd_jax.clipping`][]. One pass over
+the data is `p` steps (each reads one column: O(n) for GLM losses).
 
-with the clipping rule and ``Delta_j = 2 C_j / n`` of :mod:`dpgcd_jax.clipping`. One pass over
-the data is ``p`` steps (each reads one column: O(n) for GLM losses).
-
-Privacy: each step is a Gaussian mechanism on one coordinate, ``rho = 1 / (2 s^2)``-zCDP;
-``T`` steps compose to ``T / (2 s^2)`` (no amplification by the random choice is claimed).
-:func:`dpgcd_jax.privacy.calibrate_cd` turns a budget into ``s``. The objective values in
+Privacy: each step is a Gaussian mechanism on one coordinate, `rho = 1 / (2 s^2)`-zCDP;
+`T` steps compose to `T / (2 s^2)` (no amplification by the random choice is claimed).
+`dpgcd_jax.privacy.calibrate_cd` turns a budget into `s`. The objective values in
 the trace are NOT private.
 """
 
@@ -46,13 +46,13 @@ Array = jax.Array
 class Params(NamedTuple):
   """Hyperparameters of DP-CD (array leaves: vmappable, never recompiles).
 
-  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use ``fit`` or
-  calibrated multipliers from :mod:`dpgcd_jax.privacy` for a private run.
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use `fit` or
+  calibrated multipliers from [`dpgcd_jax.privacy`][] for a private run.
 
   Attributes:
-    step_size: ``gamma`` > 0 (coordinate j moves by ``gamma / M_j`` times its gradient).
-    clip: ``C`` > 0 (scalar: DP-CD rule; or a (p,) vector); ``inf`` disables clipping.
-    noise: ``s`` >= 0, Gaussian noise in units of ``Delta_j``.
+    step_size: `gamma` > 0 (coordinate j moves by `gamma / M_j` times its gradient).
+    clip: `C` > 0 (scalar: DP-CD rule; or a (p,) vector); `inf` disables clipping.
+    noise: `s` >= 0, Gaussian noise in units of `Delta_j`.
   """
 
   step_size: Any = 1.0
@@ -69,8 +69,8 @@ class Info(NamedTuple):
 
   Attributes:
     coordinate: the updated coordinate (an integer scalar), drawn uniformly from the step's
-      key (public randomness, independent of the data); :func:`run` stacks it into
-      ``trace.coordinates``.
+      key (public randomness, independent of the data); [`run`][dpgcd_jax.solvers.dp_cd.run] stacks it into
+      `trace.coordinates`.
   """
 
   coordinate: Array
@@ -87,14 +87,15 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
 
   Args:
     key: a JAX PRNG key, used once (split into the coordinate's key and the noise's key).
-    state: from :func:`init` or the previous step.
-    problem: from :func:`dpgcd_jax.make_problem`.
-    params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    update: "gaussian", or "discrete_gaussian" (floating-point-safe, ``secure_noise``:
-      :mod:`dpgcd_jax.discrete_noise`; a failed draw gives NaN). Static.
+    state: from `init` or the previous step.
+    problem: from [`dpgcd_jax.make_problem`][].
+    params: [`Params`][dpgcd_jax.solvers.dp_cd.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_cd.run] validates and
+      casts them).
+    update: "gaussian", or "discrete_gaussian" (floating-point-safe, `secure_noise`:
+      `dpgcd_jax.discrete_noise`; a failed draw gives NaN). Static.
 
   Returns:
-    ``(State, Info)``.
+    `(State, Info)`.
   """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
@@ -116,21 +117,21 @@ SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per
 
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int,
         store_objective: bool = False, secure_noise: bool = False) -> base.Result:
-  """Runs ``passes * p`` DP-CD steps under jit; the objective is recorded once per pass.
+  """Runs `passes * p` DP-CD steps under jit; the objective is recorded once per pass.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`.
+    problem: from [`dpgcd_jax.make_problem`][].
     key: a JAX PRNG key (required).
-    params: :class:`Params` (the noise multiplier from :func:`dpgcd_jax.privacy.calibrate_cd`
-      with ``steps = passes * p``, or use :func:`fit` with a budget).
+    params: [`Params`][dpgcd_jax.solvers.dp_cd.Params] (the noise multiplier from `dpgcd_jax.privacy.calibrate_cd`
+      with `steps = passes * p`, or use [`fit`][dpgcd_jax.solvers.dp_cd.fit] with a budget).
     passes: number of passes over the data (a runtime value: a new one does not recompile);
       steps = passes * p.
     store_objective: record the (NOT private) objective after every pass.
     secure_noise: discrete Gaussian update noise on a public grid (Canonne, Kamath & Steinke
-      2020) instead of floating-point Gaussian noise (see :mod:`dpgcd_jax.discrete_noise`).
+      2020) instead of floating-point Gaussian noise (see `dpgcd_jax.discrete_noise`).
 
   Returns:
-    A :class:`dpgcd_jax.Result` (``trace.coordinates``: the coordinate of every step).
+    A [`dpgcd_jax.Result`][] (`trace.coordinates`: the coordinate of every step).
   """
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
                   update=_update(secure_noise))
@@ -145,13 +146,13 @@ def _update(secure_noise: bool) -> str:
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         step_size: float = 1.0, clip: Any = 1.0, bound_share: float = budget.DEFAULT_BOUND_SHARE,
         store_objective: bool = False, secure_noise: bool = False) -> base.Result:
-  """(epsilon, delta)-DP DP-CD on the private path (see :func:`dpgcd_jax.dp_gcd.fit`).
+  """(epsilon, delta)-DP DP-CD on the private path (see [`dpgcd_jax.dp_gcd.fit`][]).
 
   A feature bound is released first when the problem has no public smoothness (share
-  ``bound_share`` of ``epsilon``); ``s`` is calibrated for ``passes * p`` steps with the rest.
-  ``key`` may be a batch of keys. ``clip`` is in the units of :mod:`dpgcd_jax.clipping`.
-  ``secure_noise``: discrete Gaussian updates (see :func:`run`), accounted as
-  ``DiscreteGaussian`` events.
+  `bound_share` of `epsilon`); `s` is calibrated for `passes * p` steps with the rest.
+  `key` may be a batch of keys. `clip` is in the units of [`dpgcd_jax.clipping`][].
+  `secure_noise`: discrete Gaussian updates (see [`run`][dpgcd_jax.solvers.dp_cd.run]), accounted as
+  `DiscreteGaussian` events.
   """
   passes = _validate.check_int("passes", passes, low=1)
   base.check_problem(problem)

@@ -2,56 +2,59 @@
 
 Talwar, Thakurta, Zhang, "Nearly Optimal Private LASSO", NeurIPS 2015 (Algorithm 1).
 
-Minimizes the smooth objective ``f`` (data term plus ``l2``, plus an ``L2`` penalty if the
-problem has one) over the l1 ball ``{w : ||w||_1 <= r}``. From ``w^0 = 0``, step ``t = 0, 1, ...``:
+Minimizes the smooth objective `f` (data term plus `l2`, plus an `L2` penalty if the
+problem has one) over the l1 ball `{w : ||w||_1 <= r}`. From `w^0 = 0`, step `t = 0, 1, ...`:
 
-.. math::
+$$
+\\begin{aligned}
+g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
+s_t &= \\text{vertex } \\sigma r e_j \\ (\\sigma = \\pm 1) \\text{ drawn with probability }
+      \\propto \\exp\\big(-\\langle \\sigma r e_j, g \\rangle / (b \\Delta_u)\\big),
+      \\quad \\Delta_u = r \\max_j \\Delta_j \\\\
+w^{t+1} &= (1 - \\mu_t) w^t + \\mu_t s_t, \\quad \\mu_t = 2 / (t + 2)
+\\end{aligned}
+$$
 
-   g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
-   s_t &= \\text{vertex } \\sigma r e_j \\ (\\sigma = \\pm 1) \\text{ drawn with probability }
-         \\propto \\exp\\big(-\\langle \\sigma r e_j, g \\rangle / (b \\Delta_u)\\big),
-         \\quad \\Delta_u = r \\max_j \\Delta_j \\\\
-   w^{t+1} &= (1 - \\mu_t) w^t + \\mu_t s_t, \\quad \\mu_t = 2 / (t + 2)
-
-with ``Delta_j = 2 C_j / n`` (:func:`dpgcd_jax.clipping.mean_sensitivity`, which adds the
-one rounding of the exact clipped mean) and ``b`` = ``selection_noise``. The draw is the
-exponential mechanism with utility ``u(s) = -<s, g>`` over the ``2p`` vertices, sampled by
-Gumbel-max (:class:`dpgcd_jax.mechanisms.GumbelMax`): ``argmax_s u(s) + b Delta_u G_s``,
-``G_s ~ Gumbel(0, 1)``. With ``b = 0`` it is the exact linear minimization of Frank-Wolfe,
-``s_t = -r sign(g_j) e_j`` with ``j = argmax |g_j|`` (ties: the lowest index, ``+r e_j``
-before ``-r e_j``). Every iterate is a convex combination of vertices: ``||w^t||_1 <= r``.
+with `Delta_j = 2 C_j / n` ([`dpgcd_jax.clipping.mean_sensitivity`][], which adds the
+one rounding of the exact clipped mean) and `b` = `selection_noise`. The draw is the
+exponential mechanism with utility `u(s) = -<s, g>` over the `2p` vertices, sampled by
+Gumbel-max (`dpgcd_jax.mechanisms.GumbelMax`): `argmax_s u(s) + b Delta_u G_s`,
+`G_s ~ Gumbel(0, 1)`. With `b = 0` it is the exact linear minimization of Frank-Wolfe,
+`s_t = -r sign(g_j) e_j` with `j = argmax |g_j|` (ties: the lowest index, `+r e_j`
+before `-r e_j`). Every iterate is a convex combination of vertices: `||w^t||_1 <= r`.
 There is no update noise: the vertex is the only release of a step.
 
-Privacy (replace-one neighbours ``D``, ``D'`` of the same public size ``n``).
+Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
 
-* Sensitivity of the utility. ``w^t`` is a function of the earlier released vertices and of
-  public constants only (``r``, ``mu_t``), so it is the same on ``D`` and ``D'``, and so are
-  the data-independent terms ``l2 w^t`` and the penalty's gradient. Coordinate ``j`` of the
-  clipped mean moves by at most ``Delta_j`` (:mod:`dpgcd_jax.clipping`, exact sums). For the
-  vertex ``s = sigma r e_j``, ``|u_D(s) - u_D'(s)| = r |g_j(D) - g_j(D')| <= r Delta_j <=
-  r max_k Delta_k = Delta_u``. This is exactly the replace-one sensitivity bound used, over all
-  ``2p`` vertices (it is attained up to the rounding term when some record's clipped gradient
-  in the coordinate of largest ``C_j`` goes from ``-C_j`` to ``+C_j``).
-* One step. Gumbel-max samples ``s`` with probability ``exp(u(s) / (b Delta_u)) / Z_D``, so
-  ``log P_D(s) - log P_D'(s) = (u_D(s) - u_D'(s)) / (b Delta_u) - log(Z_D / Z_D')``: the first
-  term lies in ``[-1/b, 1/b]`` for every ``s``, the second does not depend on ``s``. The
-  privacy loss therefore takes values in an interval of length ``2 / b``: the step is
-  ``2 / b``-bounded-range (Durfee & Rogers 2019), hence ``2 / b``-DP, i.e. the event
-  ``BoundedRange(2 / b)`` of :class:`dpgcd_jax.mechanisms.GumbelMax`. In the usual notation
-  the vertex is drawn from ``softmax(eps0 u / (2 Delta_u))`` with ``eps0 = 2 / b``. The radius
-  cancels (``u / Delta_u = -sigma g_j / max_k Delta_k``): ``r`` does not change the privacy.
-* Composition. ``T`` steps are ``T`` adaptive ``BoundedRange(2 / b)`` releases
-  (:func:`fw_ledger`; the ledger composes them by its best valid route, the adaptive
+* Sensitivity of the utility. `w^t` is a function of the earlier released vertices and of
+  public constants only (`r`, `mu_t`), so it is the same on `D` and `D'`, and so are
+  the data-independent terms `l2 w^t` and the penalty's gradient. Coordinate `j` of the
+  clipped mean moves by at most `Delta_j` ([`dpgcd_jax.clipping`][], exact sums). For the
+  vertex `s = sigma r e_j`, `|u_D(s) - u_D'(s)| = r |g_j(D) - g_j(D')| <= r Delta_j <=
+  r max_k Delta_k = Delta_u`. This is exactly the replace-one sensitivity bound used, over all
+  `2p` vertices (it is attained up to the rounding term when some record's clipped gradient
+  in the coordinate of largest `C_j` goes from `-C_j` to `+C_j`).
+* One step. Gumbel-max samples `s` with probability `exp(u(s) / (b Delta_u)) / Z_D`, so
+  `log P_D(s) - log P_D'(s) = (u_D(s) - u_D'(s)) / (b Delta_u) - log(Z_D / Z_D')`: the first
+  term lies in `[-1/b, 1/b]` for every `s`, the second does not depend on `s`. The
+  privacy loss therefore takes values in an interval of length `2 / b`: the step is
+  `2 / b`-bounded-range (Durfee & Rogers 2019), hence `2 / b`-DP, i.e. the event
+  `BoundedRange(2 / b)` of `dpgcd_jax.mechanisms.GumbelMax`. In the usual notation
+  the vertex is drawn from `softmax(eps0 u / (2 Delta_u))` with `eps0 = 2 / b`. The radius
+  cancels (`u / Delta_u = -sigma g_j / max_k Delta_k`): `r` does not change the privacy.
+* Composition. `T` steps are `T` adaptive `BoundedRange(2 / b)` releases
+  ([`fw_ledger`][dpgcd_jax.solvers.dp_fw.fw_ledger]; the ledger composes them by its best valid route, the adaptive
   bounded-range PLD in "best" up to about 2000 steps). The iterates, the returned model and
-  ``trace.coordinates`` are post-processing of the vertices. The thresholds ``C_j`` of a
-  scalar ``clip`` read the coordinate smoothness ``M``, which must be public: :func:`fit`
+  `trace.coordinates` are post-processing of the vertices. The thresholds `C_j` of a
+  scalar `clip` read the coordinate smoothness `M`, which must be public: [`fit`][dpgcd_jax.solvers.dp_fw.fit]
   makes it so, as for DP-GCD. The objective values in the trace are NOT private.
 
-Floating point: the Gumbel draw is not snapped (``secure_noise`` is not offered, like
-``selection="gumbel"`` in DP-GCD).
+Floating point: the Gumbel draw is not snapped (`secure_noise` is not offered, like
+`selection="gumbel"` in DP-GCD).
 
-One step reads every example once: ``passes`` (the argument of :func:`run` and :func:`fit`)
-is the number of Frank-Wolfe steps ``T``.
+One step reads every example once: `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_fw.run] and
+  [`fit`][dpgcd_jax.solvers.dp_fw.fit])
+is the number of Frank-Wolfe steps `T`.
 """
 
 from __future__ import annotations
@@ -84,12 +87,12 @@ class Params(NamedTuple):
   """Hyperparameters of DP-FW; every field is an array leaf (vmappable, never recompiles).
 
   Attributes:
-    radius: ``r`` > 0, the radius of the l1 ball (required).
-    clip: ``C`` > 0, a scalar (thresholds ``C_j = C sqrt(M_j / beta)``, see
-      :mod:`dpgcd_jax.clipping`) or a (p,) vector of thresholds; ``inf`` (the default)
+    radius: `r` > 0, the radius of the l1 ball (required).
+    clip: `C` > 0, a scalar (thresholds `C_j = C sqrt(M_j / beta)`, see
+      [`dpgcd_jax.clipping`][]) or a (p,) vector of thresholds; `inf` (the default)
       disables clipping (only with zero noise).
-    selection_noise: ``b`` >= 0, the temperature of the exponential mechanism in units of the
-      utility sensitivity ``Delta_u = r max_j Delta_j``; each step is ``2 / b``-bounded-range.
+    selection_noise: `b` >= 0, the temperature of the exponential mechanism in units of the
+      utility sensitivity `Delta_u = r max_j Delta_j`; each step is `2 / b`-bounded-range.
       0 (the default) is the non-private Frank-Wolfe step.
   """
 
@@ -99,10 +102,10 @@ class Params(NamedTuple):
 
   @property
   def step_size(self) -> Any:
-    """``radius``, under the name the solver protocol checks (> 0; NaN output otherwise).
+    """`radius`, under the name the solver protocol checks (> 0; NaN output otherwise).
 
-    :func:`dpgcd_jax.solvers.base.as_params` and ``fail_closed`` require a positive
-    ``step_size``; for Frank-Wolfe the scale of a step is the radius (``mu_t`` is fixed).
+    [`dpgcd_jax.solvers.base.as_params`][] and `fail_closed` require a positive
+    `step_size`; for Frank-Wolfe the scale of a step is the radius (`mu_t` is fixed).
     """
     return self.radius
 
@@ -112,9 +115,9 @@ class State(NamedTuple):
 
   Attributes:
     w: (p,) the iterate, in the l1 ball.
-    margins: (n,) ``X w`` for GLM losses (None otherwise), kept up to date in O(n) per step
-      (``(1 - mu) margins + mu sigma r X[:, j]``; O(nnz of column j) more for sparse X).
-    count: the global step index ``t`` (int32), which sets ``mu_t = 2 / (t + 2)``.
+    margins: (n,) `X w` for GLM losses (None otherwise), kept up to date in O(n) per step
+      (`(1 - mu) margins + mu sigma r X[:, j]`; O(nnz of column j) more for sparse X).
+    count: the global step index `t` (int32), which sets `mu_t = 2 / (t + 2)`.
   """
 
   w: Array
@@ -126,9 +129,9 @@ class Info(NamedTuple):
   """What one DP-FW step reports besides its state.
 
   Attributes:
-    coordinate: ``j`` of the selected vertex ``sigma r e_j`` (released; :func:`run` stacks it
-      into ``trace.coordinates``).
-    sign: ``sigma`` in {-1, +1} (released with ``j``; dropped by :func:`run`).
+    coordinate: `j` of the selected vertex `sigma r e_j` (released; [`run`][dpgcd_jax.solvers.dp_fw.run] stacks it
+      into `trace.coordinates`).
+    sign: `sigma` in {-1, +1} (released with `j`; dropped by [`run`][dpgcd_jax.solvers.dp_fw.run]).
   """
 
   coordinate: Array
@@ -136,24 +139,25 @@ class Info(NamedTuple):
 
 
 def init(problem: problem_lib.Problem) -> State:
-  """``w^0 = 0`` (the centre of the ball), its margins, ``t = 0``."""
+  """`w^0 = 0` (the centre of the ball), its margins, `t = 0`."""
   w0 = jnp.zeros(problem.num_features, problem.XT.dtype)
   return State(w0, problem_lib.init_margins(problem, w0), jnp.zeros((), jnp.int32))
 
 
 def utility_sensitivity(radius: Array, thresholds: Array, num_examples: int) -> Array:
-  """``Delta_u = r max_j Delta_j``: replace-one sensitivity of every utility ``-<s, g>``."""
+  """`Delta_u = r max_j Delta_j`: replace-one sensitivity of every utility `-<s, g>`."""
   return radius * jnp.max(clipping.mean_sensitivity(thresholds, num_examples))
 
 
 def select_vertex(key: Array, g: Array, radius: Array, multiplier: Array,
                   sensitivity: Array) -> tuple[Array, Array]:
-  """``(j, sigma)`` of the vertex ``sigma r e_j`` drawn by the exponential mechanism.
+  """`(j, sigma)` of the vertex `sigma r e_j` drawn by the exponential mechanism.
 
-  Utilities ``u = r (-g, +g)`` (index ``k < p``: ``+r e_k``; ``k >= p``: ``-r e_(k-p)``),
-  Gumbel-max at scale ``multiplier * sensitivity`` (``sensitivity`` = :func:`utility_sensitivity`):
-  ``P(sigma r e_j) = softmax(u / (multiplier sensitivity))``. A multiplier of 0 is the exact
-  argmax; an invalid one gives NaN scores (a data-independent index, and ``run`` returns NaN).
+  Utilities `u = r (-g, +g)` (index `k < p`: `+r e_k`; `k >= p`: `-r e_(k-p)`),
+  Gumbel-max at scale `multiplier * sensitivity` (`sensitivity` =
+  [`utility_sensitivity`][dpgcd_jax.solvers.dp_fw.utility_sensitivity]):
+  `P(sigma r e_j) = softmax(u / (multiplier sensitivity))`. A multiplier of 0 is the exact
+  argmax; an invalid one gives NaN scores (a data-independent index, and `run` returns NaN).
   """
   p = g.shape[0]
   utilities = radius * jnp.concatenate([-g, g])
@@ -177,14 +181,15 @@ def step(
   """One DP-FW step (pure, jittable): the new state and the selected vertex.
 
   Args:
-    key: a JAX PRNG key, used once (:func:`run` draws ``fold_in(key, t)`` at step ``t``).
-    state: from :func:`init` or the previous step.
-    problem: from :func:`dpgcd_jax.make_problem` (penalty none or ``L2``).
-    params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    clipping_mode: static; see :func:`run`.
+    key: a JAX PRNG key, used once ([`run`][dpgcd_jax.solvers.dp_fw.run] draws `fold_in(key, t)` at step `t`).
+    state: from [`init`][dpgcd_jax.solvers.dp_fw.init] or the previous step.
+    problem: from [`dpgcd_jax.make_problem`][] (penalty none or `L2`).
+    params: [`Params`][dpgcd_jax.solvers.dp_fw.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_fw.run] validates and
+      casts them).
+    clipping_mode: static; see [`run`][dpgcd_jax.solvers.dp_fw.run].
 
   Returns:
-    ``(State, Info)``.
+    `(State, Info)`.
   """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
@@ -202,7 +207,7 @@ def step(
 
 
 def _penalty_gradient(penalty: Any, w: Array) -> Array:
-  """The gradient of a differentiable penalty (data-independent; :func:`_check_problem`)."""
+  """The gradient of a differentiable penalty (data-independent; `_check_problem`)."""
   return jax.grad(penalty.value)(w)
 
 
@@ -210,7 +215,7 @@ SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise",))
 
 
 def fw_ledger(selection_noise: float, steps: int) -> ledger_lib.Ledger:
-  """The ledger of ``steps`` DP-FW steps: one ``BoundedRange(2 / b)`` vertex selection each."""
+  """The ledger of `steps` DP-FW steps: one `BoundedRange(2 / b)` vertex selection each."""
   steps = _validate.check_int("steps", steps, low=0)
   _validate.check_positive("selection_noise", selection_noise, allow_zero=True, allow_inf=True)
   return ledger_lib.Ledger.of(("vertex selection", SELECTION.event(float(selection_noise)), steps))
@@ -242,20 +247,20 @@ def run(
     clipping_mode: str = "coordinate",
     store_objective: bool = False,
 ) -> base.Result:
-  """Runs ``passes`` DP-FW steps (one step = one pass over the data) under jit.
+  """Runs `passes` DP-FW steps (one step = one pass over the data) under jit.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`, no penalty (or ``L2``); dense or sparse X.
+    problem: from [`dpgcd_jax.make_problem`][], no penalty (or `L2`); dense or sparse X.
     key: a JAX PRNG key (required; the same key gives the same result).
-    params: :class:`Params` (or use :func:`fit` with a budget).
-    passes: number of steps ``T`` (a runtime value: a new one does not recompile).
+    params: [`Params`][dpgcd_jax.solvers.dp_fw.Params] (or use [`fit`][dpgcd_jax.solvers.dp_fw.fit] with a budget).
+    passes: number of steps `T` (a runtime value: a new one does not recompile).
     clipping_mode: "coordinate" (per-coordinate clipping, as DP-GCD) or "derivative" (clip the
-      scalar ``phi'`` of a GLM loss with bounded features; same sensitivity).
+      scalar `phi'` of a GLM loss with bounded features; same sensitivity).
     store_objective: record the (NOT private) objective after every step (off by default).
 
   Returns:
-    A :class:`dpgcd_jax.Result`: the final iterate and the trace (the coordinate of each
-    selected vertex, ``nonprivate_objective``).
+    A [`dpgcd_jax.Result`][]: the final iterate and the trace (the coordinate of each
+    selected vertex, `nonprivate_objective`).
 
   Examples:
     >>> import jax, dpgcd_jax as dg
@@ -288,33 +293,33 @@ def fit(
     targets: Any = None,
     clipping_mode: str = "coordinate",
 ) -> base.Result:
-  """(epsilon, delta)-DP Frank-Wolfe on the l1 ball of radius ``radius``.
+  """(epsilon, delta)-DP Frank-Wolfe on the l1 ball of radius `radius`.
 
-  The private path of :func:`dpgcd_jax.dp_gcd.fit`: a public smoothness (declared, from a
-  declared feature bound, or from a feature bound released with a share ``bound_share`` of
-  ``epsilon``), then the smallest selection multiplier ``b`` such that the ``passes``
-  ``BoundedRange(2 / b)`` selections (:func:`fw_ledger`), with ``prior`` and the bound, are
-  ``(epsilon, delta)``-DP. ``result.privacy`` lists what was spent.
+  The private path of [`dpgcd_jax.dp_gcd.fit`][]: a public smoothness (declared, from a
+  declared feature bound, or from a feature bound released with a share `bound_share` of
+  `epsilon`), then the smallest selection multiplier `b` such that the `passes`
+  `BoundedRange(2 / b)` selections ([`fw_ledger`][dpgcd_jax.solvers.dp_fw.fw_ledger]), with `prior` and the bound, are
+  `(epsilon, delta)`-DP. `result.privacy` lists what was spent.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`, no penalty (or ``L2``).
+    problem: from [`dpgcd_jax.make_problem`][], no penalty (or `L2`).
     key: a JAX PRNG key, or a batch of keys (leading axis): one independent private run per
       key, each spending the whole budget.
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    passes: steps ``T`` (one step is one pass over the data).
-    radius: ``r`` > 0, the l1 radius (public).
-    clip: per-coordinate clipping (see :class:`Params`); with features bounded by ``B``,
-      ``C_j = clip B`` bounds ``|phi'|``.
-    bound_share: the share of ``epsilon`` spent on the feature bound when one is needed.
-    store_objective: also return ``trace.nonprivate_objective`` (NOT private).
-    prior: a :class:`dpgcd_jax.privacy.Ledger` of releases already made from the same data
+    passes: steps `T` (one step is one pass over the data).
+    radius: `r` > 0, the l1 radius (public).
+    clip: per-coordinate clipping (see [`Params`][dpgcd_jax.solvers.dp_fw.Params]); with features bounded by `B`,
+      `C_j = clip B` bounds `|phi'|`.
+    bound_share: the share of `epsilon` spent on the feature bound when one is needed.
+    store_objective: also return `trace.nonprivate_objective` (NOT private).
+    prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
       toward this budget.
     targets: None, or (K, n) targets on the same features: one run per row, composed.
-    clipping_mode: see :func:`run`.
+    clipping_mode: see [`run`][dpgcd_jax.solvers.dp_fw.run].
 
   Returns:
-    A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
+    A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
   passes = _validate.check_int("passes", passes, low=1)
   _check_radius(radius)

@@ -3,31 +3,33 @@
 Mangold, Bellet, Salmon, Tommasi, "High-Dimensional Private Empirical Risk Minimization by
 Greedy Coordinate Descent", AISTATS 2023.
 
-One iteration, from ``w^0 = prox(0)`` (``0`` for the built-in penalties):
+One iteration, from `w^0 = prox(0)` (`0` for the built-in penalties):
 
-.. math::
+$$
+\\begin{aligned}
+g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
+j_t &= \\text{private greedy choice of } j \\text{ with rule GS-s / GS-r / GS-q on } g
+      \\quad (\\text{noise } b\\,\\bar\\Delta) \\\\
+w^{t+1}_{j_t} &= \\mathrm{prox}_{\\gamma_{j_t} \\psi_{j_t}}\\big(w^t_{j_t} - \\gamma_{j_t} (g_{j_t} + \\eta_t)\\big),
+\\quad \\gamma_j = \\gamma / M_j,
+\\quad \\eta_t \\sim \\mathrm{Lap}(s \\Delta_{j_t}) \\text{ or } N(0, (s \\Delta_{j_t})^2)
+\\end{aligned}
+$$
 
-   g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
-   j_t &= \\text{private greedy choice of } j \\text{ with rule GS-s / GS-r / GS-q on } g
-         \\quad (\\text{noise } b\\,\\bar\\Delta) \\\\
-   w^{t+1}_{j_t} &= \\mathrm{prox}_{\\gamma_{j_t} \\psi_{j_t}}\\big(w^t_{j_t} - \\gamma_{j_t} (g_{j_t} + \\eta_t)\\big),
-   \\quad \\gamma_j = \\gamma / M_j,
-   \\quad \\eta_t \\sim \\mathrm{Lap}(s \\Delta_{j_t}) \\text{ or } N(0, (s \\Delta_{j_t})^2)
+with `Delta_j = 2 C_j / n` and `Delta_bar = max_j Delta_j / sqrt(M_j)`.
 
-with ``Delta_j = 2 C_j / n`` and ``Delta_bar = max_j Delta_j / sqrt(M_j)``.
-
-Privacy: each iteration releases the index ``j_t`` and the noisy coordinate gradient, every
+Privacy: each iteration releases the index `j_t` and the noisy coordinate gradient, every
 other quantity (the iterates, the returned model) is post-processing. Per iteration the
-selection is ``2 / b``-DP (``"laplace"``) or ``2 / b``-bounded-range, ``rho = 1 / (2 b^2)``
-(``"gumbel"``), the update ``1 / s``-DP (``"laplace"``) or ``1 / (2 s^2)``-zCDP
-(``"gaussian"``); :mod:`dpgcd_jax.privacy.accounting` composes them over the iterations.
-The coordinate smoothness ``M`` must be public: :func:`fit` makes it so (declared, from a
-declared feature bound, or from a privately released one, see :mod:`dpgcd_jax.problem`).
+selection is `2 / b`-DP (`"laplace"`) or `2 / b`-bounded-range, `rho = 1 / (2 b^2)`
+(`"gumbel"`), the update `1 / s`-DP (`"laplace"`) or `1 / (2 s^2)`-zCDP
+(`"gaussian"`); [`dpgcd_jax.privacy.accounting`][] composes them over the iterations.
+The coordinate smoothness `M` must be public: [`fit`][dpgcd_jax.solvers.dp_gcd.fit] makes it so (declared, from a
+declared feature bound, or from a privately released one, see [`dpgcd_jax.problem`][]).
 The objective values in the trace are NOT private.
 
-One iteration reads every example once, so ``passes`` (the argument of :func:`run` and
-:func:`fit`) is the number of iterations ``T``; :func:`dpgcd_jax.privacy.calibrate_gcd` counts
-the same ``T`` mechanism invocations as ``steps=T``.
+One iteration reads every example once, so `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_gcd.run] and
+[`fit`][dpgcd_jax.solvers.dp_gcd.fit]) is the number of iterations `T`; [`dpgcd_jax.privacy.calibrate_gcd`][] counts
+the same `T` mechanism invocations as `steps=T`.
 """
 
 from __future__ import annotations
@@ -56,15 +58,15 @@ Array = jax.Array
 class Params(NamedTuple):
   """Hyperparameters of DP-GCD; every field is an array leaf (vmappable, never recompiles).
 
-  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use ``fit`` or
-  calibrated multipliers from :mod:`dpgcd_jax.privacy` for a private run.
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use `fit` or
+  calibrated multipliers from [`dpgcd_jax.privacy`][] for a private run.
 
   Attributes:
-    step_size: ``gamma`` > 0; coordinate j moves by ``gamma / M_j`` times its noisy gradient.
-    clip: ``C`` > 0, a scalar (thresholds ``C_j = C sqrt(M_j / sum M)``) or a (p,) vector of
-      thresholds; ``inf`` disables clipping (only with zero noise).
-    selection_noise: ``b`` >= 0, selection noise in units of ``Delta_bar``.
-    update_noise: ``s`` >= 0, update noise in units of ``Delta_j``.
+    step_size: `gamma` > 0; coordinate j moves by `gamma / M_j` times its noisy gradient.
+    clip: `C` > 0, a scalar (thresholds `C_j = C sqrt(M_j / sum M)`) or a (p,) vector of
+      thresholds; `inf` disables clipping (only with zero noise).
+    selection_noise: `b` >= 0, selection noise in units of `Delta_bar`.
+    update_noise: `s` >= 0, update noise in units of `Delta_j`.
   """
 
   step_size: Any = 1.0
@@ -81,9 +83,9 @@ class Info(NamedTuple):
   """What one DP-GCD iteration reports besides its state.
 
   Attributes:
-    coordinate: the selected coordinate ``j_t`` (an integer scalar), the output of the private selection
-      (a released quantity, covered by the guarantee); :func:`run` stacks it into
-      ``trace.coordinates``.
+    coordinate: the selected coordinate `j_t` (an integer scalar), the output of the private selection
+      (a released quantity, covered by the guarantee); [`run`][dpgcd_jax.solvers.dp_gcd.run] stacks it into
+      `trace.coordinates`.
   """
 
   coordinate: Array
@@ -103,14 +105,15 @@ def step(
   """One DP-GCD iteration (pure, jittable): the new state and the selected coordinate.
 
   Args:
-    key: a JAX PRNG key, used once (:func:`run` draws ``fold_in(key, t)`` at iteration ``t``).
-    state: from :func:`init` or the previous step.
-    problem: from :func:`dpgcd_jax.make_problem`.
-    params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    selection, update, rule, clipping_mode: static; see :func:`run`.
+    key: a JAX PRNG key, used once ([`run`][dpgcd_jax.solvers.dp_gcd.run] draws `fold_in(key, t)` at iteration `t`).
+    state: from `init` or the previous step.
+    problem: from [`dpgcd_jax.make_problem`][].
+    params: [`Params`][dpgcd_jax.solvers.dp_gcd.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_gcd.run] validates and
+      casts them).
+    selection, update, rule, clipping_mode: static; see [`run`][dpgcd_jax.solvers.dp_gcd.run].
 
   Returns:
-    ``(State, Info)``.
+    `(State, Info)`.
   """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
@@ -137,29 +140,29 @@ def run(
     store_objective: bool = False,
     secure_noise: bool = False,
 ) -> base.Result:
-  """Runs ``passes`` DP-GCD iterations (one iteration = one pass over the data) under jit.
+  """Runs `passes` DP-GCD iterations (one iteration = one pass over the data) under jit.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`.
+    problem: from [`dpgcd_jax.make_problem`][].
     key: a JAX PRNG key (required; the same key gives the same result).
-    params: :class:`Params` (noise multipliers from :func:`dpgcd_jax.privacy.calibrate_gcd`,
-      or use :func:`fit` with a budget).
-    passes: number of iterations ``T`` (a runtime value: a new one does not recompile).
+    params: [`Params`][dpgcd_jax.solvers.dp_gcd.Params] (noise multipliers from [`dpgcd_jax.privacy.calibrate_gcd`][],
+      or use [`fit`][dpgcd_jax.solvers.dp_gcd.fit] with a budget).
+    passes: number of iterations `T` (a runtime value: a new one does not recompile).
     selection: "laplace" (paper-faithful noisy max) or "gumbel" (exponential mechanism).
     update: "laplace" or "gaussian" noise on the selected coordinate gradient.
     rule: greedy rule "gs-s", "gs-r" or "gs-q" (identical when there is no penalty).
     clipping_mode: "coordinate" (the paper's per-coordinate clipping) or "derivative" (clip the
-      scalar ``phi'`` of a GLM loss; features bounded by ``feature_bound``; same sensitivity,
-      see :func:`dpgcd_jax.problem.derivative_clip`).
+      scalar `phi'` of a GLM loss; features bounded by `feature_bound`; same sensitivity,
+      see [`dpgcd_jax.problem.derivative_clip`][]).
     store_objective: record the (NOT private) objective after every iteration (off by default).
     secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their
       exact discrete counterparts on a public grid ("laplace" -> "discrete_laplace",
-      "gaussian" -> "discrete_gaussian"; "gumbel" raises), see :mod:`dpgcd_jax.mechanisms`.
+      "gaussian" -> "discrete_gaussian"; "gumbel" raises), see `dpgcd_jax.mechanisms`.
       The multipliers keep their meaning (the same events bound the discrete mechanisms).
 
   Returns:
-    A :class:`dpgcd_jax.Result`: the final iterate and the trace (selected coordinates,
-    ``nonprivate_objective``).
+    A [`dpgcd_jax.Result`][]: the final iterate and the trace (selected coordinates,
+    `nonprivate_objective`).
 
   Examples:
     >>> import jax, dpgcd_jax as dg
@@ -178,7 +181,7 @@ def run(
 
 
 def _resolve(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
-  """The mechanisms actually run: their discrete counterparts when ``secure_noise``."""
+  """The mechanisms actually run: their discrete counterparts when `secure_noise`."""
   if not isinstance(secure_noise, bool):
     raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
   return mechanisms.secure(selection, update) if secure_noise else (selection, update)
@@ -213,47 +216,47 @@ def fit(
   """(epsilon, delta)-DP DP-GCD: the private path from data to model, with default arguments.
 
   Everything taken from the data is public by declaration or released by an accounted
-  mechanism: when ``problem`` has no public smoothness (``make_problem`` without
-  ``smoothness=`` or ``feature_bound=``), a share ``bound_share`` of ``epsilon`` releases a
-  feature bound ``B`` (:mod:`dpgcd_jax.privacy.bounds`), the features are clipped to it and
-  ``M_j = beta B^2``; the rest calibrates the smallest noise meeting the budget for ``passes``
-  iterations (:func:`dpgcd_jax.privacy.calibrate_gcd` with ``steps=passes``).
-  ``result.privacy`` lists what was spent.
+  mechanism: when `problem` has no public smoothness (`make_problem` without
+  `smoothness=` or `feature_bound=`), a share `bound_share` of `epsilon` releases a
+  feature bound `B` ([`dpgcd_jax.privacy.bounds`][]), the features are clipped to it and
+  `M_j = beta B^2`; the rest calibrates the smallest noise meeting the budget for `passes`
+  iterations ([`dpgcd_jax.privacy.calibrate_gcd`][] with `steps=passes`).
+  `result.privacy` lists what was spent.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`.
+    problem: from [`dpgcd_jax.make_problem`][].
     key: a JAX PRNG key, or a batch of keys (leading axis): then every leaf of the result has
       that leading axis (independent private runs, each spending the whole budget).
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    passes: iterations ``T`` (one iteration is one pass over the data; a new value, like a
-      new ``epsilon``, does not recompile).
-    step_size: ``gamma``; coordinate j moves by ``gamma / M_j`` times its noisy gradient. Or a
-      function of the calibrated update noise multiplier ``s`` (public), e.g. to cap the noise
+    passes: iterations `T` (one iteration is one pass over the data; a new value, like a
+      new `epsilon`, does not recompile).
+    step_size: `gamma`; coordinate j moves by `gamma / M_j` times its noisy gradient. Or a
+      function of the calibrated update noise multiplier `s` (public), e.g. to cap the noise
       a step adds (the estimators' regressor does).
-    clip: per-coordinate clipping, in units of ``sqrt(M_j / beta)`` (see
-      :mod:`dpgcd_jax.clipping`): with features bounded by ``B``, ``C_j = clip B``, so
-      ``clip`` bounds ``|phi'|`` (logistic: 1 clips nothing).
-    selection, update, rule: see :func:`run`.
+    clip: per-coordinate clipping, in units of `sqrt(M_j / beta)` (see
+      [`dpgcd_jax.clipping`][]): with features bounded by `B`, `C_j = clip B`, so
+      `clip` bounds `|phi'|` (logistic: 1 clips nothing).
+    selection, update, rule: see [`run`][dpgcd_jax.solvers.dp_gcd.run].
     selection_share: splits the solver's budget between selection and update (default: equal
       multipliers).
-    bound_share: the share of ``epsilon`` spent on the feature bound when one is needed, in (0, 1).
-    store_objective: also return ``trace.nonprivate_objective`` (NOT private; off by default).
-    prior: a :class:`dpgcd_jax.privacy.Ledger` of releases already made from the same data
-      toward this budget (e.g. private feature scales, :mod:`dpgcd_jax.privacy.scales`): the
-      run is calibrated so that ``prior`` and the run together are ``(epsilon, delta)``-DP.
+    bound_share: the share of `epsilon` spent on the feature bound when one is needed, in (0, 1).
+    store_objective: also return `trace.nonprivate_objective` (NOT private; off by default).
+    prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
+      toward this budget (e.g. private feature scales, [`dpgcd_jax.privacy.scales`][]): the
+      run is calibrated so that `prior` and the run together are `(epsilon, delta)`-DP.
     targets: None, or (K, n) targets on the same features (e.g. one-vs-rest labels): one run
-      per row, run ``k`` keyed by ``fold_in(key, k)``, the K runs composed in the ledger;
+      per row, run `k` keyed by `fold_in(key, k)`, the K runs composed in the ledger;
       the result's leaves get a leading axis K.
     clipping_mode: "coordinate" (the paper's) or "derivative" (GLM losses: the scalar
-      ``phi'`` is clipped, the same sensitivity; see :func:`run`). A problem without a public
+      `phi'` is clipped, the same sensitivity; see [`run`][dpgcd_jax.solvers.dp_gcd.run]). A problem without a public
       smoothness gets its feature bound released first, so "derivative" applies to it.
-    secure_noise: floating-point-safe noise (see :func:`run`); the ledger then holds the
-      discrete mechanisms' events (``PureDp`` selection, ``DiscreteLaplace`` or
-      ``DiscreteGaussian`` update) and calibrates them.
+    secure_noise: floating-point-safe noise (see [`run`][dpgcd_jax.solvers.dp_gcd.run]); the ledger then holds the
+      discrete mechanisms' events (`PureDp` selection, `DiscreteLaplace` or
+      `DiscreteGaussian` update) and calibrates them.
 
   Returns:
-    A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
+    A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
 
   Reusing a key across releases on overlapping data voids the guarantee: draw a fresh key per
   release.

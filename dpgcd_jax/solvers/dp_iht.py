@@ -4,68 +4,71 @@ Wang & Gu, "Differentially Private Iterative Gradient Hard Thresholding for Spar
 IJCAI 2019; Hu et al. (2022) for the high-dimensional analysis; peeling as in Dwork, Su &
 Zhang (2021) and Cai, Wang & Zhang (2021).
 
-Minimizes ``F = f + psi`` over ``s``-sparse vectors (``||w||_0 <= s``, ``s`` = ``sparsity``).
-From ``w^0 = 0``, step ``t = 0, 1, ...``, with ``eta_j = gamma / M_j`` (coordinate steps, as
+Minimizes `F = f + psi` over `s`-sparse vectors (`||w||_0 <= s`, `s` = `sparsity`).
+From `w^0 = 0`, step `t = 0, 1, ...`, with `eta_j = gamma / M_j` (coordinate steps, as
 DP-GCD):
 
-.. math::
+$$
+\\begin{aligned}
+g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
+u_j &= w^t_j - \\eta_j g_j \\\\
+S_t &= \\mathrm{peel}_s\\big(\\sqrt{M_j} |\\mathrm{prox}_{\\eta_j \\psi_j}(u_j)|;\\ b \\gamma \\bar\\Delta\\big) \\\\
+w^{t+1}_j &= \\mathrm{prox}_{\\eta_j \\psi_j}(u_j + \\xi_j) \\ (j \\in S_t), \\quad 0 \\ (j \\notin S_t),
+\\quad \\xi_j \\sim N\\big(0, (\\sigma \\sqrt{s}\\, \\eta_j \\Delta_j)^2\\big)
+\\end{aligned}
+$$
 
-   g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
-   u_j &= w^t_j - \\eta_j g_j \\\\
-   S_t &= \\mathrm{peel}_s\\big(\\sqrt{M_j} |\\mathrm{prox}_{\\eta_j \\psi_j}(u_j)|;\\ b \\gamma \\bar\\Delta\\big) \\\\
-   w^{t+1}_j &= \\mathrm{prox}_{\\eta_j \\psi_j}(u_j + \\xi_j) \\ (j \\in S_t), \\quad 0 \\ (j \\notin S_t),
-   \\quad \\xi_j \\sim N\\big(0, (\\sigma \\sqrt{s}\\, \\eta_j \\Delta_j)^2\\big)
+with `Delta_j = 2 C_j / n` ([`dpgcd_jax.clipping.mean_sensitivity`][], which adds the one
+rounding of the exact clipped mean), `Delta_bar = max_j Delta_j / sqrt(M_j)`, `b` =
+`selection_noise` and `sigma` = `update_noise`. `peel_s` is [`dpgcd_jax.peeling.peel`][]:
+`s` rounds of the exponential mechanism without replacement (one Gumbel top-`s` draw).
+With `b = sigma = 0` and `psi = 0` it is IHT in the metric `diag(M)`: the kept
+coordinates are the `s` largest `M_j u_j^2`, i.e. the best `s`-sparse approximation of
+the gradient step `u` in the norm `sum_j M_j x_j^2`.
 
-with ``Delta_j = 2 C_j / n`` (:func:`dpgcd_jax.clipping.mean_sensitivity`, which adds the one
-rounding of the exact clipped mean), ``Delta_bar = max_j Delta_j / sqrt(M_j)``, ``b`` =
-``selection_noise`` and ``sigma`` = ``update_noise``. ``peel_s`` is :func:`dpgcd_jax.peeling.peel`:
-``s`` rounds of the exponential mechanism without replacement (one Gumbel top-``s`` draw).
-With ``b = sigma = 0`` and ``psi = 0`` it is IHT in the metric ``diag(M)``: the kept
-coordinates are the ``s`` largest ``M_j u_j^2``, i.e. the best ``s``-sparse approximation of
-the gradient step ``u`` in the norm ``sum_j M_j x_j^2``.
-
-Why the score is the gradient step ``u`` and not the gradient ``g``: IHT keeps the coordinates
+Why the score is the gradient step `u` and not the gradient `g`: IHT keeps the coordinates
 that matter after the step. At the optimum of a support the gradient vanishes on it, so a
-selection on ``|g_j|`` would drop the support for coordinates whose only signal is noise; the
-score ``|u_j|`` keeps the model's large coordinates (``u_j ≈ w_j``) and admits a new one only
-when its gradient is large. The price is nothing: ``w^t`` is public, so ``u_j`` has the
-sensitivity of ``eta_j g_j``.
+selection on `|g_j|` would drop the support for coordinates whose only signal is noise; the
+score `|u_j|` keeps the model's large coordinates (`u_j ≈ w_j`) and admits a new one only
+when its gradient is large. The price is nothing: `w^t` is public, so `u_j` has the
+sensitivity of `eta_j g_j`.
 
-Privacy (replace-one neighbours ``D``, ``D'`` of the same public size ``n``).
+Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
 
-* Public inputs of a step. ``w^t`` is a function of the earlier releases (supports and noisy
-  values) and of public constants, so it is the same on ``D`` and ``D'``; so are ``M``,
-  ``C_j``, ``eta_j``, ``l2 w^t_j`` and the prox. Coordinate ``j`` of the clipped mean moves by at
-  most ``Delta_j`` (exact sums, :mod:`dpgcd_jax.clipping`), hence ``|u_j(D) - u_j(D')| <= eta_j
-  Delta_j =: a_j`` for every ``j``.
-* Selection. The prox of a convex ``psi_j`` is 1-Lipschitz and ``| |x| - |y| | <= |x - y|``, so
-  the score ``sqrt(M_j) |prox(u_j)|`` moves by at most ``sqrt(M_j) a_j = gamma Delta_j /
-  sqrt(M_j) <= gamma Delta_bar =: Delta_u`` (with equality up to rounding under the scalar
-  clip rule ``C_j ∝ sqrt(M_j)``, where ``Delta_j / sqrt(M_j)`` is the same for every ``j``).
-  Peeling at temperature ``b Delta_u`` is then ``s`` adaptive ``BoundedRange(2 / b)`` rounds
-  (:mod:`dpgcd_jax.peeling`).
-* Values. Given ``S_t`` (already released, so fixed), the step releases ``(u_j + xi_j)_{j in
-  S_t}``; ``w^{t+1}`` is post-processing of it. Divide coordinate ``j`` by the public ``a_j``:
-  ``u_j / a_j + sigma sqrt(s) N(0, 1)``, i.i.d. noise of standard deviation ``sigma sqrt(s)``
-  on a vector whose ``s`` entries each move by at most 1, i.e. whose l2 sensitivity is at most
-  ``sqrt(s)`` (attained, up to rounding, by a record whose clipped gradient goes from ``-C_j``
-  to ``+C_j`` in every coordinate of ``S_t``). That is the Gaussian mechanism with multiplier
-  ``sigma sqrt(s) / sqrt(s) = sigma``: the event ``Gaussian(sigma)``. The ``sqrt(s)`` in the
-  noise is the price of releasing ``s`` coordinates of one gradient at once.
-* Composition. ``T`` steps: ``T s`` rounds ``BoundedRange(2 / b)`` and ``T`` releases
-  ``Gaussian(sigma)``, adaptively (:func:`iht_ledger`; the ledger composes them by its best
-  valid route). The thresholds of a scalar ``clip`` read the coordinate smoothness ``M``,
-  which must be public: :func:`fit` makes it so, as for DP-GCD. The objective values in the
+* Public inputs of a step. `w^t` is a function of the earlier releases (supports and noisy
+  values) and of public constants, so it is the same on `D` and `D'`; so are `M`,
+  `C_j`, `eta_j`, `l2 w^t_j` and the prox. Coordinate `j` of the clipped mean moves by at
+  most `Delta_j` (exact sums, [`dpgcd_jax.clipping`][]), hence `|u_j(D) - u_j(D')| <= eta_j
+  Delta_j =: a_j` for every `j`.
+* Selection. The prox of a convex `psi_j` is 1-Lipschitz and `| |x| - |y| | <= |x - y|`, so
+  the score `sqrt(M_j) |prox(u_j)|` moves by at most `sqrt(M_j) a_j = gamma Delta_j /
+  sqrt(M_j) <= gamma Delta_bar =: Delta_u` (with equality up to rounding under the scalar
+  clip rule `C_j ∝ sqrt(M_j)`, where `Delta_j / sqrt(M_j)` is the same for every `j`).
+  Peeling at temperature `b Delta_u` is then `s` adaptive `BoundedRange(2 / b)` rounds
+  ([`dpgcd_jax.peeling`][]).
+* Values. Given `S_t` (already released, so fixed), the step releases `(u_j + xi_j)_{j in
+  S_t}`; `w^{t+1}` is post-processing of it. Divide coordinate `j` by the public `a_j`:
+  `u_j / a_j + sigma sqrt(s) N(0, 1)`, i.i.d. noise of standard deviation `sigma sqrt(s)`
+  on a vector whose `s` entries each move by at most 1, i.e. whose l2 sensitivity is at most
+  `sqrt(s)` (attained, up to rounding, by a record whose clipped gradient goes from `-C_j`
+  to `+C_j` in every coordinate of `S_t`). That is the Gaussian mechanism with multiplier
+  `sigma sqrt(s) / sqrt(s) = sigma`: the event `Gaussian(sigma)`. The `sqrt(s)` in the
+  noise is the price of releasing `s` coordinates of one gradient at once.
+* Composition. `T` steps: `T s` rounds `BoundedRange(2 / b)` and `T` releases
+  `Gaussian(sigma)`, adaptively ([`iht_ledger`][dpgcd_jax.solvers.dp_iht.iht_ledger]; the ledger composes them by its
+  best
+  valid route). The thresholds of a scalar `clip` read the coordinate smoothness `M`,
+  which must be public: [`fit`][dpgcd_jax.solvers.dp_iht.fit] makes it so, as for DP-GCD. The objective values in the
   trace are NOT private.
 
-Floating point: the arithmetic after the exact clipped sum (``u``, the prox, the scores, the
-noise and its addition) is the mechanisms' own, not snapped (no ``secure_noise``, as for
-``selection="gumbel"`` in DP-GCD).
+Floating point: the arithmetic after the exact clipped sum (`u`, the prox, the scores, the
+noise and its addition) is the mechanisms' own, not snapped (no `secure_noise`, as for
+`selection="gumbel"` in DP-GCD).
 
 Coordinates outside the support are set to 0: the penalty should allow 0 (every built-in
-penalty does, except a box that excludes 0). One step reads every example once: ``passes``
-is the number of steps ``T``. The margins ``X w`` are recomputed after each step (up to
-``2 s`` coordinates change): O(np), or O(nnz) for sparse features, like the gradient.
+penalty does, except a box that excludes 0). One step reads every example once: `passes`
+is the number of steps `T`. The margins `X w` are recomputed after each step (up to
+`2 s` coordinates change): O(np), or O(nnz) for sparse features, like the gradient.
 """
 
 from __future__ import annotations
@@ -98,15 +101,15 @@ class Params(NamedTuple):
   The defaults (no clipping, no noise) are the NON-PRIVATE limit.
 
   Attributes:
-    step_size: ``gamma`` > 0; coordinate ``j`` steps by ``gamma / M_j``. Since ``s``
-      coordinates move at once, ``gamma`` below 1 is safer with correlated features.
-    clip: ``C`` > 0, a scalar (thresholds ``C_j = C sqrt(M_j / beta)``, see
-      :mod:`dpgcd_jax.clipping`) or a (p,) vector of thresholds; ``inf`` (the default)
+    step_size: `gamma` > 0; coordinate `j` steps by `gamma / M_j`. Since `s`
+      coordinates move at once, `gamma` below 1 is safer with correlated features.
+    clip: `C` > 0, a scalar (thresholds `C_j = C sqrt(M_j / beta)`, see
+      [`dpgcd_jax.clipping`][]) or a (p,) vector of thresholds; `inf` (the default)
       disables clipping (only with zero noise).
-    selection_noise: ``b`` >= 0, the peeling temperature in units of ``gamma Delta_bar``;
-      each of the ``s`` rounds of a step is ``2 / b``-bounded-range.
-    update_noise: ``sigma`` >= 0, the Gaussian multiplier of the ``s`` released values (noise
-      ``sigma sqrt(s) eta_j Delta_j`` on coordinate ``j``): the event ``Gaussian(sigma)``.
+    selection_noise: `b` >= 0, the peeling temperature in units of `gamma Delta_bar`;
+      each of the `s` rounds of a step is `2 / b`-bounded-range.
+    update_noise: `sigma` >= 0, the Gaussian multiplier of the `s` released values (noise
+      `sigma sqrt(s) eta_j Delta_j` on coordinate `j`): the event `Gaussian(sigma)`.
   """
 
   step_size: Any = 0.5
@@ -119,8 +122,8 @@ class State(NamedTuple):
   """The state of DP-IHT.
 
   Attributes:
-    w: (p,) the iterate, at most ``s`` non-zeros after the first step.
-    margins: (n,) ``X w`` for GLM losses (None otherwise).
+    w: (p,) the iterate, at most `s` non-zeros after the first step.
+    margins: (n,) `X w` for GLM losses (None otherwise).
   """
 
   w: Array
@@ -131,15 +134,15 @@ class Info(NamedTuple):
   """What one DP-IHT step reports besides its state.
 
   Attributes:
-    support: (s,) the indices kept, in the order peeling drew them (released). :func:`run`
-      drops it (``trace.coordinates`` is None: a step changes up to ``2 s`` coordinates).
+    support: (s,) the indices kept, in the order peeling drew them (released). [`run`][dpgcd_jax.solvers.dp_iht.run]
+      drops it (`trace.coordinates` is None: a step changes up to `2 s` coordinates).
   """
 
   support: Array
 
 
 def init(problem: problem_lib.Problem) -> State:
-  """``w^0 = 0`` and its margins."""
+  """`w^0 = 0` and its margins."""
   w0 = jnp.zeros(problem.num_features, problem.XT.dtype)
   return State(w0, problem_lib.init_margins(problem, w0))
 
@@ -156,15 +159,16 @@ def step(
   """One DP-IHT step (pure, jittable): the new state and the support.
 
   Args:
-    key: a JAX PRNG key, used once (:func:`run` draws ``fold_in(key, t)`` at step ``t``).
-    state: from :func:`init` or the previous step.
-    problem: from :func:`dpgcd_jax.make_problem`.
-    params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    sparsity: ``s``, static, ``1 <= s <= p``.
-    clipping_mode: static; see :func:`run`.
+    key: a JAX PRNG key, used once ([`run`][dpgcd_jax.solvers.dp_iht.run] draws `fold_in(key, t)` at step `t`).
+    state: from [`init`][dpgcd_jax.solvers.dp_iht.init] or the previous step.
+    problem: from [`dpgcd_jax.make_problem`][].
+    params: [`Params`][dpgcd_jax.solvers.dp_iht.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_iht.run] validates and
+      casts them).
+    sparsity: `s`, static, `1 <= s <= p`.
+    clipping_mode: static; see [`run`][dpgcd_jax.solvers.dp_iht.run].
 
   Returns:
-    ``(State, Info)``.
+    `(State, Info)`.
   """
   p, n = problem.num_features, problem.num_examples
   M = problem_lib.coordinate_smoothness(problem)
@@ -187,7 +191,7 @@ SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "
 
 
 def iht_ledger(selection_noise: float, update_noise: float, steps: int, sparsity: int) -> ledger_lib.Ledger:
-  """The ledger of ``steps`` DP-IHT steps: ``sparsity`` peeling rounds and one Gaussian each."""
+  """The ledger of `steps` DP-IHT steps: `sparsity` peeling rounds and one Gaussian each."""
   steps = _validate.check_int("steps", steps, low=0)
   _validate.check_positive("update_noise", update_noise, allow_zero=True, allow_inf=True)
   return (peeling.ledger("support selection", selection_noise, sparsity, steps)
@@ -195,11 +199,11 @@ def iht_ledger(selection_noise: float, update_noise: float, steps: int, sparsity
 
 
 def multipliers(scale: float, sparsity: int, selection_share: float) -> tuple[float, float]:
-  """``(b, sigma)`` at calibration scale ``k``: a share of each step's zCDP for the selection.
+  """`(b, sigma)` at calibration scale `k`: a share of each step's zCDP for the selection.
 
-  A step costs ``rho = s (2 / b)^2 / 8 + 1 / (2 sigma^2)`` (bounded range is ``eps^2 / 8``-zCDP);
-  ``b = k sqrt(s / (2 share))`` and ``sigma = k / sqrt(2 (1 - share))`` give the selection the
-  share ``share`` of ``rho = 1 / k^2``. Only the split uses zCDP; the ledger composes the exact
+  A step costs `rho = s (2 / b)^2 / 8 + 1 / (2 sigma^2)` (bounded range is `eps^2 / 8`-zCDP);
+  `b = k sqrt(s / (2 share))` and `sigma = k / sqrt(2 (1 - share))` give the selection the
+  share `share` of `rho = 1 / k^2`. Only the split uses zCDP; the ledger composes the exact
   events.
   """
   return (scale * math.sqrt(sparsity / (2.0 * selection_share)),
@@ -222,22 +226,22 @@ def run(
     clipping_mode: str = "coordinate",
     store_objective: bool = False,
 ) -> base.Result:
-  """Runs ``passes`` DP-IHT steps (one step = one pass over the data) under jit.
+  """Runs `passes` DP-IHT steps (one step = one pass over the data) under jit.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`; dense or sparse X, any penalty allowing 0.
+    problem: from [`dpgcd_jax.make_problem`][]; dense or sparse X, any penalty allowing 0.
     key: a JAX PRNG key (required; the same key gives the same result).
-    params: :class:`Params` (or use :func:`fit` with a budget).
-    passes: number of steps ``T`` (a runtime value: a new one does not recompile).
-    sparsity: ``s``, the number of coordinates kept, ``1 <= s <= p`` (static: a new value
+    params: [`Params`][dpgcd_jax.solvers.dp_iht.Params] (or use [`fit`][dpgcd_jax.solvers.dp_iht.fit] with a budget).
+    passes: number of steps `T` (a runtime value: a new one does not recompile).
+    sparsity: `s`, the number of coordinates kept, `1 <= s <= p` (static: a new value
       compiles a new program).
     clipping_mode: "coordinate" (per-coordinate clipping, as DP-GCD) or "derivative" (clip the
-      scalar ``phi'`` of a GLM loss with bounded features; same sensitivity).
+      scalar `phi'` of a GLM loss with bounded features; same sensitivity).
     store_objective: record the (NOT private) objective after every step (off by default).
 
   Returns:
-    A :class:`dpgcd_jax.Result`: the final iterate (at most ``s`` non-zeros) and the trace
-    (``coordinates`` is None, ``nonprivate_objective``).
+    A [`dpgcd_jax.Result`][]: the final iterate (at most `s` non-zeros) and the trace
+    (`coordinates` is None, `nonprivate_objective`).
 
   Examples:
     >>> import jax, dpgcd_jax as dg
@@ -271,35 +275,36 @@ def fit(
     targets: Any = None,
     clipping_mode: str = "coordinate",
 ) -> base.Result:
-  """(epsilon, delta)-DP iterative hard thresholding with ``sparsity`` non-zeros.
+  """(epsilon, delta)-DP iterative hard thresholding with `sparsity` non-zeros.
 
-  The private path of :func:`dpgcd_jax.dp_gcd.fit`: a public smoothness (declared, from a
-  declared feature bound, or from a feature bound released with a share ``bound_share`` of
-  ``epsilon``), then the smallest scale ``k`` such that ``passes`` steps at the multipliers
-  :func:`multipliers` ``(k, sparsity, selection_share)`` (:func:`iht_ledger`), with ``prior``
-  and the bound, are ``(epsilon, delta)``-DP. ``result.privacy`` lists what was spent.
+  The private path of [`dpgcd_jax.dp_gcd.fit`][]: a public smoothness (declared, from a
+  declared feature bound, or from a feature bound released with a share `bound_share` of
+  `epsilon`), then the smallest scale `k` such that `passes` steps at the multipliers
+  [`multipliers`][dpgcd_jax.solvers.dp_iht.multipliers] `(k, sparsity, selection_share)`
+  ([`iht_ledger`][dpgcd_jax.solvers.dp_iht.iht_ledger]), with `prior`
+  and the bound, are `(epsilon, delta)`-DP. `result.privacy` lists what was spent.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`.
+    problem: from [`dpgcd_jax.make_problem`][].
     key: a JAX PRNG key, or a batch of keys (leading axis): one independent private run per
       key, each spending the whole budget.
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    passes: steps ``T`` (one step is one pass over the data).
-    sparsity: ``s``, ``1 <= s <= p`` (public).
-    step_size: ``gamma`` (see :class:`Params`).
-    clip: per-coordinate clipping (see :class:`Params`); with features bounded by ``B``,
-      ``C_j = clip B`` bounds ``|phi'|``.
+    passes: steps `T` (one step is one pass over the data).
+    sparsity: `s`, `1 <= s <= p` (public).
+    step_size: `gamma` (see [`Params`][dpgcd_jax.solvers.dp_iht.Params]).
+    clip: per-coordinate clipping (see [`Params`][dpgcd_jax.solvers.dp_iht.Params]); with features bounded by `B`,
+      `C_j = clip B` bounds `|phi'|`.
     selection_share: the share of each step's zCDP spent on the peeling, in (0, 1).
-    bound_share: the share of ``epsilon`` spent on the feature bound when one is needed.
-    store_objective: also return ``trace.nonprivate_objective`` (NOT private).
-    prior: a :class:`dpgcd_jax.privacy.Ledger` of releases already made from the same data
+    bound_share: the share of `epsilon` spent on the feature bound when one is needed.
+    store_objective: also return `trace.nonprivate_objective` (NOT private).
+    prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
       toward this budget.
     targets: None, or (K, n) targets on the same features: one run per row, composed.
-    clipping_mode: see :func:`run`.
+    clipping_mode: see [`run`][dpgcd_jax.solvers.dp_iht.run].
 
   Returns:
-    A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
+    A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("selection_share", selection_share, low=0.0, high=1.0, low_open=True,

@@ -3,35 +3,35 @@
 Abadi, Chu, Goodfellow, McMahan, Mironov, Talwar, Zhang, "Deep Learning with Differential
 Privacy", CCS 2016.
 
-One step, from ``w^0 = prox(0)``: every example joins the batch ``B`` independently with
-probability ``q = batch_size / n`` (Poisson sampling), then
+One step, from `w^0 = prox(0)`: every example joins the batch `B` independently with
+probability `q = batch_size / n` (Poisson sampling), then
 
-.. math::
+$$
+\\hat g = \\frac{1}{q n}\\Big(\\sum_{i \\in B} \\mathrm{clip}_2(\\nabla l(w; d_i), C)
+         + N(0, (s C)^2 I_p)\\Big) + \\lambda_2 w, \\qquad
+w \\leftarrow \\mathrm{prox}_{\\gamma \\psi}(w - \\gamma \\hat g)
+$$
 
-   \\hat g = \\frac{1}{q n}\\Big(\\sum_{i \\in B} \\mathrm{clip}_2(\\nabla l(w; d_i), C)
-            + N(0, (s C)^2 I_p)\\Big) + \\lambda_2 w, \\qquad
-   w \\leftarrow \\mathrm{prox}_{\\gamma \\psi}(w - \\gamma \\hat g)
+with `clip_2(v, C) = v min(1, C / ||v||_2)`. The step size `gamma` is absolute (not scaled
+by a smoothness constant). One pass over the data is `n / batch_size` steps (the paper's
+convention with `batch_size = 1`: `n` single-example steps).
 
-with ``clip_2(v, C) = v min(1, C / ||v||_2)``. The step size ``gamma`` is absolute (not scaled
-by a smoothness constant). One pass over the data is ``n / batch_size`` steps (the paper's
-convention with ``batch_size = 1``: ``n`` single-example steps).
-
-Privacy: the sum of clipped gradients has l2 sensitivity ``C`` (add / remove one record) and
-the noise is ``N(0, (s C)^2)``: a Poisson-subsampled Gaussian mechanism per step, accounted
-for replace-one neighbours by :func:`dpgcd_jax.privacy.calibrate_sgd` (dp_accounting).
-The sum meets that sensitivity in floating point (a float32 sum of ``2^20`` clipped rows at
-``C = 0.7`` moved by ``1.027 x 2C`` when one record flipped): each clipped row is quantized by
-truncation toward zero on a public power-of-two grid (``||q_i h||_2 <= C`` exactly, the
-clipping norm shrunk by ``2e-6`` relative to absorb the float roundings), the integers are
+Privacy: the sum of clipped gradients has l2 sensitivity `C` (add / remove one record) and
+the noise is `N(0, (s C)^2)`: a Poisson-subsampled Gaussian mechanism per step, accounted
+for replace-one neighbours by `dpgcd_jax.privacy.calibrate_sgd` (dp_accounting).
+The sum meets that sensitivity in floating point (a float32 sum of `2^20` clipped rows at
+`C = 0.7` moved by `1.027 x 2C` when one record flipped): each clipped row is quantized by
+truncation toward zero on a public power-of-two grid (`||q_i h||_2 <= C` exactly, the
+clipping norm shrunk by `2e-6` relative to absorb the float roundings), the integers are
 summed exactly in float64, the noise is added to that exact sum in float64 and the result is
-rounded once (``g = ((Q h + Z) / (q n))`` cast to the data's dtype, then ``+ l2 w``): the
-release is post-processing of the noisy exact sum (:mod:`dpgcd_jax.clipping`, "DP-SGD's sums").
-Sampling is exactly Poisson (:mod:`dpgcd_jax.sampling`: gaps by inversion of 128-bit uniforms
+rounded once (`g = ((Q h + Z) / (q n))` cast to the data's dtype, then `+ l2 w`): the
+release is post-processing of the noisy exact sum ([`dpgcd_jax.clipping`][], "DP-SGD's sums").
+Sampling is exactly Poisson ([`dpgcd_jax.sampling`][]: gaps by inversion of 128-bit uniforms
 against exact geometric thresholds, a small static batch with an exact O(n) overflow branch,
 no truncation); its total-variation distance to ideal Poisson sampling is at most
-``eta = 2^-64`` per step (for n < 2^30), and :func:`fit` adds ``(1 + e^epsilon) T eta`` to the
+`eta = 2^-64` per step (for n < 2^30), and [`fit`][dpgcd_jax.solvers.dp_sgd.fit] adds `(1 + e^epsilon) T eta` to the
 ledger as a delta slack. DP-SGD uses no smoothness constant (absolute step size, l2 clipping),
-so ``fit`` releases no feature bound. The objective values in the trace are NOT private.
+so `fit` releases no feature bound. The objective values in the trace are NOT private.
 """
 
 from __future__ import annotations
@@ -62,13 +62,13 @@ TRUNCATION_PROBABILITY = sampling.MAX_STEP_TOTAL_VARIATION
 class Params(NamedTuple):
   """Hyperparameters of DP-SGD (array leaves: vmappable, never recompiles).
 
-  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use ``fit`` or
-  calibrated multipliers from :mod:`dpgcd_jax.privacy` for a private run.
+  The defaults (no clipping, no noise) are the NON-PRIVATE limit; use `fit` or
+  calibrated multipliers from [`dpgcd_jax.privacy`][] for a private run.
 
   Attributes:
-    step_size: ``gamma`` > 0, the (absolute) step size.
-    clip: ``C`` > 0, per-example l2 clipping norm; ``inf`` disables clipping.
-    noise: ``s`` >= 0, noise std on the sum of clipped gradients in units of ``C``.
+    step_size: `gamma` > 0, the (absolute) step size.
+    clip: `C` > 0, per-example l2 clipping norm; `inf` disables clipping.
+    noise: `s` >= 0, noise std on the sum of clipped gradients in units of `C`.
   """
 
   step_size: Any = 0.1
@@ -90,21 +90,21 @@ class Info(NamedTuple):
   """What one DP-SGD step reports besides its state.
 
   Attributes:
-    batch_size: the realized size ``|B|`` of the step's Poisson batch (an int32 scalar; its
-      mean is ``q n``). A diagnostic: the privacy analysis covers the model, not this count,
-      and :func:`run` does not return it (nor compute it).
+    batch_size: the realized size `|B|` of the step's Poisson batch (an int32 scalar; its
+      mean is `q n`). A diagnostic: the privacy analysis covers the model, not this count,
+      and [`run`][dpgcd_jax.solvers.dp_sgd.run] does not return it (nor compute it).
   """
 
   batch_size: Array
 
 
 def init(problem: problem_lib.Problem) -> State:
-  """``w^0 = prox(0)`` (the origin for the built-in penalties)."""
+  """`w^0 = prox(0)` (the origin for the built-in penalties)."""
   return State(problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0))
 
 
 def max_batch_size(num_examples: int, sampling_rate: float) -> int:
-  """The fast-path batch of :mod:`dpgcd_jax.sampling` (host side): ``P(Binomial(n, q) > b) <= 1/n``.
+  """The fast-path batch of [`dpgcd_jax.sampling`][] (host side): `P(Binomial(n, q) > b) <= 1/n`.
 
   Larger samples are not truncated: they take the exact O(n) completion branch.
   """
@@ -112,12 +112,12 @@ def max_batch_size(num_examples: int, sampling_rate: float) -> int:
 
 
 def sample_batch(key: Array, num_examples: int, sampling_rate: float, max_batch: int) -> tuple[Array, Array]:
-  """The Poisson(q) batch that :func:`step` uses for ``key``, as ``(arange(n), mask)`` (O(n)).
+  """The Poisson(q) batch that [`step`][dpgcd_jax.solvers.dp_sgd.step] uses for `key`, as `(arange(n), mask)` (O(n)).
 
-  Each example is in the batch independently with probability ``q`` (exactly, up to the
-  2^-64 total-variation bound of :mod:`dpgcd_jax.sampling`); ``max_batch`` is the fast-path
+  Each example is in the batch independently with probability `q` (exactly, up to the
+  2^-64 total-variation bound of [`dpgcd_jax.sampling`][]); `max_batch` is the fast-path
   capacity, which changes the cost and which sample a key gives, never the law. For tests
-  and audits; :func:`step` gathers only ``max_batch`` rows unless the sample is larger.
+  and audits; [`step`][dpgcd_jax.solvers.dp_sgd.step] gathers only `max_batch` rows unless the sample is larger.
   """
   p = sampling.plan(num_examples, sampling_rate, max_batch)
   return jnp.arange(num_examples), sampling.sample_mask(key, p)
@@ -130,16 +130,18 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
 
   Args:
     key: a JAX PRNG key, used once (split into the sample's key and the noise's key).
-    state: from :func:`init` or the previous step.
-    problem: from :func:`dpgcd_jax.make_problem` (dense features).
-    params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    sampling_rate: ``q`` in (0, 1] (static).
-    max_batch: the sampler's fast-path capacity (static; default :func:`max_batch_size`).
-    X: the row-major features ``problem.X``, gathered by rows; pass it when stepping in a
-      loop (:func:`run` builds it once per run), else each step transposes ``problem.XT``.
+    state: from [`init`][dpgcd_jax.solvers.dp_sgd.init] or the previous step.
+    problem: from [`dpgcd_jax.make_problem`][] (dense features).
+    params: [`Params`][dpgcd_jax.solvers.dp_sgd.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_sgd.run] validates and
+      casts them).
+    sampling_rate: `q` in (0, 1] (static).
+    max_batch: the sampler's fast-path capacity (static; default
+      [`max_batch_size`][dpgcd_jax.solvers.dp_sgd.max_batch_size]).
+    X: the row-major features `problem.X`, gathered by rows; pass it when stepping in a
+      loop ([`run`][dpgcd_jax.solvers.dp_sgd.run] builds it once per run), else each step transposes `problem.XT`.
 
   Returns:
-    ``(State, Info)``.
+    `(State, Info)`.
   """
   n = problem.num_examples
   max_batch = max_batch_size(n, sampling_rate) if max_batch is None else max_batch
@@ -188,19 +190,19 @@ SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per
 
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int, batch_size: int = 1,
         store_objective: bool = False) -> base.Result:
-  """Runs ``passes * (n // batch_size)`` DP-SGD steps under jit (objective once per pass).
+  """Runs `passes * (n // batch_size)` DP-SGD steps under jit (objective once per pass).
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem` (dense features).
+    problem: from [`dpgcd_jax.make_problem`][] (dense features).
     key: a JAX PRNG key (required).
-    params: :class:`Params` (the noise multiplier from :func:`dpgcd_jax.privacy.calibrate_sgd`,
-      or use :func:`fit` with a budget).
+    params: [`Params`][dpgcd_jax.solvers.dp_sgd.Params] (the noise multiplier from `dpgcd_jax.privacy.calibrate_sgd`,
+      or use [`fit`][dpgcd_jax.solvers.dp_sgd.fit] with a budget).
     passes: number of passes over the data (a runtime value: a new one does not recompile).
-    batch_size: expected batch size, 1 <= batch_size <= n (static); ``q = batch_size / n``.
+    batch_size: expected batch size, 1 <= batch_size <= n (static); `q = batch_size / n`.
     store_objective: record the (NOT private) objective after every pass.
 
   Returns:
-    A :class:`dpgcd_jax.Result` (``trace.coordinates`` is None: every step moves all coordinates).
+    A [`dpgcd_jax.Result`][] (`trace.coordinates` is None: every step moves all coordinates).
   """
   base.check_problem(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
@@ -212,7 +214,7 @@ def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: floa
         batch_size: int = 1, step_size: float = 0.1, clip: float = 1.0,
         store_objective: bool = False) -> base.Result:
   """(epsilon, delta)-DP DP-SGD: one ledger (Poisson-subsampled Gaussian steps + the sampler's
-  total-variation slack), calibrated, then run. ``key`` may be a batch of keys."""
+  total-variation slack), calibrated, then run. `key` may be a batch of keys."""
   base.check_problem(problem)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   passes = _validate.check_int("passes", passes, low=1)

@@ -1,49 +1,49 @@
 """Private greedy coordinate selection and the noisy coordinate gradient.
 
-All quantities are in *normalized units*: a coordinate gradient ``g_j`` is compared
-through ``u_j = g_j / sqrt(M_j)``, whose replace-one sensitivity is at most
-``Delta_bar = max_j Delta_j / sqrt(M_j)`` with ``Delta_j = 2 C_j / n`` (clipping).
+All quantities are in *normalized units*: a coordinate gradient `g_j` is compared
+through `u_j = g_j / sqrt(M_j)`, whose replace-one sensitivity is at most
+`Delta_bar = max_j Delta_j / sqrt(M_j)` with `Delta_j = 2 C_j / n` (clipping).
 
-Greedy rules (DESIGN section 6), each a score that is 1-Lipschitz in ``u_j``, so that
-every score has sensitivity ``Delta_bar``:
+Greedy rules (DESIGN section 6), each a score that is 1-Lipschitz in `u_j`, so that
+every score has sensitivity `Delta_bar`:
 
-- ``"gs-s"``: ``dist(-g_j, d psi_j(w_j)) / sqrt(M_j)`` (with ``psi = 0``: the
-  Gauss-Southwell-Lipschitz rule ``|g_j| / sqrt(M_j)``). Distance to a fixed set: 1-Lipschitz.
-- ``"gs-r"``: ``sqrt(M_j) |w_j - prox_{psi_j / M_j}(w_j - g_j / M_j)|``. The prox is
-  1-Lipschitz, so the score is ``1 / sqrt(M_j)``-Lipschitz in ``g_j``.
-- ``"gs-q"``: ``sqrt(2 q_j)``, ``q_j = -min_d [g_j d + M_j d^2 / 2 + psi_j(w_j + d) - psi_j(w_j)]``.
-  ``q_j`` is convex in ``g_j`` with derivative ``-d*``; the optimality condition and the
-  convexity of ``psi_j`` give ``q_j >= M_j d*^2 / 2``, hence
-  ``|d sqrt(2 q_j) / d g_j| = |d*| / sqrt(2 q_j) <= 1 / sqrt(M_j)``.
+- `"gs-s"`: `dist(-g_j, d psi_j(w_j)) / sqrt(M_j)` (with `psi = 0`: the
+  Gauss-Southwell-Lipschitz rule `|g_j| / sqrt(M_j)`). Distance to a fixed set: 1-Lipschitz.
+- `"gs-r"`: `sqrt(M_j) |w_j - prox_{psi_j / M_j}(w_j - g_j / M_j)|`. The prox is
+  1-Lipschitz, so the score is `1 / sqrt(M_j)`-Lipschitz in `g_j`.
+- `"gs-q"`: `sqrt(2 q_j)`, `q_j = -min_d [g_j d + M_j d^2 / 2 + psi_j(w_j + d) - psi_j(w_j)]`.
+  `q_j` is convex in `g_j` with derivative `-d*`; the optimality condition and the
+  convexity of `psi_j` give `q_j >= M_j d*^2 / 2`, hence
+  `|d sqrt(2 q_j) / d g_j| = |d*| / sqrt(2 q_j) <= 1 / sqrt(M_j)`.
 
-Selection mechanisms (noise multiplier ``b`` in units of ``Delta_bar``):
+Selection mechanisms (noise multiplier `b` in units of `Delta_bar`):
 
-- ``"laplace"``, paper-faithful: ``Z_j ~ Lap(b Delta_bar)`` added to ``u_j`` *inside* the
-  score for ``"gs-s"`` with no penalty or the l2 penalty (``j = argmax |u_j + Z_j|`` when
-  ``psi = 0``). Privacy, ``eps = 2 / b`` (pure): the score is ``|u_j + c_j|`` with ``c_j``
-  public; given the other noises, j wins iff ``Z_j`` falls outside an interval whose end
-  points move by at most ``2 Delta_bar`` between neighbours (``u_j`` moves by ``Delta_bar``,
-  the others' maximum by at most ``Delta_bar``); each tail probability changes by at most
-  ``exp(2 / b)``. Every other case (GS-r, GS-q, and GS-s with l1 / elastic net / box, whose
+- `"laplace"`, paper-faithful: `Z_j ~ Lap(b Delta_bar)` added to `u_j` *inside* the
+  score for `"gs-s"` with no penalty or the l2 penalty (`j = argmax |u_j + Z_j|` when
+  `psi = 0`). Privacy, `eps = 2 / b` (pure): the score is `|u_j + c_j|` with `c_j`
+  public; given the other noises, j wins iff `Z_j` falls outside an interval whose end
+  points move by at most `2 Delta_bar` between neighbours (`u_j` moves by `Delta_bar`,
+  the others' maximum by at most `Delta_bar`); each tail probability changes by at most
+  `exp(2 / b)`. Every other case (GS-r, GS-q, and GS-s with l1 / elastic net / box, whose
   scores plateau at 0 so that all-zero ties break the argument) uses report-noisy-max,
-  ``argmax_j score_j + Z_j``: ``eps = 2 / b`` for any scores of sensitivity ``Delta_bar``
-  (given the others, j wins iff ``Z_j >= r*``, and ``r*`` moves by at most ``2 Delta_bar``).
-- ``"gumbel"``, exponential mechanism: ``j = argmax_j score_j + b Delta_bar G_j`` with
-  ``G_j ~ Gumbel(0, 1)``, i.e. ``P(j) ∝ exp(score_j / (b Delta_bar))``: ``eps = 2 / b`` and
-  ``eps``-bounded-range, hence ``rho = eps^2 / 8``-zCDP.
+  `argmax_j score_j + Z_j`: `eps = 2 / b` for any scores of sensitivity `Delta_bar`
+  (given the others, j wins iff `Z_j >= r*`, and `r*` moves by at most `2 Delta_bar`).
+- `"gumbel"`, exponential mechanism: `j = argmax_j score_j + b Delta_bar G_j` with
+  `G_j ~ Gumbel(0, 1)`, i.e. `P(j) ∝ exp(score_j / (b Delta_bar))`: `eps = 2 / b` and
+  `eps`-bounded-range, hence `rho = eps^2 / 8`-zCDP.
 
-Update noise (multiplier ``s`` in units of ``Delta_j``) on the selected coordinate:
-``"laplace"``: ``Lap(s Delta_j)``, ``eps = 1 / s``; ``"gaussian"``: ``N(0, (s Delta_j)^2)``,
-``rho = 1 / (2 s^2)``. Both use fresh noise, independent of the selection.
+Update noise (multiplier `s` in units of `Delta_j`) on the selected coordinate:
+`"laplace"`: `Lap(s Delta_j)`, `eps = 1 / s`; `"gaussian"`: `N(0, (s Delta_j)^2)`,
+`rho = 1 / (2 s^2)`. Both use fresh noise, independent of the selection.
 
-Floating-point-safe variants (``secure_noise=True``; :mod:`dpgcd_jax.mechanisms`,
-:mod:`dpgcd_jax.discrete_noise`): selection ``"discrete_laplace"`` is report-noisy-max of the
+Floating-point-safe variants (`secure_noise=True`; `dpgcd_jax.mechanisms`,
+`dpgcd_jax.discrete_noise`): selection `"discrete_laplace"` is report-noisy-max of the
 scores snapped to a public power-of-two grid plus exact discrete Laplace noise, compared as
-integers (``< 2 / b``-DP: the snapping raises the sensitivity to ``ceil(Delta_bar / gran) + 1``
-grid steps and the integer scale is rounded up to cover it); updates ``"discrete_laplace"``
-(``< 1 / b'``-DP) and ``"discrete_gaussian"`` (``< 1 / (2 s^2)``-zCDP) release
-``(round(g_j / gran) + Z) gran``, a function of one integer. A sampler cap (probability
-``< 1e-18``) or an invalid multiplier makes the step NaN (fail closed).
+integers (`< 2 / b`-DP: the snapping raises the sensitivity to `ceil(Delta_bar / gran) + 1`
+grid steps and the integer scale is rounded up to cover it); updates `"discrete_laplace"`
+(`< 1 / b'`-DP) and `"discrete_gaussian"` (`< 1 / (2 s^2)`-zCDP) release
+`(round(g_j / gran) + Z) gran`, a function of one integer. A sampler cap (probability
+`< 1e-18`) or an invalid multiplier makes the step NaN (fail closed).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ RULES: dict[str, Callable[..., Array]] = {"gs-s": gs_s, "gs-r": gs_r, "gs-q": gs
 
 
 def selection_sensitivity(thresholds: Array, M: Array, num_examples: int) -> Array:
-  """``Delta_bar = max_j (2 C_j / n) / sqrt(M_j)``: sensitivity of every normalized score."""
+  """`Delta_bar = max_j (2 C_j / n) / sqrt(M_j)`: sensitivity of every normalized score."""
   return jnp.max(clipping.mean_sensitivity(thresholds, num_examples) / jnp.sqrt(M))
 
 
@@ -97,7 +97,7 @@ def select(
 ) -> Array:
   """Index of the coordinate chosen by the private greedy rule (see the module docstring).
 
-  ``selection``: a name or a mechanism object of :mod:`dpgcd_jax.mechanisms`.
+  `selection`: a name or a mechanism object of `dpgcd_jax.mechanisms`.
   """
   j, _ = select_checked(key, g, w, M, penalty, multiplier, sensitivity, selection=selection,
                         rule=rule)
@@ -107,9 +107,9 @@ def select(
 def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.Penalty,
                    multiplier: Array, sensitivity: Array, *, selection: Any,
                    rule: str) -> tuple[Array, Array]:
-  """``(j, ok)``: :func:`select` and whether a discrete selection ran to completion.
+  """`(j, ok)`: [`select`][dpgcd_jax.solvers.greedy.select] and whether a discrete selection ran to completion.
 
-  ``ok`` is always True for the float mechanisms (their failures show as NaN scores).
+  `ok` is always True for the float mechanisms (their failures show as NaN scores).
   """
   mechanism = mechanisms.selection(selection)
   if mechanisms.is_discrete(mechanism):
@@ -119,9 +119,9 @@ def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.
 
 
 def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:
-  """``g_j`` plus the update mechanism's noise of scale ``multiplier * sensitivity``.
+  """`g_j` plus the update mechanism's noise of scale `multiplier * sensitivity`.
 
-  A discrete mechanism returns ``(round(g_j / gran) + Z) gran`` instead (NaN when it fails).
+  A discrete mechanism returns `(round(g_j / gran) + Z) gran` instead (NaN when it fails).
   """
   mechanism = mechanisms.update(update)
   if mechanisms.is_discrete(mechanism):
@@ -148,12 +148,12 @@ def private_coordinate_step(
 ) -> tuple[Array, Array]:
   """The private kernel of one DP-GCD iteration, shared by the solver and the optax transform.
 
-  From the clipped gradient ``g`` (thresholds ``C_j``, ``n`` examples): select ``j`` privately,
-  add update noise to ``g_j`` and take the proximal step
-  ``w_j <- prox_{gamma_j psi_j}(w_j - gamma_j (g_j + eta))``, ``gamma_j = step_size / M_j``.
+  From the clipped gradient `g` (thresholds `C_j`, `n` examples): select `j` privately,
+  add update noise to `g_j` and take the proximal step
+  `w_j <- prox_{gamma_j psi_j}(w_j - gamma_j (g_j + eta))`, `gamma_j = step_size / M_j`.
 
   Returns:
-    ``(j, new w_j)``. An invalid (negative or NaN) step size, or a discrete sampler that hit
+    `(j, new w_j)`. An invalid (negative or NaN) step size, or a discrete sampler that hit
     a cap, gives NaN (fail closed).
   """
   key_select, key_update = jax.random.split(key)

@@ -1,13 +1,14 @@
-"""The non-private optimum ``F*``: cyclic proximal coordinate descent with a certificate.
+"""The non-private optimum `F*`: cyclic proximal coordinate descent with a certificate.
 
-Epochs of cyclic coordinate steps ``w_j <- prox_{psi_j / M_j}(w_j - grad_j f(w) / M_j)``
-(exact coordinate minimization for least squares, where ``M_j`` is the exact curvature),
+Epochs of cyclic coordinate steps `w_j <- prox_{psi_j / M_j}(w_j - grad_j f(w) / M_j)`
+(exact coordinate minimization for least squares, where `M_j` is the exact curvature),
 with the GLM margins kept in O(n) per step, until the optimality certificate
 
-.. math:: \\max_j \\operatorname{dist}(-\\nabla_j f(w), \\partial \\psi_j(w_j)) \\le \\text{tol}
-
-holds (zero iff ``w`` is a minimizer of ``F = f + psi``). NOT private: it reads the raw data;
-use it to measure the relative error ``(F(w) - F*) / (F(w^0) - F*)`` of private solvers.
+$$
+\\max_j \\operatorname{dist}(-\\nabla_j f(w), \\partial \\psi_j(w_j)) \\le \\text{tol}
+$$
+holds (zero iff `w` is a minimizer of `F = f + psi`). NOT private: it reads the raw data;
+use it to measure the relative error `(F(w) - F*) / (F(w^0) - F*)` of private solvers.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ class Solution(NamedTuple):
 
   Attributes:
     w: the minimizer found.
-    objective: ``F(w)``.
-    subdiff_distance: ``max_j dist(-grad_j f(w), d psi_j(w_j))``, the optimality certificate.
+    objective: `F(w)`.
+    subdiff_distance: `max_j dist(-grad_j f(w), d psi_j(w_j))`, the optimality certificate.
     epochs: number of epochs run.
-    converged: whether ``subdiff_distance <= tol`` (else ``max_epochs`` was reached).
+    converged: whether `subdiff_distance <= tol` (else `max_epochs` was reached).
   """
 
   w: Array
@@ -44,12 +45,12 @@ class Solution(NamedTuple):
 
 
 def optimality_gap(problem: problem_lib.Problem, w: Array) -> Array:
-  """``max_j dist(-grad_j f(w), d psi_j(w_j))``."""
+  """`max_j dist(-grad_j f(w), d psi_j(w_j))`."""
   return jnp.max(problem.penalty.subdiff_distance(w, problem_lib.gradient(problem, w)))
 
 
 def solve(problem: problem_lib.Problem, *, tol: float = 1e-10, max_epochs: int = 100_000) -> Solution:
-  """Minimizes ``F`` to ``subdiff_distance <= tol`` (see the module docstring)."""
+  """Minimizes `F` to `subdiff_distance <= tol` (see the module docstring)."""
   _validate.check_positive("tol", tol)
   max_epochs = _validate.check_int("max_epochs", max_epochs, low=1)
   problem_lib.check_smoothness(problem)  # non-private: a data-derived M may be checked here

@@ -2,49 +2,52 @@
 
 In the spirit of Kifer, Smith & Thakurta, "Private Convex Empirical Risk Minimization and
 High-dimensional Regression", COLT 2012 (private support selection, then a private
-low-dimensional ERM). From ``w^0 = prox(0)`` (``0`` for the built-in penalties):
+low-dimensional ERM). From `w^0 = prox(0)` (`0` for the built-in penalties):
 
-.. math::
+$$
+\\begin{aligned}
+S &= \\mathrm{peel}_s\\big(|g_j(w^0)| / \\sqrt{M_j};\\ b_0 \\bar\\Delta\\big),
+\\quad g_j(w^0) = \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^0; d_i), -C_j, C_j) \\\\
+w^{t+1} &= \\text{DP-GCD iteration } t \\text{ on the problem restricted to the columns } S
+\\ (w_j = w^0_j \\text{ for } j \\notin S)
+\\end{aligned}
+$$
 
-   S &= \\mathrm{peel}_s\\big(|g_j(w^0)| / \\sqrt{M_j};\\ b_0 \\bar\\Delta\\big),
-   \\quad g_j(w^0) = \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^0; d_i), -C_j, C_j) \\\\
-   w^{t+1} &= \\text{DP-GCD iteration } t \\text{ on the problem restricted to the columns } S
-   \\ (w_j = w^0_j \\text{ for } j \\notin S)
-
-with ``Delta_bar = max_j Delta_j / sqrt(M_j)``, ``Delta_j = 2 C_j / n``
-(:func:`dpgcd_jax.clipping.mean_sensitivity`), ``b_0`` = ``support_noise`` and ``peel_s`` =
-:func:`dpgcd_jax.peeling.peel` (``s`` rounds of the exponential mechanism without replacement).
-For a GLM at ``w^0 = 0`` the score is the clipped correlation of feature ``j`` with
-``-phi'(0, y)`` (squared loss: with ``y``). Stage 2 is :func:`dpgcd_jax.dp_gcd.step` on the
-restricted problem (:func:`restrict`: the ``s`` columns, their smoothness, penalty and
+with `Delta_bar = max_j Delta_j / sqrt(M_j)`, `Delta_j = 2 C_j / n`
+([`dpgcd_jax.clipping.mean_sensitivity`][]), `b_0` = `support_noise` and `peel_s` =
+[`dpgcd_jax.peeling.peel`][] (`s` rounds of the exponential mechanism without replacement).
+For a GLM at `w^0 = 0` the score is the clipped correlation of feature `j` with
+`-phi'(0, y)` (squared loss: with `y`). Stage 2 is [`dpgcd_jax.dp_gcd.step`][] on the
+restricted problem ([`restrict`][dpgcd_jax.solvers.two_stage.restrict]: the `s` columns, their smoothness, penalty and
 thresholds), so its selection, update, rules and noise are DP-GCD's; the result is a
-``p``-vector equal to ``w^0`` (0) outside ``S``.
+`p`-vector equal to `w^0` (0) outside `S`.
 
-Step ``t = 0`` does both: it selects ``S`` (the support in :class:`State` is empty until then)
-and runs the first DP-GCD iteration on it; ``passes`` is the number ``T`` of DP-GCD iterations
+Step `t = 0` does both: it selects `S` (the support in [`State`][dpgcd_jax.solvers.two_stage.State] is empty until then)
+and runs the first DP-GCD iteration on it; `passes` is the number `T` of DP-GCD iterations
 (one pass over the data each; the gradient of the selection is the first iteration's, over all
-``p`` columns). Under ``jax.vmap`` (a batch of keys, ``targets``) the selection's branch is
-evaluated at every step (a ``lax.cond`` becomes a select): correct, but each step then costs a
+`p` columns). Under `jax.vmap` (a batch of keys, `targets`) the selection's branch is
+evaluated at every step (a `lax.cond` becomes a select): correct, but each step then costs a
 full gradient.
 
-Privacy (replace-one neighbours ``D``, ``D'`` of the same public size ``n``).
+Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
 
-* Stage 1. ``w^0`` is public, so ``g_j(w^0)`` moves by at most ``Delta_j`` and the score
-  ``|g_j| / sqrt(M_j)`` by at most ``Delta_j / sqrt(M_j) <= Delta_bar`` (with equality up to
-  rounding under the scalar clip rule ``C_j ∝ sqrt(M_j)``). Peeling at temperature
-  ``b_0 Delta_bar``: ``s`` adaptive ``BoundedRange(2 / b_0)`` rounds (:mod:`dpgcd_jax.peeling`).
-* Stage 2. ``S`` is released, hence public for what follows: the restricted problem is a
-  function of the data and of ``S`` only, its coordinates' sensitivities are the same
-  ``Delta_j`` (clipping is per coordinate) and its ``Delta_bar`` is a max over ``S``, at most
+* Stage 1. `w^0` is public, so `g_j(w^0)` moves by at most `Delta_j` and the score
+  `|g_j| / sqrt(M_j)` by at most `Delta_j / sqrt(M_j) <= Delta_bar` (with equality up to
+  rounding under the scalar clip rule `C_j ∝ sqrt(M_j)`). Peeling at temperature
+  `b_0 Delta_bar`: `s` adaptive `BoundedRange(2 / b_0)` rounds ([`dpgcd_jax.peeling`][]).
+* Stage 2. `S` is released, hence public for what follows: the restricted problem is a
+  function of the data and of `S` only, its coordinates' sensitivities are the same
+  `Delta_j` (clipping is per coordinate) and its `Delta_bar` is a max over `S`, at most
   the full one. Each iteration is one DP-GCD selection and one update, with DP-GCD's events
-  (:mod:`dpgcd_jax.solvers.dp_gcd`): ``T`` of each.
-* Composition. One ledger (:func:`two_stage_ledger`): ``s`` rounds ``BoundedRange(2 / b_0)``,
-  ``T`` selections and ``T`` updates, composed adaptively by the ledger's best valid route, and
-  calibrated once by :func:`fit` to ``(epsilon, delta)``. The model and ``trace.coordinates``
-  (indices in ``1..p``) are post-processing. The coordinate smoothness ``M`` must be public
-  (:func:`fit` makes it so). The objective values in the trace are NOT private.
+  ([`dpgcd_jax.solvers.dp_gcd`][]): `T` of each.
+* Composition. One ledger ([`two_stage_ledger`][dpgcd_jax.solvers.two_stage.two_stage_ledger]): `s` rounds
+  `BoundedRange(2 / b_0)`,
+  `T` selections and `T` updates, composed adaptively by the ledger's best valid route, and
+  calibrated once by [`fit`][dpgcd_jax.solvers.two_stage.fit] to `(epsilon, delta)`. The model and `trace.coordinates`
+  (indices in `1..p`) are post-processing. The coordinate smoothness `M` must be public
+  ([`fit`][dpgcd_jax.solvers.two_stage.fit] makes it so). The objective values in the trace are NOT private.
 
-Floating point: the Gumbel draw of stage 1 is not snapped (no ``secure_noise`` option).
+Floating point: the Gumbel draw of stage 1 is not snapped (no `secure_noise` option).
 """
 
 from __future__ import annotations
@@ -81,13 +84,13 @@ class Params(NamedTuple):
   The defaults (no clipping, no noise) are the NON-PRIVATE limit.
 
   Attributes:
-    step_size: ``gamma`` > 0 of stage 2 (DP-GCD: coordinate j moves by ``gamma / M_j``).
-    clip: ``C`` > 0, a scalar (thresholds ``C_j = C sqrt(M_j / beta)``) or a (p,) vector of
-      thresholds, for both stages; ``inf`` disables clipping (only with zero noise).
-    support_noise: ``b_0`` >= 0, the peeling temperature of stage 1 in units of
-      ``Delta_bar``; each of its ``s`` rounds is ``2 / b_0``-bounded-range.
-    selection_noise: ``b`` >= 0, DP-GCD's selection noise (units of ``Delta_bar``).
-    update_noise: ``b'`` >= 0, DP-GCD's update noise (units of ``Delta_j``).
+    step_size: `gamma` > 0 of stage 2 (DP-GCD: coordinate j moves by `gamma / M_j`).
+    clip: `C` > 0, a scalar (thresholds `C_j = C sqrt(M_j / beta)`) or a (p,) vector of
+      thresholds, for both stages; `inf` disables clipping (only with zero noise).
+    support_noise: `b_0` >= 0, the peeling temperature of stage 1 in units of
+      `Delta_bar`; each of its `s` rounds is `2 / b_0`-bounded-range.
+    selection_noise: `b` >= 0, DP-GCD's selection noise (units of `Delta_bar`).
+    update_noise: `b'` >= 0, DP-GCD's update noise (units of `Delta_j`).
   """
 
   step_size: Any = 1.0
@@ -101,8 +104,8 @@ class State(NamedTuple):
   """The state of the two-stage solver.
 
   Attributes:
-    w: (p,) the iterate, ``w^0`` outside the support.
-    margins: (n,) ``X w`` for GLM losses (None otherwise), updated in O(n) per iteration.
+    w: (p,) the iterate, `w^0` outside the support.
+    margins: (n,) `X w` for GLM losses (None otherwise), updated in O(n) per iteration.
     support: (p,) bool, the selected columns; all False before the first step.
   """
 
@@ -115,25 +118,25 @@ class Info(NamedTuple):
   """What one step reports besides its state.
 
   Attributes:
-    coordinate: the coordinate DP-GCD updated, an index in ``0..p-1`` (released; :func:`run`
-      stacks it into ``trace.coordinates``).
+    coordinate: the coordinate DP-GCD updated, an index in `0..p-1` (released; [`run`][dpgcd_jax.solvers.two_stage.run]
+      stacks it into `trace.coordinates`).
   """
 
   coordinate: Array
 
 
 def init(problem: problem_lib.Problem) -> State:
-  """DP-GCD's ``w^0 = prox(0)``, its margins, and an empty support."""
+  """DP-GCD's `w^0 = prox(0)`, its margins, and an empty support."""
   start = dp_gcd.init(problem)
   return State(start.w, start.margins, jnp.zeros(problem.num_features, bool))
 
 
 def restrict(problem: problem_lib.Problem, columns: Array) -> problem_lib.Problem:
-  """The problem on the features ``columns`` ((s,) indices, may be traced): a jittable gather.
+  """The problem on the features `columns` ((s,) indices, may be traced): a jittable gather.
 
-  Columns of ``X``, their smoothness and the penalty's per-coordinate parameters; ``y``,
-  ``l2``, the loss and the smoothness source are kept. Sparse features: each selected column's
-  window of ``K`` stored entries (zero-padded), O(s K).
+  Columns of `X`, their smoothness and the penalty's per-coordinate parameters; `y`,
+  `l2`, the loss and the smoothness source are kept. Sparse features: each selected column's
+  window of `K` stored entries (zero-padded), O(s K).
   """
   XT = problem.XT
   XT = _sparse_columns(XT, columns) if isinstance(XT, sparse.SparseColumns) else XT[columns]
@@ -142,7 +145,7 @@ def restrict(problem: problem_lib.Problem, columns: Array) -> problem_lib.Proble
 
 
 def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseColumns:
-  """The (s, n) :class:`~dpgcd_jax.sparse.SparseColumns` of ``columns``: ``K`` entries each."""
+  """The (s, n) [`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of `columns`: `K` entries each."""
   k, s = XT.max_column_nnz, columns.shape[0]
   rows, vals = jax.vmap(XT.column)(columns)  # (s, K), zero values past each column's end
   pad = lambda a, fill: jnp.concatenate([a.reshape(-1), jnp.full(k, fill, a.dtype)])
@@ -154,7 +157,7 @@ def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseCo
 
 def select_support(key: Array, problem: problem_lib.Problem, state: State, params: Params, *,
                    sparsity: int, clipping_mode: str = "coordinate") -> Array:
-  """Stage 1: the (s,) columns drawn by peeling on ``|g_j(w)| / sqrt(M_j)`` (see the module docstring)."""
+  """Stage 1: the (s,) columns drawn by peeling on `|g_j(w)| / sqrt(M_j)` (see the module docstring)."""
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
@@ -178,14 +181,15 @@ def step(
 
   Args:
     key: a JAX PRNG key, used once (split into the selection's key and DP-GCD's).
-    state: from :func:`init` or the previous step.
-    problem: from :func:`dpgcd_jax.make_problem`.
-    params: :class:`Params` as arrays (:func:`run` validates and casts them).
-    sparsity: ``s``, static, ``1 <= s <= p``.
-    selection, update, rule, clipping_mode: static; see :func:`run`.
+    state: from [`init`][dpgcd_jax.solvers.two_stage.init] or the previous step.
+    problem: from [`dpgcd_jax.make_problem`][].
+    params: [`Params`][dpgcd_jax.solvers.two_stage.Params] as arrays ([`run`][dpgcd_jax.solvers.two_stage.run] validates
+      and casts them).
+    sparsity: `s`, static, `1 <= s <= p`.
+    selection, update, rule, clipping_mode: static; see [`run`][dpgcd_jax.solvers.two_stage.run].
 
   Returns:
-    ``(State, Info)``.
+    `(State, Info)`.
   """
   p = problem.num_features
   key_support, key_gcd = jax.random.split(key)
@@ -211,10 +215,10 @@ SOLVER = base.Solver(Params, init, step, info=Info,
 def two_stage_ledger(support_noise: float, selection_noise: float, update_noise: float, *, steps: int,
                      sparsity: int, selection: str = "laplace", update: str = "laplace",
                      runs: int = 1) -> ledger_lib.Ledger:
-  """The ledger of ``runs`` two-stage runs of ``steps`` DP-GCD iterations in all.
+  """The ledger of `runs` two-stage runs of `steps` DP-GCD iterations in all.
 
-  ``runs`` peelings of ``sparsity`` rounds ``BoundedRange(2 / b_0)``, then DP-GCD's
-  :func:`dpgcd_jax.privacy.accounting.gcd_ledger` for ``steps`` iterations.
+  `runs` peelings of `sparsity` rounds `BoundedRange(2 / b_0)`, then DP-GCD's
+  [`dpgcd_jax.privacy.accounting.gcd_ledger`][] for `steps` iterations.
   """
   return (peeling.ledger("support selection", support_noise, sparsity, runs)
           + accounting.gcd_ledger(selection_noise, update_noise, steps=steps, selection=selection,
@@ -223,10 +227,10 @@ def two_stage_ledger(support_noise: float, selection_noise: float, update_noise:
 
 def multipliers(scale: float, *, sparsity: int, passes: int, selection: str, update: str,
                 support_share: float) -> tuple[float, float, float]:
-  """``(b_0, b, b')`` at calibration scale ``k``: ``b = b' = k``, stage 1 a share of the zCDP.
+  """`(b_0, b, b')` at calibration scale `k`: `b = b' = k`, stage 1 a share of the zCDP.
 
-  Stage 2 costs ``rho_2 = T (c_sel + c_upd) / k^2`` (the mechanisms' ``zcdp_per_unit``), the
-  peeling ``rho_1 = s / (2 b_0^2)``; ``b_0`` makes ``rho_1 / (rho_1 + rho_2) = support_share``.
+  Stage 2 costs `rho_2 = T (c_sel + c_upd) / k^2` (the mechanisms' `zcdp_per_unit`), the
+  peeling `rho_1 = s / (2 b_0^2)`; `b_0` makes `rho_1 / (rho_1 + rho_2) = support_share`.
   Only the split uses zCDP; the ledger composes the exact events.
   """
   per_step = mechanisms.selection(selection).zcdp_per_unit + mechanisms.update(update).zcdp_per_unit
@@ -257,21 +261,22 @@ def run(
     clipping_mode: str = "coordinate",
     store_objective: bool = False,
 ) -> base.Result:
-  """Selects ``sparsity`` columns, then runs ``passes`` DP-GCD iterations on them, under jit.
+  """Selects `sparsity` columns, then runs `passes` DP-GCD iterations on them, under jit.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`; dense or sparse X.
+    problem: from [`dpgcd_jax.make_problem`][]; dense or sparse X.
     key: a JAX PRNG key (required; the same key gives the same result).
-    params: :class:`Params` (or use :func:`fit` with a budget).
-    passes: DP-GCD iterations ``T`` (a runtime value: a new one does not recompile).
-    sparsity: ``s``, the number of columns selected, ``1 <= s <= p`` (static).
-    selection, update, rule, clipping_mode: stage 2's, see :func:`dpgcd_jax.dp_gcd.run`;
-      ``clipping_mode`` applies to stage 1 too.
+    params: [`Params`][dpgcd_jax.solvers.two_stage.Params] (or use [`fit`][dpgcd_jax.solvers.two_stage.fit] with a
+      budget).
+    passes: DP-GCD iterations `T` (a runtime value: a new one does not recompile).
+    sparsity: `s`, the number of columns selected, `1 <= s <= p` (static).
+    selection, update, rule, clipping_mode: stage 2's, see [`dpgcd_jax.dp_gcd.run`][];
+      `clipping_mode` applies to stage 1 too.
     store_objective: record the (NOT private) objective after every iteration (off by default).
 
   Returns:
-    A :class:`dpgcd_jax.Result`: the final iterate and the trace (the coordinate of each
-    iteration, ``nonprivate_objective``).
+    A [`dpgcd_jax.Result`][]: the final iterate and the trace (the coordinate of each
+    iteration, `nonprivate_objective`).
 
   Examples:
     >>> import jax, dpgcd_jax as dg
@@ -311,33 +316,35 @@ def fit(
 ) -> base.Result:
   """(epsilon, delta)-DP two-stage fit: both stages in one ledger, calibrated once.
 
-  The private path of :func:`dpgcd_jax.dp_gcd.fit` (a public smoothness: declared, from a
-  declared feature bound, or from a feature bound released with a share ``bound_share`` of
-  ``epsilon``), then the smallest scale ``k`` such that the peeling and the ``passes`` DP-GCD
-  iterations at :func:`multipliers` ``(k, ...)`` (:func:`two_stage_ledger`), with ``prior`` and
-  the bound, are ``(epsilon, delta)``-DP. ``result.privacy`` lists what was spent.
+  The private path of [`dpgcd_jax.dp_gcd.fit`][] (a public smoothness: declared, from a
+  declared feature bound, or from a feature bound released with a share `bound_share` of
+  `epsilon`), then the smallest scale `k` such that the peeling and the `passes` DP-GCD
+  iterations at [`multipliers`][dpgcd_jax.solvers.two_stage.multipliers] `(k, ...)`
+  ([`two_stage_ledger`][dpgcd_jax.solvers.two_stage.two_stage_ledger]), with `prior` and
+  the bound, are `(epsilon, delta)`-DP. `result.privacy` lists what was spent.
 
   Args:
-    problem: from :func:`dpgcd_jax.make_problem`.
+    problem: from [`dpgcd_jax.make_problem`][].
     key: a JAX PRNG key, or a batch of keys (leading axis): one independent private run per
       key, each spending the whole budget.
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    passes: DP-GCD iterations ``T`` of stage 2.
-    sparsity: ``s``, the number of columns selected, ``1 <= s <= p`` (public).
-    step_size, clip: see :class:`Params`.
-    selection, update, rule, clipping_mode: see :func:`run`.
-    support_share: the share of the zCDP budget (a split heuristic, see :func:`multipliers`)
+    passes: DP-GCD iterations `T` of stage 2.
+    sparsity: `s`, the number of columns selected, `1 <= s <= p` (public).
+    step_size, clip: see [`Params`][dpgcd_jax.solvers.two_stage.Params].
+    selection, update, rule, clipping_mode: see [`run`][dpgcd_jax.solvers.two_stage.run].
+    support_share: the share of the zCDP budget (a split heuristic, see
+      [`multipliers`][dpgcd_jax.solvers.two_stage.multipliers])
       spent on stage 1, in (0, 1).
-    bound_share: the share of ``epsilon`` spent on the feature bound when one is needed.
-    store_objective: also return ``trace.nonprivate_objective`` (NOT private).
-    prior: a :class:`dpgcd_jax.privacy.Ledger` of releases already made from the same data
+    bound_share: the share of `epsilon` spent on the feature bound when one is needed.
+    store_objective: also return `trace.nonprivate_objective` (NOT private).
+    prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
       toward this budget.
     targets: None, or (K, n) targets on the same features: one two-stage run per row (each
       with its own support), composed.
 
   Returns:
-    A :class:`dpgcd_jax.Result` whose ``privacy`` is the privacy report.
+    A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
