@@ -149,7 +149,8 @@ def when_finite(thresholds: Array, exact: Callable[..., Any], plain: Callable[..
 
   @branch.def_vmap
   def batched_branch(axis_size, in_batched, thresholds, *operands):
-    axes = tuple(0 if b else None for b in in_batched)
+    # One in_axes entry per operand: a pytree operand (sparse columns) has a pytree of flags.
+    axes = tuple(jax.tree.map(lambda b: 0 if b else None, flags) for flags in in_batched)
     batched_exact = jax.vmap(exact, in_axes=axes, axis_size=axis_size)
     batched_plain = jax.vmap(plain, in_axes=axes, axis_size=axis_size)
     if not in_batched[0]:  # one predicate for the whole batch

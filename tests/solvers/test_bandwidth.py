@@ -168,3 +168,19 @@ def test_argmax_equals_jnp_argmax():
   batched = jnp.asarray(rng.integers(-3, 3, (8, 50)), jnp.float32)
   np.testing.assert_array_equal(np.asarray(jax.vmap(mechanisms.argmax)(batched)),
                                 np.asarray(jnp.argmax(batched, axis=1)))
+
+
+def test_sparse_runs_vmapped_over_clip_and_keys_equal_the_sequential_ones():
+  # A pytree operand (the sparse columns) under a vmap over clip: each operand's batching flags
+  # are a pytree (regression: the experiments' sweeps on dorothea_synth failed here).
+  rng = np.random.default_rng(0)
+  X = scipy.sparse.random(120, 300, density=0.03, random_state=0, format="csr")
+  X.data[:] = 1.0
+  problem = dg.make_problem(X, np.sign(rng.normal(size=120)), "logistic", feature_bound=1.0)
+  run = lambda c, k: dg.dp_gcd.run(problem, k, dg.dp_gcd.Params(1.0, c, 5.0, 5.0), passes=3).w
+  clips, keys = jnp.array([0.1, 0.3, jnp.inf]), jax.random.split(jax.random.key(0), 3)
+  batched = jax.vmap(run)(clips, keys)
+  for i in range(2):  # private runs: the same exact sums, bit for bit
+    np.testing.assert_array_equal(np.asarray(batched[i]), np.asarray(run(clips[i], keys[i])))
+  # Clipping off (a plain float mean): the same up to the order of the float additions.
+  np.testing.assert_allclose(np.asarray(batched[2]), np.asarray(run(clips[2], keys[2])), rtol=1e-5, atol=1e-7)
