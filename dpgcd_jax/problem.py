@@ -493,7 +493,7 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
 
   def plain(thresholds, XT, dphi):
     one = lambda x, c: jnp.mean(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
-    return blocked(one, XT, thresholds)
+    return blocked(one, XT, thresholds).astype(XT.dtype)  # the exact branch's dtype
 
   return clipping.when_finite(thresholds, exact, plain, XT, clipping.finite_or_zero(dphi))
 

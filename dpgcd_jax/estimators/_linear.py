@@ -73,7 +73,7 @@ AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module o
 AUTO_MARGIN_STEP = 0.5
 
 # The private solvers an estimator can run (``solver=``), and the keys of ``solver_params`` each
-# takes (their defaults: :func:`solver_params`). Each one's ``fit`` composes the released bounds
+# takes (their defaults: `solver_params`). Each one's ``fit`` composes the released bounds
 # (``prior``) and its runs (``targets``) in one ledger, calibrated once.
 SOLVERS = ("dp_gcd", "dp_fw", "dp_iht", "two_stage", "dp_cd")
 SOLVER_PARAMS: dict[str, tuple[str, ...]] = {

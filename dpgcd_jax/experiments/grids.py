@@ -1,9 +1,9 @@
 """Log-spaced hyperparameter grids that contain their optimum: edges and bounded extension.
 
-A grid is the product of two log-spaced :class:`Axis` (step size and clip). After a sweep the
+A grid is the product of two log-spaced `Axis` (step size and clip). After a sweep the
 best point (lowest mean relative error over the seeds) is *on an edge* when it takes the first
 or last value of an axis: the optimum may then lie outside the grid, and a comparison at that
-point compares grids, not algorithms. :func:`edge_sides` finds those sides and :func:`extend`
+point compares grids, not algorithms. `edge_sides` finds those sides and `extend`
 adds values beyond them, at the axis' own ratio; the runner repeats sweep / extend a bounded
 number of rounds and flags every best point still on an edge (DESIGN section 8, issue 12).
 
@@ -31,7 +31,7 @@ class Axis:
 
   Attributes:
     name: the hyperparameter ("step_size" or "clip").
-    values: at least two positive values with a constant ratio ``values[i+1] / values[i]``.
+    values: at least two positive values with a constant ratio `values[i+1] / values[i]`.
   """
 
   name: str
@@ -47,7 +47,7 @@ class Axis:
     object.__setattr__(self, "values", values)
 
   def _per_decade(self) -> int | None:
-    """``m`` when the values are ``10^(j / m)`` for consecutive integers ``j`` (4 digits), else None."""
+    """`m` when the values are `10^(j / m)` for consecutive integers `j` (4 digits), else None."""
     r = float(np.exp(np.mean(np.diff(np.log(self.values)))))
     m = round(math.log(10.0) / math.log(r))
     if m < 1:
@@ -57,12 +57,12 @@ class Axis:
 
   @property
   def ratio(self) -> float:
-    """The spacing of the axis and of its extensions (``10^(1/m)`` for m values per decade)."""
+    """The spacing of the axis and of its extensions (`10^(1/m)` for m values per decade)."""
     m = self._per_decade()
     return 10.0 ** (1.0 / m) if m else float(np.exp(np.mean(np.diff(np.log(self.values)))))
 
   def extended(self, side: str, count: int = 2) -> Axis:
-    """The axis with ``count`` more values beyond ``side`` ("low" or "high"), at the same ratio."""
+    """The axis with `count` more values beyond `side` ("low" or "high"), at the same ratio."""
     if side not in (LOW, HIGH):
       raise ValueError(f"Expected side in ('low', 'high'), got side={side!r}.")
     if int(count) != count or count < 1:
@@ -85,7 +85,7 @@ def _round(x: float) -> float:
 
 
 def log_axis(name: str, low: float, high: float, per_decade: int = 2) -> Axis:
-  """``per_decade`` values per decade from ``low`` to ``high`` (both included, rounded to 4 digits)."""
+  """`per_decade` values per decade from `low` to `high` (both included, rounded to 4 digits)."""
   if not 0 < low < high:
     raise ValueError(f"Expected 0 < low < high, got low={low}, high={high}.")
   num = int(round(per_decade * math.log10(high / low))) + 1
@@ -99,7 +99,7 @@ def points(axes: Sequence[Axis]) -> list[tuple[float, ...]]:
 
 
 def edge_sides(axes: Sequence[Axis], best: Sequence[float]) -> list[tuple[str, str]]:
-  """``[(axis name, "low" | "high")]`` for every axis whose first / last value ``best`` takes.
+  """`[(axis name, "low" | "high")]` for every axis whose first / last value `best` takes.
 
   Args:
     axes: the grid's axes.
@@ -117,7 +117,7 @@ def edge_sides(axes: Sequence[Axis], best: Sequence[float]) -> list[tuple[str, s
 
 
 def extend(axes: Sequence[Axis], sides: Sequence[tuple[str, str]], count: int = 2) -> list[Axis]:
-  """The axes with ``count`` values added beyond each of ``sides`` (from :func:`edge_sides`)."""
+  """The axes with `count` values added beyond each of `sides` (from `edge_sides`)."""
   out = list(axes)
   names = [a.name for a in axes]
   for name, side in sides:
@@ -135,7 +135,7 @@ class Search:
     errors: point -> per-seed relative errors.
     nnz: point -> per-seed numbers of non-zeros.
     rounds: extension rounds done.
-    extended: every ``(axis, side)`` extended, in order.
+    extended: every `(axis, side)` extended, in order.
   """
 
   axes: list[Axis]
@@ -145,7 +145,7 @@ class Search:
   extended: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
   def missing(self) -> list[tuple[float, float]]:
-    """Points ``(step size, clip)`` of the current grid (two axes) not evaluated yet."""
+    """Points `(step size, clip)` of the current grid (two axes) not evaluated yet."""
     return [(step, clip) for step, clip in points(self.axes) if (step, clip) not in self.errors]
 
   def best(self) -> tuple[float, ...]:
@@ -155,7 +155,7 @@ class Search:
     return grid[int(np.argmin(np.where(np.isfinite(means), means, np.inf)))]
 
   def no_progress(self) -> bool:
-    """Whether no point beats ``w^0`` (best mean relative error >= 1 - 1e-6)."""
+    """Whether no point beats `w^0` (best mean relative error >= 1 - 1e-6)."""
     return float(np.mean(self.errors[self.best()])) >= NO_PROGRESS
 
   def edges(self) -> list[tuple[str, str]]:
@@ -165,7 +165,7 @@ class Search:
   def step(self, max_rounds: int, count: int = 2) -> bool:
     """Extends the grid beyond the best point's edges; False when done.
 
-    Done: the best point is interior, no point makes progress, or ``max_rounds`` were spent.
+    Done: the best point is interior, no point makes progress, or `max_rounds` were spent.
     """
     sides = self.edges()
     if not sides or self.no_progress() or self.rounds >= max_rounds:

@@ -2,27 +2,27 @@
 
 For every data set, algorithm and budget of passes the noise is calibrated for epsilon = 1,
 delta = 1 / n^2, and a log-spaced (step size x clip) grid runs over the seeds. The best grid
-point (mean relative error ``(F(w) - F*) / (F(w^0) - F*)`` over the seeds, ``F*`` from
-:func:`dpgcd_jax.reference.solve` in float64) is reported with its spread. Issue 12 adds:
+point (mean relative error `(F(w) - F*) / (F(w^0) - F*)` over the seeds, `F*` from
+[`dpgcd_jax.reference.solve`][] in float64) is reported with its spread. Issue 12 adds:
 
 * **grids that contain their optimum**: while the best point is on an edge of the grid, the
-  grid is extended beyond that edge (:mod:`dpgcd_jax.experiments.grids`, at most
-  ``Preset.max_extensions`` rounds); a best point still on an edge is flagged;
-* **quasi-sparsity** of each data set's solution: the share of ``||w*||^2`` held by its 10
+  grid is extended beyond that edge (`dpgcd_jax.experiments.grids`, at most
+  `Preset.max_extensions` rounds); a best point still on an edge is flagged;
+* **quasi-sparsity** of each data set's solution: the share of `||w*||^2` held by its 10
   largest coordinates, and the relative error of NON-private greedy coordinate descent after
   as many iterations as DP-GCD gets (one per pass);
 * **significance**: where an algorithm's 5-seed spread overlaps the best algorithm's, both are
-  re-run at their best points on ``Preset.confirm_seeds`` fresh seeds and compared by Welch's
-  t-test (:mod:`dpgcd_jax.experiments.stats`);
-* an **end-to-end private column** (:mod:`dpgcd_jax.experiments.private`): public feature
+  re-run at their best points on `Preset.confirm_seeds` fresh seeds and compared by Welch's
+  t-test (`dpgcd_jax.experiments.stats`);
+* an **end-to-end private column** (`dpgcd_jax.experiments.private`): public feature
   bounds instead of standardization, hyperparameters chosen by private selection, everything
   in one budget of epsilon = 1.
 
 The paper-faithful columns take the coordinate smoothness from the standardized data and pick
 the best grid point with the raw data: NOT private (see
-:meth:`dpgcd_jax.data.Dataset.to_problem`). The algorithms and their grids are in
-:mod:`~dpgcd_jax.experiments.algorithms`, the compiled sweeps in
-:mod:`~dpgcd_jax.experiments.sweeps`, the prepared data in :mod:`~dpgcd_jax.experiments.prepared`.
+[`dpgcd_jax.data.Dataset.to_problem`][]). The algorithms and their grids are in
+`algorithms`, the compiled sweeps in
+`sweeps`, the prepared data in `prepared`.
 """
 
 from __future__ import annotations
@@ -74,12 +74,12 @@ class Preset:
     passes: budgets of passes over the data (one table row each).
     seeds: seeds of every grid point (the figure's error bars).
     datasets: registry names (the default reading of log1 / log2 is the one listed here).
-    algorithms: names in :data:`ALGORITHMS`.
-    private_algorithms: algorithms of the end-to-end private column (any of :data:`ALGORITHMS`).
+    algorithms: names in `ALGORITHMS`.
+    private_algorithms: algorithms of the end-to-end private column (any of `ALGORITHMS`).
     max_extensions: bound on the grid-extension rounds of one search.
     confirm_seeds: fresh seeds of a re-run where two algorithms are within each other's spread.
     chunk: grid points per compiled call.
-    skip: ``(dataset, algorithm, reason)`` combinations not run, with the reason stated.
+    skip: `(dataset, algorithm, reason)` combinations not run, with the reason stated.
   """
 
   passes: tuple[int, ...]
@@ -150,7 +150,7 @@ def grid_search(algorithm: Algorithm, prepared: Prepared, noise: Any, passes: in
 
 
 def greedy_nonprivate(prepared: Prepared, passes: Sequence[int], preset: Preset) -> dict[int, float]:
-  """Relative error of NON-private greedy CD (GS-s, step ``1 / M_j``) after ``T`` iterations."""
+  """Relative error of NON-private greedy CD (GS-s, step `1 / M_j`) after `T` iterations."""
   algorithm = ALGORITHMS["dp_gcd"]
   out = {}
   for t in passes:
@@ -181,10 +181,10 @@ def best_row(name: str, algorithm: Algorithm, passes: int, noise: Any, search: g
 def compare(rows: list[dict], prepared: Prepared, preset: Preset, noises: dict[str, Any]) -> None:
   """Marks the winner of one (data set, budget) and tests every other algorithm against it.
 
-  An algorithm whose ``mean +- std`` overlaps the winner's is re-run with the winner at their
-  best points on ``confirm_seeds`` fresh seeds (stream 1), and Welch's t-test decides on those;
-  otherwise the test uses the grid seeds (their spreads are already apart). Adds ``winner``,
-  ``confirm`` and ``versus_winner`` to the rows, in place.
+  An algorithm whose `mean +- std` overlaps the winner's is re-run with the winner at their
+  best points on `confirm_seeds` fresh seeds (stream 1), and Welch's t-test decides on those;
+  otherwise the test uses the grid seeds (their spreads are already apart). Adds `winner`,
+  `confirm` and `versus_winner` to the rows, in place.
   """
   if not rows:
     return
@@ -219,7 +219,7 @@ def compare(rows: list[dict], prepared: Prepared, preset: Preset, noises: dict[s
 
 
 def skip_reason(preset: Preset, dataset: str, algorithm: str, is_sparse: bool) -> str | None:
-  """Why ``algorithm`` is not run on ``dataset`` in this preset (None: it is run)."""
+  """Why `algorithm` is not run on `dataset` in this preset (None: it is run)."""
   for d, a, why in preset.skip:
     if (d, a) == (dataset, algorithm):
       return why
@@ -235,9 +235,9 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
 
   Args:
     preset: sizes of the sweep.
-    algorithms: override of ``preset.algorithms``.
-    datasets: override of ``preset.datasets``.
-    private: run the end-to-end private column (``preset.private_algorithms`` that are run).
+    algorithms: override of `preset.algorithms`.
+    datasets: override of `preset.datasets`.
+    private: run the end-to-end private column (`preset.private_algorithms` that are run).
     progress: show a progress bar.
   """
   from dpgcd_jax.experiments import private as private_lib  # pylint: disable=g-import-not-at-top

@@ -1,8 +1,8 @@
 """Compiled sweeps: one program per (algorithm, data set) for every budget, grid chunk and seed.
 
-The number of steps is a traced argument of a ``lax.fori_loop`` over the solver's own
-``step`` function (the same keys as the solver's ``run``: ``fold_in(key, t)``), and the grid is
-cut into chunks of ``chunk`` points, so one executable serves a whole data set. DP-SGD maps
+The number of steps is a traced argument of a `lax.fori_loop` over the solver's own
+`step` function (the same keys as the solver's `run`: `fold_in(key, t)`), and the grid is
+cut into chunks of `chunk` points, so one executable serves a whole data set. DP-SGD maps
 over the seeds and vmaps over the grid points (its Poisson sampler branches on the sampled
 batch size, which must not be batched); the coordinate methods vmap over every
 (point, seed) run.
@@ -41,8 +41,8 @@ def _one_run(algorithm: Algorithm) -> Callable:
 def _compiled(name: str) -> Callable:
   """The jitted sweep of an algorithm (JAX caches one executable per data-set shape).
 
-  Coordinate methods: ``(problem, params[R], keys[R], steps) -> w[R, p]``, R independent
-  runs. DP-SGD: ``(problem, params[P], keys[S], steps) -> w[P, S, p]``, the points of one seed
+  Coordinate methods: `(problem, params[R], keys[R], steps) -> w[R, p]`, R independent
+  runs. DP-SGD: `(problem, params[P], keys[S], steps) -> w[P, S, p]`, the points of one seed
   sharing its key.
   """
   algorithm = ALGORITHMS[name]
@@ -59,7 +59,7 @@ def _compiled(name: str) -> Callable:
 
 @functools.cache
 def _compiled_sequential(name: str) -> Callable:
-  """``(problem, params[R], keys[R], steps) -> w[R, p]`` by ``lax.map``: independent DP-SGD runs.
+  """`(problem, params[R], keys[R], steps) -> w[R, p]` by `lax.map`: independent DP-SGD runs.
 
   Vmapping DP-SGD over keys would batch its sampler's branch on the batch size (every branch
   then runs); mapping keeps one branch per run.
@@ -85,9 +85,9 @@ def _pad(pts: list, size: int) -> list:
 
 def sweep(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequence[tuple[float, float]], noise: Any,
           keys: jax.Array, passes: int, chunk: int) -> np.ndarray:
-  """Final iterates of every (grid point, seed): ``(len(pts), seeds, p)``; seeds shared by the points.
+  """Final iterates of every (grid point, seed): `(len(pts), seeds, p)`; seeds shared by the points.
 
-  The points are cut into chunks of ``chunk`` (the last one padded), so that one compiled
+  The points are cut into chunks of `chunk` (the last one padded), so that one compiled
   program serves every grid and budget of the data set.
   """
   pts = list(pts)
@@ -110,10 +110,10 @@ def sweep(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequence[tupl
 
 def independent(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequence[tuple[float, float]],
                 noise: Any, keys: jax.Array, passes: int, chunk: int, seeds: int) -> np.ndarray:
-  """Final iterates of independent runs ``(pts[i], keys[i])``: ``(len(pts), p)``.
+  """Final iterates of independent runs `(pts[i], keys[i])`: `(len(pts), p)`.
 
-  ``chunk * seeds`` runs per compiled call (the last call padded): vmapped for the coordinate
-  methods, mapped one after the other for DP-SGD (:func:`_compiled_sequential`).
+  `chunk * seeds` runs per compiled call (the last call padded): vmapped for the coordinate
+  methods, mapped one after the other for DP-SGD (`_compiled_sequential`).
   """
   pts = list(pts)
   if len(pts) != keys.shape[0]:
@@ -131,7 +131,7 @@ def independent(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequenc
 
 
 def seed_keys(seeds: int, stream: int = 0) -> jax.Array:
-  """``seeds`` keys of one stream (0: the grid seeds; 1: confirmation; 2: the private column)."""
+  """`seeds` keys of one stream (0: the grid seeds; 1: confirmation; 2: the private column)."""
   root = jax.random.key(ROOT_SEED)
   return jax.random.split(root if stream == 0 else jax.random.fold_in(root, stream), seeds)
 

@@ -19,6 +19,8 @@ from dpgcd_jax.estimators import DPGCDClassifier
 from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.privacy import PureDp
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 # Every check of scikit-learn runs and passes except the sample-weight checks: fit rejects any
 # sample_weight with a ValueError that says why (a weight multiplies a record's clipped
 # gradient, so the sensitivity would need a public bound on the weights). Only

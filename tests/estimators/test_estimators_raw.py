@@ -18,6 +18,8 @@ from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.estimators import DPGCDRegressorCV
 from dpgcd_jax.estimators import _released
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 
 def _heterogeneous(n=12_000, p=12, seed=0):
   """Features on scales over 5 decades, labels from a logistic model on the standardized ones."""

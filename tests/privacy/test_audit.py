@@ -16,6 +16,8 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import auditing
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 DELTA = 1e-6
 RUNS = 40_000  # per data set; half of them held out for the bound
 

@@ -11,6 +11,8 @@ import dpgcd_jax as dg
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 DRAWS = 4000
 KEYS = jax.random.split(jax.random.key(2024), DRAWS)
 

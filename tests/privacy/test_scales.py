@@ -16,6 +16,8 @@ from dpgcd_jax.privacy import auditing
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import scales
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 GRID = scales.GRID
 L = scales.num_rounds()
 

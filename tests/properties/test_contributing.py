@@ -31,7 +31,10 @@ from scipy import stats
 import dpgcd_jax as dg
 from dpgcd_jax import data
 from dpgcd_jax import mechanisms
+from dpgcd_jax.privacy import costs
 from dpgcd_jax.privacy import events
+
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "contributing.md"
@@ -100,6 +103,9 @@ def toy(tmp_path_factory):
       mp.setattr(mechanisms, "ExponentialNoisyMax", toy_mechanisms.ExponentialNoisyMax, raising=False)
       # "then ExponentialNoisyMax() in the tuple of SELECTIONS": its name becomes sugar.
       mp.setitem(mechanisms.SELECTIONS, "exponential", toy_mechanisms.ExponentialNoisyMax())
+      # "and Cost("exponential", lambda b: PureDp(2 / b), 2.0) in SELECTIONS of privacy/costs.py".
+      mp.setitem(costs.SELECTIONS, "exponential",
+                 costs.Cost("exponential", lambda b: events.PureDp(2.0 / b), 2.0))
       yield dict(solver=solver, mechanisms=toy_mechanisms, data=dataset_module, usage=usage, root=root)
     finally:
       _registry._REGISTRY.pop(DATASET, None)  # pylint: disable=protected-access

@@ -10,6 +10,8 @@ from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import greedy
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 PENALTIES = {
     "zero": dg.penalties.Zero(),
     "l1": dg.penalties.L1(0.05),

@@ -9,6 +9,8 @@ from sklearn import linear_model
 import dpgcd_jax as dg
 from dpgcd_jax.solvers import dp_sgd
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 
 def _data(n=120, p=20, seed=0, classification=False):
   rng = np.random.default_rng(seed)

@@ -17,6 +17,8 @@ from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import dp_fw
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 DELTA = 1e-6
 
 

@@ -9,6 +9,8 @@ from sklearn import linear_model
 
 import dpgcd_jax as dg
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 
 def _regression(n=100, p=12, seed=0):
   rng = np.random.default_rng(seed)

@@ -22,6 +22,8 @@ from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import dp_iht
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 DELTA = 1e-6
 
 

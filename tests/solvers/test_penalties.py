@@ -6,6 +6,8 @@ import pytest
 
 import dpgcd_jax as dg
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 PENALTIES = {
     "l1": dg.penalties.L1(0.7),
     "l2": dg.penalties.L2(1.3),

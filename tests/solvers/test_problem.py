@@ -8,6 +8,8 @@ import pytest
 import dpgcd_jax as dg
 from dpgcd_jax import problem as problem_lib
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 
 def _data(n=40, p=6, seed=0):
   rng = np.random.default_rng(seed)

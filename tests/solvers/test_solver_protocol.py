@@ -16,6 +16,8 @@ import pytest
 import dpgcd_jax as dg
 from dpgcd_jax.solvers import base
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 PASSES = 2
 
 

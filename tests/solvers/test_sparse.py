@@ -10,6 +10,8 @@ from jax.experimental import sparse as jsparse
 import dpgcd_jax as dg
 from dpgcd_jax import sparse
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 
 def _data(n=60, p=40, density=0.1, seed=0, logistic=False):
   rng = np.random.default_rng(seed)

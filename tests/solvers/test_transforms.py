@@ -8,6 +8,8 @@ import pytest
 
 import dpgcd_jax as dg
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 
 def _data(n=60, p=7, seed=0):
   rng = np.random.default_rng(seed)

@@ -30,6 +30,8 @@ import pytest
 
 import dpgcd_jax as dg
 
+pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
+
 TIMEOUT_S = 120
 N, P = 400, 30  # N rows, split in two halves (one per process)
 
