@@ -283,15 +283,19 @@ def exact_sum(q: Array, axis: int = -1, bits: int | None = None) -> Array:
   return exact_total(block_sums(q, axis, bits))
 
 
-def exact_mean(total: Array, scale: Array, num_examples: int, dtype: Any) -> Array:
+def exact_mean(total: Array, scale: Array, num_examples: int | Array, dtype: Any) -> Array:
   """`Q h / n` rounded once to `dtype` (`total = Q` from `exact_sum`, `scale = 1 / h`)."""
   with jax.enable_x64(True):
     h = 1.0 / scale.astype(jnp.float64)  # a power of two: exact
     return (total.astype(jnp.float64) * h / num_examples).astype(dtype)
 
 
-def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1) -> Array:
+def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1,
+                 count: int | Array | None = None) -> Array:
   """`mean(clip(g, -C, C))` along `axis`, exact up to one rounding (sensitivity: `mean_sensitivity`).
+
+  `count`: the divisor (default: the length of `axis`); a padded problem passes its true `n`
+  (its padded terms are exact zeros).
 
   `thresholds` broadcasts against `per_example_grads` with `axis` reduced (e.g. (p, 1)
   for a (p, n) array and `axis=1`). Non-finite entries count as 0
@@ -300,19 +304,20 @@ def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1) ->
   """
   g = per_example_grads
   n = g.shape[axis]
+  divisor = n if count is None else count
   thresholds = jnp.broadcast_to(jnp.asarray(thresholds, g.dtype), jnp.broadcast_shapes(
       jnp.shape(thresholds), jnp.shape(jnp.sum(g, axis=axis, keepdims=True))))
 
-  def exact(thresholds, g):
+  def exact(thresholds, g, divisor):
     bits = grid_bits(g.dtype, n)
     scale = grid_scale(thresholds, bits)
     total = exact_sum(quantize(g, thresholds, scale), axis=axis)
-    return exact_mean(total, jnp.squeeze(scale, axis=axis), n, g.dtype)
+    return exact_mean(total, jnp.squeeze(scale, axis=axis), divisor, g.dtype)
 
-  def plain(thresholds, g):
-    return jnp.mean(clip_coordinates(g, thresholds), axis=axis)
+  def plain(thresholds, g, divisor):
+    return (jnp.sum(clip_coordinates(g, thresholds), axis=axis) / divisor).astype(g.dtype)
 
-  return when_finite(thresholds, exact, plain, finite_or_zero(g))
+  return when_finite(thresholds, exact, plain, finite_or_zero(g), jnp.asarray(divisor))
 
 
 def noise_scale(multiplier: Array, sensitivity: Array) -> Array:

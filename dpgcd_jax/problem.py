@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -58,7 +59,7 @@ FROM_DATA_NONPRIVATE = "from_data_nonprivate"
 
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["XT", "y", "smoothness", "l2", "penalty"],
+    data_fields=["XT", "y", "smoothness", "l2", "penalty", "rows", "columns"],
     meta_fields=["loss", "smoothness_source"],
 )
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +82,10 @@ class Problem:
     loss: the per-example loss.
     smoothness_source: where `smoothness` comes from: "declared", "feature_bound", "data" or
       "data_nonprivate" (see the module docstring).
+    rows: None, or the true number of examples `n` (a traced int) when `XT` is padded with
+      zero records to a public bucket ([`pad`][dpgcd_jax.problem.pad]); means divide by it.
+    columns: None, or the true number of features when `XT` is padded with zero features;
+      the padded coordinates are never selected.
   """
 
   XT: Array | sparse.SparseColumns
@@ -90,6 +95,8 @@ class Problem:
   penalty: Any
   loss: losses_lib.Loss
   smoothness_source: str = "declared"
+  rows: Array | None = None
+  columns: Array | None = None
 
   @property
   def X(self) -> Array:
@@ -101,7 +108,18 @@ class Problem:
 
   @property
   def num_examples(self) -> int:
+    """The stored records (padded ones included: see `mean_count`)."""
     return self.XT.shape[1]
+
+  @property
+  def mean_count(self) -> int | Array:
+    """`n`, the divisor of every mean over the records: `rows` for a padded problem."""
+    return self.XT.shape[1] if self.rows is None else self.rows
+
+  @property
+  def column_mask(self) -> Array | None:
+    """None, or a (p,) mask of the true features of a problem padded with zero features."""
+    return None if self.columns is None else jnp.arange(self.XT.shape[0]) < self.columns
 
   @property
   def num_features(self) -> int:
@@ -448,16 +466,16 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
     dphi = _dphi(problem, margins)
   else:  # sparse problems have a GLM loss (make_problem)
     grads_t = per_example_gradients_t(problem, w, margins)
-    return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1) + problem.l2 * w
+    return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1, count=problem.mean_count) + problem.l2 * w
   if isinstance(XT, sparse.SparseColumns):
     return XT.clipped_mean(dphi, thresholds) + problem.l2 * w
-  return _blocked_clipped_mean(XT, dphi, thresholds) + problem.l2 * w
+  return _blocked_clipped_mean(XT, dphi, thresholds, problem.mean_count) + problem.l2 * w
 
 
 BLOCK_ROWS = 8
 
 
-def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
+def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int | Array) -> Array:
   """`mean_i clip(XT_ji dphi_i, -C_j, C_j)` for every j, over blocks of `BLOCK_ROWS` features.
 
   The same exact fixed-point mean as [`dpgcd_jax.clipping.clipped_mean`][]: each block of
@@ -465,7 +483,8 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
   pass (XLA's CPU code for the fused clip-and-reduce over a whole large (p, n) array runs at
   about a tenth of the memory bandwidth; over blocks of a few rows it streams,
   benchmarks/bench_scale.py); the (p, n / 256) block sums are then added exactly and scaled
-  once. Infinite thresholds (clipping off, non-private): a plain float mean.
+  once, divided by `count` (the true `n`; padded zero records add exact zeros). Infinite
+  thresholds (clipping off, non-private): a plain float mean.
 
   Fail closed on `dphi` (length n), not on the products: with `X` finite, the products of
   a finite `dphi` are never NaN, so every clipped term is in `[-C_j, C_j]`
@@ -486,16 +505,16 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array) -> Array:
     out = blocks.reshape((head,) + blocks.shape[2:])
     return out if head == p else jnp.concatenate([out, one(XT[head:], *(a[head:] for a in per_row))])
 
-  def exact(thresholds, XT, dphi):
+  def exact(thresholds, XT, dphi, count):
     scale = clipping.grid_scale(thresholds, bits)
     sums = lambda x, c, s: clipping.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]))
-    return clipping.exact_mean(clipping.exact_total(blocked(sums, XT, thresholds, scale)), scale, n, XT.dtype)
+    return clipping.exact_mean(clipping.exact_total(blocked(sums, XT, thresholds, scale)), scale, count, XT.dtype)
 
-  def plain(thresholds, XT, dphi):
-    one = lambda x, c: jnp.mean(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
-    return blocked(one, XT, thresholds).astype(XT.dtype)  # the exact branch's dtype
+  def plain(thresholds, XT, dphi, count):
+    one = lambda x, c: jnp.sum(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
+    return (blocked(one, XT, thresholds) / count).astype(XT.dtype)  # the exact branch's dtype
 
-  return clipping.when_finite(thresholds, exact, plain, XT, clipping.finite_or_zero(dphi))
+  return clipping.when_finite(thresholds, exact, plain, XT, clipping.finite_or_zero(dphi), jnp.asarray(count))
 
 
 def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
@@ -510,7 +529,7 @@ def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | Non
     return clipped_gradient(problem, w, margins, thresholds)[j]
   if isinstance(XT, sparse.SparseColumns):
     return XT.clipped_coordinate_mean(dphi, thresholds, j) + problem.l2 * w[j]
-  return clipping.clipped_mean(dphi * XT[j], thresholds[j]) + problem.l2 * w[j]
+  return clipping.clipped_mean(dphi * XT[j], thresholds[j], count=problem.mean_count) + problem.l2 * w[j]
 
 
 def smooth_objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
@@ -518,10 +537,12 @@ def smooth_objective(problem: Problem, w: Array, margins: Array | None = None) -
   phi = problem.loss.phi
   if phi is not None:
     margins = _margins(problem.XT, w) if margins is None else margins
-    data = jnp.mean(jax.vmap(phi)(margins, problem.y))
+    losses = jax.vmap(phi)(margins, problem.y)
   else:
-    data = jnp.mean(jax.vmap(problem.loss.fn, in_axes=(None, 0, 0))(w, problem.X, problem.y))
-  return data + 0.5 * problem.l2 * jnp.sum(w**2)
+    losses = jax.vmap(problem.loss.fn, in_axes=(None, 0, 0))(w, problem.X, problem.y)
+  if problem.rows is not None:  # padded records are not data
+    losses = jnp.where(jnp.arange(losses.shape[0]) < problem.rows, losses, 0.0)
+  return jnp.sum(losses) / problem.mean_count + 0.5 * problem.l2 * jnp.sum(w**2)
 
 
 def objective(problem: Problem, w: Array, margins: Array | None = None) -> Array:
@@ -532,6 +553,61 @@ def objective(problem: Problem, w: Array, margins: Array | None = None) -> Array
 def gradient(problem: Problem, w: Array) -> Array:
   """Unclipped gradient of `f` (for non-private reference solvers)."""
   return jax.grad(smooth_objective, argnums=1)(problem, w)
+
+
+def bucket(size: int, *, exact_up_to: int = 0, octave_steps_from: int = 1 << 14) -> int:
+  """The public bucket of a size: the smallest `m 2^k >= size`, `m` a power of two below
+  `octave_steps_from`, `m` in {4, 5, 6, 7} above (at most 1.25x).
+
+  A bucket never crosses a power of two (`ceil(log2 bucket) = ceil(log2 size)`), so the
+  public grid of the exact clipped sums ([`dpgcd_jax.clipping.grid_bits`][]) is the same for
+  the padded and the true `n`: a padded run gives the same bits as the unpadded one.
+  """
+  size = operator.index(size)
+  if size <= max(exact_up_to, 1):
+    return size
+  power = 1 << (size - 1).bit_length()
+  if power <= octave_steps_from:
+    return power
+  step = power // 8
+  return -(-size // step) * step
+
+
+def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:
+  """`problem` padded with zero records and zero features to public sizes (e.g. [`bucket`][dpgcd_jax.problem.bucket]).
+
+  Privacy: the padding is a function of the public `n` and `p` only. A padded record has
+  `x = 0`, so its per-example GLM gradient `phi'(0, y) x` is exactly 0 in every coordinate
+  and the exact clipped sums are unchanged; every mean divides by the true `n`
+  (`problem.rows`), so the means, their sensitivity `2 C_j / n` and the ledger are those of
+  the unpadded problem. A padded feature is all zeros with `M_j = beta` (bound 1) and is
+  masked out of every selection (`problem.columns`): it is never selected, so its weight
+  stays 0. With the same key a padded DP-GCD run releases what the unpadded run releases
+  (the noise draws of the true coordinates are the same: JAX's partitionable threefry draws
+  element `j` from `j` alone). Dense GLM problems only (a padded record of another loss may
+  have a non-zero gradient).
+  """
+  if is_sparse(problem) or not problem.loss.is_glm:
+    raise ValueError(f"Expected a dense problem with a GLM loss to pad, got loss {problem.loss.name!r}"
+                     f"{' with sparse features' if is_sparse(problem) else ''}.")
+  p, n = problem.XT.shape
+  if num_examples < n or num_features < p:
+    raise ValueError(f"Expected padded sizes >= the problem's ({n}, {p}), got ({num_examples}, {num_features}).")
+  if problem.rows is not None or problem.columns is not None:
+    raise ValueError("Expected an unpadded problem to pad.")
+  label = 0.0 if problem.loss.labels is None else problem.loss.labels[-1]
+  XT = problem.XT
+  assert not isinstance(XT, sparse.SparseColumns)  # checked above
+  grow = lambda leaf: (jnp.pad(leaf, (0, num_features - p)) if jnp.ndim(leaf) == 1 else leaf)
+  return dataclasses.replace(
+      problem,
+      XT=jnp.pad(XT, ((0, num_features - p), (0, num_examples - n))),
+      y=jnp.pad(problem.y, (0, num_examples - n), constant_values=label),
+      smoothness=jnp.pad(problem.smoothness, (0, num_features - p), constant_values=problem.curvature),
+      penalty=jax.tree.map(grow, problem.penalty),
+      rows=jnp.asarray(n, jnp.int32) if num_examples > n else None,
+      columns=jnp.asarray(p, jnp.int32) if num_features > p else None,
+  ) if (num_examples, num_features) != (n, p) else problem
 
 
 def clip_features(problem: Problem, bound: Array) -> Problem:

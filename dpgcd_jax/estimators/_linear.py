@@ -50,6 +50,7 @@ from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
+from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _released
@@ -365,12 +366,14 @@ class DPGCDBase(BaseEstimator):
       # _noise_cap (in units of the target), a function of the public noise multiplier.
       step_size = lambda s: min(hyper.step_size, cap / _released.prediction_noise(
           s, step_size=1.0, clip=hyper.clip, curvature=self._curvature, n=n, steps=steps))
+    width = problem.num_features
+    problem, targets = bucketed(problem, targets, pad_features=not self.secure_noise)
     result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps,
                         step_size=step_size, clip=hyper.clip, selection=selection, update=update,
                         prior=prior, targets=targets, clipping_mode=self.clipping)
     if callable(step_size):
       hyper = hyper._replace(step_size=float(step_size(update_noise(result.privacy))))
-    return np.asarray(result.w, float), result.privacy, hyper
+    return np.asarray(result.w, float)[:, :width], result.privacy, hyper
 
   def _solver_params(self, num_coordinates: int) -> dict[str, Any]:
     """`solver_params` completed by the public defaults (`solver_params`)."""
@@ -565,6 +568,24 @@ class DPGCDBase(BaseEstimator):
                       dtype=(np.float64, np.float32))
     scores = clip_features(X, self.feature_bound_) @ np.atleast_2d(self.coef_).T
     return np.asarray(scores) + self.intercept_
+
+
+def bucketed(problem: Any, targets: np.ndarray, *, pad_features: bool = True) -> tuple[Any, np.ndarray]:
+  """A dense problem and its (K, n) targets padded to public buckets ([`dpgcd_jax.problem.pad`][]).
+
+  One compiled run then serves every `n` (and `p`) of a bucket: the folds of a
+  cross-validation, a few more rows or columns. The padded run releases what the unpadded one
+  would for the same key (the buckets and masks are functions of the public `n` and `p`).
+  Sparse problems are not padded; `pad_features=False` (the discrete selection of
+  `secure_noise`, which cannot mask a coordinate) pads the records only.
+  """
+  if problem_lib.is_sparse(problem):
+    return problem, targets
+  p, n = problem.XT.shape
+  padded = problem_lib.pad(problem, problem_lib.bucket(n), problem_lib.bucket(p) if pad_features else p)
+  label = 0.0 if problem.loss.labels is None else problem.loss.labels[-1]
+  targets = np.asarray(targets)
+  return padded, np.pad(targets, ((0, 0), (0, padded.num_examples - n)), constant_values=label)
 
 
 def clip_features(X: Any, bound: np.ndarray) -> Any:

@@ -94,6 +94,9 @@ class Solver(NamedTuple):
     uses_smoothness: whether the step reads the coordinate smoothness `M` (then a noisy
       run on a problem whose `M` comes from the raw data warns).
     dense_only: whether the step needs dense features.
+    padded: whether the step reads a problem padded to public buckets
+      ([`dpgcd_jax.problem.pad`][]: means over `problem.mean_count`, selections masked by
+      `problem.column_mask`); the others refuse one.
     info: the solver's `Info` NamedTuple (its fields tell [`run`][dpgcd_jax.solvers.base.run] whether there are
       per-step coordinates to record); None: assume there are.
   """
@@ -108,6 +111,7 @@ class Solver(NamedTuple):
   uses_smoothness: bool = True
   dense_only: bool = False
   info: type[NamedTuple] | None = None
+  padded: bool = False
 
 
 # ----------------------------------------------------------------------------------------
@@ -235,6 +239,9 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   would be a new program) passes `trim=False` and calls [`trim_trace`][dpgcd_jax.solvers.base.trim_trace] on the result.
   """
   _config.enable_compilation_cache()
+  if not solver.padded and (problem.rows is not None or problem.columns is not None):
+    raise ValueError(f"Expected an unpadded problem for a solver without padding support "
+                     f"({solver.params.__module__}), got one padded by dpgcd_jax.problem.pad.")
   passes = operator.index(passes)
   per_pass = int(solver.steps_per_pass(problem, **dict(options)))
   records = store_objective or solver.info is None or "coordinate" in solver.info._fields

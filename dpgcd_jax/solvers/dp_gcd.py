@@ -119,12 +119,13 @@ def step(
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   j, new_wj = greedy.private_coordinate_step(
-      key, g, state.w, M, thresholds, problem.num_examples, problem.penalty, params.step_size,
-      params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule)
+      key, g, state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
+      params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
+      column_mask=problem.column_mask)
   return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"))
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"), padded=True)
 
 
 def run(

@@ -78,9 +78,24 @@ def gs_q(g: Array, w: Array, M: Array, penalty: penalties.Penalty) -> Array:
 RULES: dict[str, Callable[..., Array]] = {"gs-s": gs_s, "gs-r": gs_r, "gs-q": gs_q}
 
 
-def selection_sensitivity(thresholds: Array, M: Array, num_examples: int) -> Array:
-  """`Delta_bar = max_j (2 C_j / n) / sqrt(M_j)`: sensitivity of every normalized score."""
-  return jnp.max(clipping.mean_sensitivity(thresholds, num_examples) / jnp.sqrt(M))
+def selection_sensitivity(thresholds: Array, M: Array, num_examples: int | Array,
+                          column_mask: Array | None = None) -> Array:
+  """`Delta_bar = max_j (2 C_j / n) / sqrt(M_j)`: sensitivity of every normalized score.
+
+  `column_mask`: the true coordinates of a padded problem (the max runs over them only).
+  """
+  normalized = clipping.mean_sensitivity(thresholds, num_examples) / jnp.sqrt(M)
+  return jnp.max(normalized if column_mask is None else jnp.where(column_mask, normalized, 0.0))
+
+
+def masked_rule(rule: Callable[..., Array], column_mask: Array) -> Callable[..., Array]:
+  """`rule` with the padded coordinates' scores at `-inf`: never selected.
+
+  Every float selection adds finite noise to the scores (or to `g` inside the score) and takes
+  the argmax, so a coordinate scored `-inf` cannot win; the true coordinates' scores, noise
+  and argmax are those of the unpadded problem.
+  """
+  return lambda g, w, M, penalty: jnp.where(column_mask, rule(g, w, M, penalty), -jnp.inf)
 
 
 def select(
@@ -106,16 +121,20 @@ def select(
 
 def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.Penalty,
                    multiplier: Array, sensitivity: Array, *, selection: Any,
-                   rule: str) -> tuple[Array, Array]:
+                   rule: str, column_mask: Array | None = None) -> tuple[Array, Array]:
   """`(j, ok)`: [`select`][dpgcd_jax.solvers.greedy.select] and whether a discrete selection ran to completion.
 
   `ok` is always True for the float mechanisms (their failures show as NaN scores).
   """
   mechanism = mechanisms.selection(selection)
   if mechanisms.is_discrete(mechanism):
+    if column_mask is not None:  # -inf has no integer on the grid: padded features are refused
+      raise ValueError(f"Expected an unpadded problem (problem.columns None) with the discrete "
+                       f"selection {mechanism.name!r}.")
     return mechanism.select(key, RULES[rule], g, w, M, penalty, multiplier, sensitivity, rule)
   scale = clipping.noise_scale(multiplier, sensitivity)
-  return mechanism.select(key, RULES[rule], g, w, M, penalty, scale, rule), jnp.asarray(True)
+  score = RULES[rule] if column_mask is None else masked_rule(RULES[rule], column_mask)
+  return mechanism.select(key, score, g, w, M, penalty, scale, rule), jnp.asarray(True)
 
 
 def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:
@@ -136,7 +155,7 @@ def private_coordinate_step(
     w: Array,
     M: Array,
     thresholds: Array,
-    num_examples: int,
+    num_examples: int | Array,
     penalty: penalties.Penalty,
     step_size: Array,
     selection_noise: Array,
@@ -145,6 +164,7 @@ def private_coordinate_step(
     selection: Any,
     update: Any,
     rule: str,
+    column_mask: Array | None = None,
 ) -> tuple[Array, Array]:
   """The private kernel of one DP-GCD iteration, shared by the solver and the optax transform.
 
@@ -158,8 +178,8 @@ def private_coordinate_step(
   """
   key_select, key_update = jax.random.split(key)
   j, ok = select_checked(key_select, g, w, M, penalty, selection_noise,
-                         selection_sensitivity(thresholds, M, num_examples),
-                         selection=selection, rule=rule)
+                         selection_sensitivity(thresholds, M, num_examples, column_mask),
+                         selection=selection, rule=rule, column_mask=column_mask)
   sensitivity_j = clipping.mean_sensitivity(thresholds[j], num_examples)
   noisy_g = privatize(key_update, g[j], update_noise, sensitivity_j, update=update)
   noisy_g = jnp.where(ok, noisy_g, jnp.nan)  # a failed discrete selection: fail closed

@@ -134,6 +134,26 @@ def test_fit_at_new_epsilons_and_passes_compiles_nothing():
   assert compiled == [] and base._compiled_passes._cache_size() == size  # pylint: disable=protected-access
 
 
+def test_new_sizes_within_a_bucket_and_cross_validation_compile_no_new_run():
+  """Issue 19, shape buckets: the estimator pads n and p to public buckets (problem.bucket), so
+  new row counts, a few more or fewer columns and the folds of a cross-validation reuse the
+  compiled run. (The small eager operations of the releases still compile per shape.)"""
+  from sklearn.model_selection import cross_val_score  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(700, 29))
+  y = (X[:, 0] - X[:, 1] > 0).astype(int)
+  make = lambda **kw: dg.estimators.DPGCDClassifier(classes=[0, 1], feature_bound=3.0, random_state=0, **kw)
+  make().fit(X[:600], y[:600])  # bucket (1024, 32): compiles the run
+  runs = lambda names: [name for name in names if "_compiled_passes" in name]
+  with counting_compilations() as compiled:
+    for rows, columns in ((520, 29), (700, 29), (600, 27), (600, 30), (540, 28)):
+      make(epsilon=2.0).fit(X[:rows, :columns], y[:rows])
+  assert runs(compiled) == [], compiled
+  with counting_compilations() as compiled:
+    cross_val_score(make(), X[:450], y[:450], cv=5)  # folds of 360 rows: bucket 512, one new run
+  assert len(runs(compiled)) <= 1, compiled
+
+
 def test_vmap_and_jit_over_keys_with_a_python_passes():
   module, params, _ = SOLVERS["dp_gcd"]
   problem = _problem()
