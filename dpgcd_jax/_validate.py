@@ -6,6 +6,7 @@ the values are tracers and only shapes and dtypes are checked.
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
@@ -140,3 +141,12 @@ def check_key_or_batch(name: str, key: Any) -> int | None:
       return shape[0]
   check_key(name, key)
   return None
+
+
+def optional_module(name: str, needed_for: str, extra: str) -> Any:
+  """Imports an optional dependency, or raises an ImportError naming the extra that installs it."""
+  try:
+    return importlib.import_module(name)
+  except ImportError as e:
+    raise ImportError(f"{needed_for} need the optional dependency {name!r}: "
+                      f"pip install 'dpgcd_jax[{extra}]'.") from e

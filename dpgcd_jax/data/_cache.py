@@ -33,7 +33,6 @@ from typing import Any
 from typing import TypeAlias
 
 import numpy as np
-import pooch
 from scipy import sparse
 
 from dpgcd_jax import _validate
@@ -246,6 +245,7 @@ class Retriever:
     self.downloader = UrllibDownloader(timeout)
 
   def __call__(self, url: str, known_hash: str | None = None) -> pathlib.Path:
+    pooch = _validate.optional_module("pooch", "downloads of real data sets", "data")
     path = pooch.retrieve(url, known_hash=known_hash, path=self.folder, downloader=self.downloader,
                           progressbar=False)
     return pathlib.Path(path)

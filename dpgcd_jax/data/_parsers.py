@@ -7,9 +7,10 @@ import pathlib
 import tarfile
 from collections.abc import Callable
 
-import arff
 import numpy as np
 from scipy import sparse
+
+from dpgcd_jax import _validate
 
 OPENML_API = "https://www.openml.org/api/v1/json/data/{}"
 Retrieve = Callable[..., pathlib.Path]
@@ -35,6 +36,7 @@ def read_arff(text: str) -> tuple[list[str], np.ndarray]:
     ValueError: A malformed file (the parser's message, with its line number) or a
       non-numeric attribute.
   """
+  arff = _validate.optional_module("arff", "ARFF files (liac-arff)", "data")
   try:
     parsed = arff.loads(text, encode_nominal=True, return_type=arff.DENSE)
   except arff.ArffException as e:

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 import dpgcd_jax as dg
+from dpgcd_jax import _validate
 
 HEAVY = ("dp_accounting", "scipy.sparse", "sklearn", "matplotlib", "pooch", "tqdm", "pandas")
 
@@ -32,6 +33,15 @@ def test_import_dpgcd_jax_loads_no_heavy_dependency():
 
 def test_the_private_feature_bound_loads_no_heavy_dependency():
   assert _loaded_after("from dpgcd_jax.privacy import bounds; import dpgcd_jax.solvers") == []
+
+
+def test_the_data_package_imports_its_optional_download_dependencies_only_when_used():
+  probe = ("import json, sys; import dpgcd_jax.data; dpgcd_jax.data.get('diabetes'); "
+           "print(json.dumps([m for m in ('pooch', 'arff', 'tqdm') if m in sys.modules]))")
+  out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+  assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+  with pytest.raises(ImportError, match=r"pip install 'dpgcd_jax\[data\]'"):
+    _validate.optional_module("no_such_module_of_dpgcd_jax", "downloads", "data")
 
 
 @pytest.mark.parametrize("package", ["dpgcd_jax", "dpgcd_jax.privacy", "dpgcd_jax.solvers"])
