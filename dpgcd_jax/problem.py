@@ -441,7 +441,9 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
   that the bound also holds after floating-point rounding of `B_j` and the products.
   """
   B = jnp.sqrt(problem.smoothness / problem.curvature)
-  c = jnp.min(thresholds / B)
+  ratios = thresholds / B
+  mask = problem.column_mask
+  c = jnp.min(ratios if mask is None else jnp.where(mask, ratios, jnp.inf))
   return jnp.clip(clipping.finite_or_zero(dphi), -c, c)
 
 
@@ -584,8 +586,10 @@ def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:
   masked out of every selection (`problem.columns`): it is never selected, so its weight
   stays 0. With the same key a padded DP-GCD run releases what the unpadded run releases
   (the noise draws of the true coordinates are the same: JAX's partitionable threefry draws
-  element `j` from `j` alone). Dense GLM problems only (a padded record of another loss may
-  have a non-zero gradient).
+  element `j` from `j` alone), when the sizes come from `bucket` (any larger size is as
+  private, with a coarser grid for the exact sums). Dense GLM problems only (a padded record
+  of another loss may have a non-zero gradient), with a public smoothness (`fit` refuses to
+  release a feature bound on a padded problem: its statistic would count the padded records).
   """
   if is_sparse(problem) or not problem.loss.is_glm:
     raise ValueError(f"Expected a dense problem with a GLM loss to pad, got loss {problem.loss.name!r}"

@@ -347,6 +347,7 @@ class DPGCDBase(BaseEstimator):
       # x_ij / B_j with bound 1 (clip_1(x / B) = clip_B(x) / B; B public), so that the radius is in
       # units of the bounds, then return the weights in raw units (post-processing).
       scale = 1.0 / np.asarray(bound, float)
+      X = clip_features(X, bound)  # first: a finite record can overflow once divided by a B_j < 1
       X = X @ scipy_sparse().diags(scale.astype(X.dtype)) if sparse.is_sparse(X) else X * scale.astype(X.dtype)
       result = self._train_solver(self._problem(X, targets, np.ones_like(bound), alpha, l1_ratio), key,
                                   targets, hyper, epsilon=epsilon, delta=delta, prior=prior)

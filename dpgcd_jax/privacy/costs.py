@@ -70,19 +70,20 @@ UPDATES = {c.name: c for c in (
 
 def selection(mechanism: Any) -> Any:
   """The cost of a selection: a name of `SELECTIONS`, or a mechanism object as it is
-  (anything with `name`, `event` and `zcdp_per_unit`); ValueError naming it otherwise."""
-  return _lookup("selection", mechanism, SELECTIONS)
+  (with `select`, `name`, `event` and `zcdp_per_unit`); ValueError naming it otherwise."""
+  return _lookup("selection", mechanism, SELECTIONS, "select")
 
 
 def update(mechanism: Any) -> Any:
   """The cost of an update (as `selection`, over `UPDATES`)."""
-  return _lookup("update", mechanism, UPDATES)
+  return _lookup("update", mechanism, UPDATES, "perturb")
 
 
-def _lookup(kind: str, mechanism: Any, registry: dict[str, Cost]) -> Any:
+def _lookup(kind: str, mechanism: Any, registry: dict[str, Cost], sampler: str) -> Any:
   if isinstance(mechanism, str) and mechanism in registry:
     return registry[mechanism]
-  if not isinstance(mechanism, str) and all(hasattr(mechanism, a) for a in ("name", "event", "zcdp_per_unit")):
+  # An object: the mechanism itself, of the right kind (an update is never charged as a selection).
+  if not isinstance(mechanism, str) and all(hasattr(mechanism, a) for a in ("name", "event", "zcdp_per_unit", sampler)):
     return mechanism
   raise ValueError(f"Expected {kind} to be one of {tuple(registry)} or a {kind} mechanism object "
-                   f"(with name, event and zcdp_per_unit), got {kind}={mechanism!r}.")
+                   f"(with {sampler}, name, event and zcdp_per_unit), got {kind}={mechanism!r}.")

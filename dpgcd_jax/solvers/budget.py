@@ -65,6 +65,9 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
         "the (epsilon, delta) guarantee does NOT hold.", _validate.PrivacyLeakWarning,
         stacklevel=4)
   needs_bound = source == "data"
+  if needs_bound and (problem.rows is not None or problem.columns is not None):
+    raise ValueError("Expected a public smoothness (feature_bound= or smoothness=) for a fit on a padded "
+                     "problem: the private feature bound's statistic would count the padded records.")
   if needs_bound and problem.loss.curvature is None:
     raise ValueError(
         f"Expected a public smoothness for a private fit with loss {problem.loss.name!r}, which "

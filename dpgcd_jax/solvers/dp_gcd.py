@@ -117,6 +117,9 @@ def step(
   """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
+  mask = problem.column_mask
+  if mask is not None:  # padded features (zero columns): a finite threshold, so that the choice of
+    thresholds = jnp.where(mask, thresholds, 1.0)  # the exact sums is decided by the true ones
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   j, new_wj = greedy.private_coordinate_step(
       key, g, state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,

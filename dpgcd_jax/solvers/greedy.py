@@ -133,8 +133,12 @@ def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.
                        f"selection {mechanism.name!r}.")
     return mechanism.select(key, RULES[rule], g, w, M, penalty, multiplier, sensitivity, rule)
   scale = clipping.noise_scale(multiplier, sensitivity)
-  score = RULES[rule] if column_mask is None else masked_rule(RULES[rule], column_mask)
-  return mechanism.select(key, score, g, w, M, penalty, scale, rule), jnp.asarray(True)
+  if column_mask is None:
+    return mechanism.select(key, RULES[rule], g, w, M, penalty, scale, rule), jnp.asarray(True)
+  j = mechanism.select(key, masked_rule(RULES[rule], column_mask), g, w, M, penalty, scale, rule)
+  # A padded index can win only through a NaN score (an infinite noise scale: -inf + inf); the
+  # choice is then noise alone, and coordinate 0 (data-independent) is released instead.
+  return jnp.where(column_mask[j], j, 0), jnp.asarray(True)
 
 
 def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:

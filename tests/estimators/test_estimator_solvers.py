@@ -170,3 +170,14 @@ def test_clone_and_get_params_round_trip():
   copy.set_params(solver="dp_fw", solver_params={"radius": 1.0})
   assert (copy.solver, copy.solver_params) == ("dp_fw", {"radius": 1.0})
   assert "solver" in DPGCDClassifierCV().get_params()
+
+
+def test_dp_fw_clips_to_the_bounds_before_scaling_so_one_extreme_record_cannot_make_fit_raise():
+  # Review finding: x / B overflowed to inf for a finite x near the float32 maximum and B < 1,
+  # an exception that depended on one record; the features are clipped to B first.
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(60, 4)).astype(np.float32)
+  X[0, 0] = 3e38
+  y = (X[:, 1] > 0).astype(int)
+  model = DPGCDClassifier(solver="dp_fw", classes=[0, 1], feature_bound=0.5, random_state=0).fit(X, y)
+  assert np.all(np.isfinite(model.coef_))

@@ -467,3 +467,12 @@ def test_zero_and_infinite_noise():
   assert privacy.gcd_epsilon(math.inf, math.inf, steps=5, delta=DELTA) == 0.0
   assert privacy.cd_epsilon(0.0, steps=5, delta=DELTA) == math.inf
   assert privacy.sgd_epsilon(0.0, steps=5, sampling_rate=0.5, delta=DELTA) == math.inf
+
+
+def test_an_update_mechanism_is_never_charged_as_a_selection():
+  # Review finding: the cost lookup took any object with an event; a selection needs `select`.
+  from dpgcd_jax import mechanisms  # pylint: disable=import-outside-toplevel
+  with pytest.raises(ValueError, match="selection"):
+    privacy.gcd_epsilon(10.0, 10.0, steps=5, delta=DELTA, selection=mechanisms.LaplaceNoise())
+  assert privacy.gcd_epsilon(10.0, 10.0, steps=5, delta=DELTA, selection=mechanisms.LaplaceNoisyMax()) == \
+      privacy.gcd_epsilon(10.0, 10.0, steps=5, delta=DELTA, selection="laplace")

@@ -6,6 +6,8 @@ the same coordinates as the unpadded run for the same key, with the same weights
 float rounding of the margins' matrix-vector products (whose kernels depend on the shape).
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,3 +112,22 @@ def test_the_estimator_pads_and_gives_the_unpadded_coefficients(monkeypatch):
   padded = fit()
   monkeypatch.setattr(_linear, "bucketed", lambda problem, targets, pad_features=True: (problem, targets))
   np.testing.assert_allclose(padded, fit(), rtol=1e-6, atol=1e-9)
+
+
+def test_an_infinite_noise_scale_never_releases_a_padded_feature():
+  # Review finding: -inf + inf noise is NaN, which argmax takes as the maximum; a padded
+  # index is then replaced by coordinate 0 (the choice is noise alone).
+  padded = problem_lib.pad(_problem(n=4, p=3), 4, 8)
+  for selection, update, rule in (("gumbel", "gaussian", "gs-s"), ("laplace", "laplace", "gs-r")):
+    result = dg.dp_gcd.run(padded, jax.random.key(0), dg.dp_gcd.Params(1.0, 100.0, 3e38, 1.0), passes=20,
+                           selection=selection, update=update, rule=rule)
+    assert np.asarray(result.trace.coordinates).max() < 3
+
+
+def test_fit_refuses_to_release_a_feature_bound_on_a_padded_problem():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(40, 3)).astype(np.float32)
+  problem = dg.make_problem(X, np.sign(X[:, 0]), "logistic")  # no public smoothness
+  padded = dataclasses.replace(problem, rows=jnp.asarray(40, jnp.int32))
+  with pytest.raises(ValueError, match="public smoothness"):
+    dg.dp_gcd.fit(padded, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2)
