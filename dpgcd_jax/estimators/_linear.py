@@ -571,18 +571,23 @@ class DPGCDBase(BaseEstimator):
     return np.asarray(scores) + self.intercept_
 
 
+BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
+
+
 def bucketed(problem: Any, targets: np.ndarray, *, pad_features: bool = True) -> tuple[Any, np.ndarray]:
   """A dense problem and its (K, n) targets padded to public buckets ([`dpgcd_jax.problem.pad`][]).
 
   One compiled run then serves every `n` (and `p`) of a bucket: the folds of a
   cross-validation, a few more rows or columns. The padded run releases what the unpadded one
   would for the same key (the buckets and masks are functions of the public `n` and `p`).
-  Sparse problems are not padded; `pad_features=False` (the discrete selection of
-  `secure_noise`, which cannot mask a coordinate) pads the records only.
+  Sparse problems are not padded, nor problems above `BUCKET_MAX_ENTRIES` entries (a public
+  rule on `n p`: there a compilation is small next to the run, and a padded copy of X is not);
+  `pad_features=False` (the discrete selection of `secure_noise`, which cannot mask a
+  coordinate) pads the records only.
   """
-  if problem_lib.is_sparse(problem):
-    return problem, targets
   p, n = problem.XT.shape
+  if problem_lib.is_sparse(problem) or p * n > BUCKET_MAX_ENTRIES:
+    return problem, targets
   padded = problem_lib.pad(problem, problem_lib.bucket(n), problem_lib.bucket(p) if pad_features else p)
   label = 0.0 if problem.loss.labels is None else problem.loss.labels[-1]
   targets = np.asarray(targets)
