@@ -477,7 +477,7 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
 BLOCK_ROWS = 8
 
 
-def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int | Array) -> Array:
+def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int | Array | None = None) -> Array:
   """`mean_i clip(XT_ji dphi_i, -C_j, C_j)` for every j, over blocks of `BLOCK_ROWS` features.
 
   The same exact fixed-point mean as [`dpgcd_jax.clipping.clipped_mean`][]: each block of
@@ -495,6 +495,7 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int 
   all of them.
   """
   p, n = XT.shape
+  count = n if count is None else count
   rows = max(BLOCK_ROWS, min(p, (1 << 16) // n) // BLOCK_ROWS * BLOCK_ROWS)  # >= 64K entries a block
   head = (p // rows) * rows
   bits = clipping.grid_bits(XT.dtype, n)

@@ -18,9 +18,9 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
 
 
-def _previous_glm_mean(XT, dphi, thresholds):
+def _previous_glm_mean(XT, dphi, thresholds, count=None):
   """The formula before issue 20: the finite guard on every product ``x_ij phi'_i``."""
-  return clipping.clipped_mean(clipping.finite_or_zero(XT * dphi[None, :]), thresholds[:, None], axis=1)
+  return clipping.clipped_mean(clipping.finite_or_zero(XT * dphi[None, :]), thresholds[:, None], axis=1, count=count)
 
 
 def _dphi_with_non_finite(n, rng):
