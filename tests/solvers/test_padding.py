@@ -79,14 +79,14 @@ def test_padded_features_are_never_selected_even_when_the_noise_dominates():
 
 
 def test_secure_noise_pads_records_only_and_refuses_padded_features():
-  problem = _problem()
+  problem = _problem(n=100, p=13)
   params = dg.dp_gcd.Params(1.0, 0.5, 3.0, 3.0)
   options = dict(selection="discrete_laplace", update="discrete_gaussian")
-  one = dg.dp_gcd.run(problem, jax.random.key(2), params, passes=20, **options)
-  two = dg.dp_gcd.run(problem_lib.pad(problem, 512, 29), jax.random.key(2), params, passes=20, **options)
+  one = dg.dp_gcd.run(problem, jax.random.key(2), params, passes=6, **options)
+  two = dg.dp_gcd.run(problem_lib.pad(problem, 128, 13), jax.random.key(2), params, passes=6, **options)
   np.testing.assert_array_equal(np.asarray(one.trace.coordinates), np.asarray(two.trace.coordinates))
   with pytest.raises(ValueError, match="unpadded problem"):
-    dg.dp_gcd.run(problem_lib.pad(problem, 300, 32), jax.random.key(2), params, passes=2, **options)
+    dg.dp_gcd.run(problem_lib.pad(problem, 100, 16), jax.random.key(2), params, passes=2, **options)
 
 
 def test_solvers_without_padding_support_and_bad_padding_raise():
