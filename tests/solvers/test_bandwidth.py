@@ -88,9 +88,9 @@ def test_runs_equal_the_previous_formula_for_the_same_key(monkeypatch, fresh_jit
   params = dg.dp_gcd.Params(step_size=1.0, clip=0.5, selection_noise=3.0, update_noise=3.0)
 
   def runs():
+    cases = (("laplace", "coordinate"), ("gumbel", "derivative"))
     return [dg.dp_gcd.run(problem, jax.random.key(5), params, passes=40, selection=selection,
-                          clipping_mode=mode) for selection in ("laplace", "gumbel")
-            for mode in ("coordinate", "derivative")]
+                          clipping_mode=mode) for selection, mode in cases]
 
   new = runs()
   jax.clear_caches()
