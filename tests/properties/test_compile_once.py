@@ -288,7 +288,12 @@ def test_the_cache_respects_opt_outs_and_the_users_own_directory(tmp_path):
 
 def test_the_test_suite_opts_out():
   assert os.environ.get(_config.OPT_OUT_ENV) == "1"
-  assert _config.compilation_cache_dir() is None or jax.config.jax_compilation_cache_dir is not None
+  _config._reset_for_tests()  # pylint: disable=protected-access
+  try:
+    _config.enable_compilation_cache()
+    assert _config.compilation_cache_dir() is None  # the opt-out decides: no user cache is written
+  finally:
+    _config._reset_for_tests()  # pylint: disable=protected-access
 
 
 def test_an_estimator_fit_at_a_new_epsilon_compiles_nothing():

@@ -304,7 +304,6 @@ def test_toy_data_set_is_registered_and_deterministic(toy):
 
 
 def test_the_page_files_pass_lint(toy):
-  pytest.importorskip("ruff")
   import subprocess  # pylint: disable=g-import-not-at-top
   files = [str(p) for p in sorted((toy["root"] / PACKAGE).rglob("*.py")) if p.name != "__init__.py"]
   out = subprocess.run([sys.executable, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"),
