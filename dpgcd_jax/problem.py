@@ -208,7 +208,7 @@ def make_problem(
     bound_smoothness = beta * bound**2
   XT: Array | sparse.SparseColumns
   if sparse_XT is None:
-    XT = _dense_columns(X, dtype, bound)
+    XT = columns(X, dtype, bound=bound)
   else:
     XT = sparse_XT if bound is None else sparse_XT.clip_entries(bound)
   problem = Problem(XT=XT, y=y, smoothness=jnp.zeros(p, dtype), l2=jnp.asarray(l2, dtype),
@@ -242,34 +242,119 @@ def make_problem(
   return problem
 
 
-_DIRECT_BYTES = 1 << 26  # up to 64 MB: one transpose (one compiled shape, a transient copy)
-_CHUNK_BYTES = 1 << 20  # above: 1 MB row chunks (16 MB chunks left 2.26x X at peak, 1 MB 2.02x)
+_DIRECT_BYTES = 1 << 20  # up to 1 MB: the layout is built on the host and copied once to the device
+_CHUNK_BYTES = 1 << 20  # above: 1 MB chunks of records (16 MB chunks left 2.26x X at peak, 1 MB 2.02x)
 
 
-def _dense_columns(X: Any, dtype: Any, bound: Array | None) -> Array:
-  """`XT = X.T` in `dtype` on the device (clipped to `bound` when given).
+def columns(X: Any, dtype: Any, *, bound: Any = None, num_examples: int | None = None,
+            num_features: int | None = None, intercept: bool = False) -> Array:
+  """The (P, N) feature layout of a dense (n, p) `X`, built once on the device.
 
-  Memory: a host array over 64 MB is transposed in row chunks of about 1 MB written in place
-  into the device array (a donated buffer), so the peak is `X` plus `XT` (2.02x `X` at
-  20000 x 20000 float32, `benchmarks/bench_scale.py`), not several copies.
+  Rows `0..p-1` hold `X.T` in `dtype` (clipped to the (p,) `bound` when given), row `p`
+  holds ones when `intercept` (the constant feature of an intercept), and every other entry
+  is 0: `num_features = P >= p + intercept` features and `num_examples = N >= n` records,
+  zero padding ([`pad`][dpgcd_jax.problem.pad] says why padding is private).
+
+  Memory: a layout up to 1 MB is built on the host and copied once; above, chunks of
+  about 1 MB of records are laid out on the host and written in place into the device array
+  (a donated buffer), so the peak is `X` plus the layout (2.02x `X` at 20000 x 20000
+  float32, `benchmarks/bench_scale.py`), not several copies. The chunks have one shape per
+  `(N, P)` (the last one ends at `N`), so a new `n` or `p` within the same buckets compiles
+  nothing. A `jax.Array` (sharded data included) is transposed by XLA.
   """
   n, p = X.shape
-  itemsize = np.dtype(dtype).itemsize
-  rows = max(1, _CHUNK_BYTES // max(1, p * itemsize))
-  if isinstance(X, jax.Array) or n * p * itemsize <= _DIRECT_BYTES or n <= rows:
+  width = p + bool(intercept)
+  N = n if num_examples is None else operator.index(num_examples)
+  P = width if num_features is None else operator.index(num_features)
+  if N < n or P < width:
+    raise ValueError(f"Expected num_examples >= {n} and num_features >= {width}, got num_examples={N} and "
+                     f"num_features={P}.")
+  host_bound = None if bound is None else np.asarray(bound, dtype).reshape(p, 1)
+  if isinstance(X, jax.Array):
     XT = jnp.asarray(X, dtype).T
-    return XT if bound is None else jnp.clip(XT, -bound[:, None], bound[:, None])
-  bound = jnp.full((p,), jnp.inf, dtype) if bound is None else bound
-  XT = jnp.zeros((p, n), dtype)
+    if bound is not None:
+      XT = jnp.clip(XT, -jnp.asarray(host_bound), jnp.asarray(host_bound))
+    if intercept:
+      XT = jnp.concatenate([XT, jnp.ones((1, n), dtype)])
+    return jnp.pad(XT, ((0, P - width), (0, N - n))) if (N, P) != (n, width) else XT
+
+  def block(start: int, stop: int) -> np.ndarray:  # records start..stop-1 as (P, stop - start), zero padded
+    out = np.zeros((P, stop - start), dtype)
+    records = X[start:min(stop, n)]
+    out[:p, :records.shape[0]] = records.T
+    if host_bound is not None:
+      np.clip(out[:p], -host_bound, host_bound, out=out[:p])
+    out[p:width, :records.shape[0]] = 1.0
+    return out
+
+  itemsize = np.dtype(dtype).itemsize
+  rows = max(1, _CHUNK_BYTES // (P * itemsize))
+  if N * P * itemsize <= _DIRECT_BYTES or N <= rows:
+    return jax.device_put(block(0, N))
+  XT = jnp.zeros((P, N), dtype)
   for start in range(0, n, rows):
-    XT = _write_columns(XT, jnp.asarray(X[start:start + rows], dtype), jnp.asarray(start), bound)
+    start = min(start, N - rows)  # the last chunk ends at N: one chunk shape
+    XT = _write_columns(XT, jax.device_put(block(start, start + rows)), jnp.asarray(start))
   return XT
 
 
 @functools.partial(jax.jit, donate_argnums=0)
-def _write_columns(XT: Array, chunk: Array, start: Array, bound: Array) -> Array:
-  columns = jnp.clip(chunk.T, -bound[:, None], bound[:, None])
-  return jax.lax.dynamic_update_slice(XT, columns, (jnp.zeros_like(start), start))
+def _write_columns(XT: Array, chunk: Array, start: Array) -> Array:
+  return jax.lax.dynamic_update_slice(XT, chunk, (jnp.zeros_like(start), start))
+
+
+def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_bound: Any,
+                 num_examples: int, num_features: int, penalty: penalties.Penalty | None = None) -> Problem:
+  """The problem on a layout from [`columns`][dpgcd_jax.problem.columns], with a public feature bound.
+
+  `XT` is (P, N): `num_examples = n <= N` records and `num_features = p <= P` features, the
+  rest zero padding. `XT` is clipped to `feature_bound` (scalar or (p,)) in place (the
+  buffer is donated: do not reuse `XT`), `M_j = beta B_j^2`, `y` ((n,) or (N,)) is padded
+  with the loss's last label (0 without labels), and padded features get bound 1, smoothness
+  `beta` and penalty parameters 0, as in [`pad`][dpgcd_jax.problem.pad] (which says why the
+  padding is private). The same problem as `pad(make_problem(X, y, loss,
+  feature_bound=feature_bound, penalty=penalty), N, P)`, with `X` read once.
+  """
+  loss = losses_lib.get(loss)
+  P, N = XT.shape
+  n, p = operator.index(num_examples), operator.index(num_features)
+  if not (0 < n <= N and 0 < p <= P):
+    raise ValueError(f"Expected 0 < num_examples <= {N} and 0 < num_features <= {P}, got num_examples={n} and "
+                     f"num_features={p}.")
+  _validate.check_finite_array("y", y, ndim=1)
+  if np.shape(y)[0] not in (n, N):
+    raise ValueError(f"Expected y to have num_examples={n} (or {N}) entries, got y.shape={np.shape(y)}.")
+  checked, beta = _check_feature_bound(feature_bound, p, loss, XT.dtype)
+  # Padded on the host (public values; no per-shape device program): bound 1 on padded features.
+  bound = np.pad(np.broadcast_to(checked, (p,)), (0, P - p), constant_values=1.0)
+  label = 0.0 if loss.labels is None else loss.labels[-1]
+  y = jnp.asarray(np.pad(np.asarray(y, XT.dtype), (0, N - np.shape(y)[0]), constant_values=label))
+  smoothness = jnp.asarray(XT.dtype.type(beta) * bound**2)
+  problem = Problem(XT=_clip_rows(XT, jnp.asarray(bound)), y=y, smoothness=smoothness, l2=jnp.asarray(0.0, XT.dtype),
+                    penalty=_padded_penalty(_check_penalty(penalty, p), P), loss=loss,
+                    smoothness_source="feature_bound", rows=_true_size(n, N), columns=_true_size(p, P))
+  check_smoothness(problem)
+  return problem
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _clip_rows(XT: Array, bound: Array) -> Array:
+  return jnp.clip(XT, -bound[:, None], bound[:, None])
+
+
+def _padded_penalty(penalty: Any, num_features: int) -> Any:
+  """The penalty with its per-feature parameters padded with 0 to `num_features`."""
+  def grow(leaf: Any) -> Any:  # host leaves on the host (no per-shape device program)
+    if jnp.ndim(leaf) != 1:
+      return leaf
+    return (np.pad if isinstance(leaf, np.ndarray) else jnp.pad)(leaf, (0, num_features - jnp.shape(leaf)[0]))
+
+  return jax.tree.map(grow, penalty)
+
+
+def _true_size(size: int, padded: int) -> Array | None:
+  """The true size as a traced count when padded (a `Problem`'s `rows` / `columns`), else None."""
+  return jnp.asarray(size, jnp.int32) if padded > size else None
 
 
 def _check_dense_type(X: Any) -> None:
@@ -295,7 +380,7 @@ def _check_penalty(penalty: Any, p: int) -> Any:
   return penalty
 
 
-def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[Array, float]:
+def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[np.ndarray, float]:
   """The checked bound in `dtype` and the loss's curvature bound `beta` (which it needs)."""
   _validate.check_number("feature_bound", bound, low=0.0, low_open=True)
   if np.ndim(bound) not in (0, 1) or (np.ndim(bound) == 1 and np.shape(bound) != (p,)):
@@ -306,7 +391,7 @@ def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) 
         f"Expected a loss with a known curvature bound for feature_bound= (M_j = beta B_j^2), "
         f"got loss {loss.name!r}: build it with dg.glm_loss(phi, curvature=beta), or pass "
         f"public smoothness= constants.")
-  return jnp.asarray(bound, dtype), loss.curvature
+  return np.asarray(bound, dtype), loss.curvature
 
 
 def check_smoothness(problem: Problem) -> None:
@@ -497,16 +582,22 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int 
   p, n = XT.shape
   count = n if count is None else count
   rows = max(BLOCK_ROWS, min(p, (1 << 16) // n) // BLOCK_ROWS * BLOCK_ROWS)  # >= 64K entries a block
-  head = (p // rows) * rows
+  num_blocks = -(-p // rows)
   bits = clipping.grid_bits(XT.dtype, n)
 
   def blocked(one, XT, *per_row):  # one(x, *per_row) over blocks of rows of XT
-    if head == 0:
+    if p <= rows:
       return one(XT, *per_row)
-    blocks = jax.lax.map(lambda args: one(*args), (XT[:head].reshape(-1, rows, n),
-                                                   *(a[:head].reshape(-1, rows) for a in per_row)))
-    out = blocks.reshape((head,) + blocks.shape[2:])
-    return out if head == p else jnp.concatenate([out, one(XT[head:], *(a[head:] for a in per_row))])
+
+    def block(b):  # the last block starts at p - rows: its first rows repeat the previous block's
+      start = jnp.minimum(b * rows, p - rows)
+      return one(*(jax.lax.dynamic_slice_in_dim(a, start, rows) for a in (XT, *per_row)))
+
+    # Slices of XT by index, not XT[:head].reshape(...): when p is not a multiple of `rows`
+    # (an intercept row), that slice is a copy of X (1.1x X more at the estimators' peak).
+    blocks = jax.lax.map(block, jnp.arange(num_blocks))
+    new = p - (num_blocks - 1) * rows  # rows of the last block not in the previous ones
+    return jnp.concatenate([blocks[:-1].reshape((p - new,) + blocks.shape[2:]), blocks[-1][rows - new:]])
 
   def exact(thresholds, XT, dphi, count):
     scale = clipping.grid_scale(thresholds, bits)
@@ -603,15 +694,14 @@ def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:
   label = 0.0 if problem.loss.labels is None else problem.loss.labels[-1]
   XT = problem.XT
   assert not isinstance(XT, sparse.SparseColumns)  # checked above
-  grow = lambda leaf: (jnp.pad(leaf, (0, num_features - p)) if jnp.ndim(leaf) == 1 else leaf)
   return dataclasses.replace(
       problem,
       XT=jnp.pad(XT, ((0, num_features - p), (0, num_examples - n))),
       y=jnp.pad(problem.y, (0, num_examples - n), constant_values=label),
       smoothness=jnp.pad(problem.smoothness, (0, num_features - p), constant_values=problem.curvature),
-      penalty=jax.tree.map(grow, problem.penalty),
-      rows=jnp.asarray(n, jnp.int32) if num_examples > n else None,
-      columns=jnp.asarray(p, jnp.int32) if num_features > p else None,
+      penalty=_padded_penalty(problem.penalty, num_features),
+      rows=_true_size(n, num_examples),
+      columns=_true_size(p, num_features),
   ) if (num_examples, num_features) != (n, p) else problem
 
 

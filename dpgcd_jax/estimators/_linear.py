@@ -28,6 +28,7 @@ with a [`PrivacyLeakWarning`][dpgcd_jax.PrivacyLeakWarning] and recorded in `pri
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -320,46 +321,80 @@ class DPGCDBase(BaseEstimator):
       return penalties.ElasticNet(strength, float(l1_ratio))
     return None
 
-  def _problem(self, X: Any, targets: np.ndarray, bound: np.ndarray, alpha: Any = None,
-               l1_ratio: Any = None) -> Any:
-    """The DP-GCD problem on `[X, 1]` with public bounds `[B, 1]` (first target as `y`)."""
+  def _layout(self, X: Any) -> Any:
+    """The features as the runs read them, built once per fit.
+
+    Dense `X`: the device layout [`dpgcd_jax.problem.columns`][]: transposed, in the run
+    dtype, with the intercept's constant feature as row `p`, and padded to the public buckets
+    of `layout_shape` (so one compiled program serves every `n` and `p` of a bucket). Sparse
+    `X`: `X` itself (the intercept column is added by `_problem`).
+    """
+    if sparse.is_sparse(X):
+      return X
+    n, p = X.shape
+    N, P = self._layout_shape(n, p + bool(self.fit_intercept))
+    return problem_lib.columns(X, jax.dtypes.canonicalize_dtype(X.dtype), num_examples=N, num_features=P,
+                               intercept=bool(self.fit_intercept))
+
+  def _layout_shape(self, n: int, width: int) -> tuple[int, int]:
+    """`(N, P)`: the public buckets ([`dpgcd_jax.problem.bucket`][]) of `n` records and `width`
+    features on DP-GCD's path (the only solver that masks padded features, `Solver.padded`),
+    up to `BUCKET_MAX_ENTRIES` entries (a public rule on `n p`: above it a compilation is
+    small next to the run, and padding costs memory); with `secure_noise`, whose discrete
+    selection cannot mask a coordinate, the records only. Elsewhere `(n, width)`."""
+    if self.solver != "dp_gcd" or n * width > BUCKET_MAX_ENTRIES:
+      return n, width
+    return problem_lib.bucket(n), (width if self.secure_noise else problem_lib.bucket(width))
+
+  def _problem(self, layout: Any, n: int, targets: np.ndarray, bound: np.ndarray, alpha: Any = None,
+               l1_ratio: Any = None) -> tuple[Any, np.ndarray]:
+    """The problem on `[X, 1]` with public bounds `[B, 1]` (first target as `y`), from the
+    `_layout` (whose buffer it takes over), and the (K, N) targets padded like its records."""
     alpha = self.alpha if alpha is None else alpha
     l1_ratio = self.l1_ratio if l1_ratio is None else l1_ratio
     _validate.check_number("alpha", alpha, low=0.0)
     _validate.check_number("l1_ratio", l1_ratio, low=0.0, high=1.0)
-    if self.fit_intercept:
-      ones = np.ones((X.shape[0], 1), X.dtype)
-      X = scipy_sparse().hstack([X, ones], format="csc") if sparse.is_sparse(X) else np.hstack([X, ones])
-      bound = np.append(bound, 1.0)
-    penalty = self._penalty(X.shape[1], alpha, l1_ratio)
-    return make_problem(X, targets[0], self._loss(), penalty=penalty, feature_bound=bound)
+    bound = np.append(bound, 1.0) if self.fit_intercept else bound
+    penalty = self._penalty(bound.shape[0], alpha, l1_ratio)
+    if sparse.is_sparse(layout):
+      X = layout
+      if self.fit_intercept:
+        X = scipy_sparse().hstack([X, np.ones((n, 1), X.dtype)], format="csc")
+      return make_problem(X, targets[0], self._loss(), penalty=penalty, feature_bound=bound), targets
+    label = 0.0 if self._loss().labels is None else self._loss().labels[-1]
+    targets = np.pad(targets, ((0, 0), (0, layout.shape[1] - n)), constant_values=label)
+    problem = problem_lib.from_columns(layout, targets[0], self._loss(), feature_bound=bound, num_examples=n,
+                                       num_features=bound.shape[0], penalty=penalty)
+    return problem, targets
 
-  def _train(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, key: jax.Array, *,
+  def _train(self, layout: Any, n: int, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, key: jax.Array, *,
              epsilon: float, delta: float, prior: ledger_lib.Ledger, alpha: Any = None,
              l1_ratio: Any = None) -> tuple[np.ndarray, Any, Hyper]:
-    """One private DP-GCD run per target through [`dpgcd_jax.dp_gcd.fit`][] (the one path).
+    """One private run per target through the solver's `fit` (the one path) on the `_layout`.
 
     Returns the (targets, p [+ 1]) weights, the privacy report of `prior` and the runs, and
     the hyperparameters as run (the step size capped when "auto" caps it).
     """
+    width = bound.shape[0] + bool(self.fit_intercept)
     if self.solver == "dp_fw":
       # The l1 ball is not equivariant to per-coordinate scaling (the other solvers are): run on
-      # x_ij / B_j with bound 1 (clip_1(x / B) = clip_B(x) / B; B public), so that the radius is in
-      # units of the bounds, then return the weights in raw units (post-processing).
+      # clip_1(x_ij / B_j) = clip_{B_j}(x_ij) / B_j with bound 1 (B public), so that the radius is
+      # in units of the bounds, then return the weights in raw units (post-processing).
       scale = 1.0 / np.asarray(bound, float)
-      X = clip_features(X, bound)  # first: a finite record can overflow once divided by a B_j < 1
-      X = X @ scipy_sparse().diags(scale.astype(X.dtype)) if sparse.is_sparse(X) else X * scale.astype(X.dtype)
-      result = self._train_solver(self._problem(X, targets, np.ones_like(bound), alpha, l1_ratio), key,
-                                  targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
-      W = np.asarray(result.w, float)
+      layout = (layout @ scipy_sparse().diags(scale.astype(layout.dtype)) if sparse.is_sparse(layout)
+                else _scale_rows(layout, jnp.asarray(np.append(scale, np.ones(layout.shape[0] - bound.shape[0])),
+                                                     layout.dtype)))
+      problem, targets = self._problem(layout, n, targets, np.ones_like(bound), alpha, l1_ratio)
+      result = self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
+      W = np.asarray(result.w, float)[:, :width]
       W[:, :bound.shape[0]] *= scale
       return W, result.privacy, hyper
-    problem = self._problem(X, targets, bound, alpha, l1_ratio)
+    problem, targets = self._problem(layout, n, targets, bound, alpha, l1_ratio)
     if self.solver != "dp_gcd":
       result = self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
-      return np.asarray(result.w, float), result.privacy, hyper
+      return np.asarray(result.w, float)[:, :width], result.privacy, hyper
     selection, update = self._mechanisms()
-    n, steps = X.shape[0], hyper.max_iter
+    steps = hyper.max_iter
     step_size: float | Callable[[float], float] = hyper.step_size
     cap = self._noise_cap
     if cap is not None and self.step_size == AUTO:
@@ -367,8 +402,6 @@ class DPGCDBase(BaseEstimator):
       # _noise_cap (in units of the target), a function of the public noise multiplier.
       step_size = lambda s: min(hyper.step_size, cap / _released.prediction_noise(
           s, step_size=1.0, clip=hyper.clip, curvature=self._curvature, n=n, steps=steps))
-    width = problem.num_features
-    problem, targets = bucketed(problem, targets, pad_features=not self.secure_noise)
     result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps,
                         step_size=step_size, clip=hyper.clip, selection=selection, update=update,
                         prior=prior, targets=targets, clipping_mode=self.clipping)
@@ -423,13 +456,14 @@ class DPGCDBase(BaseEstimator):
                 key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
     """The runs of `_train` at a GIVEN noise multiplier, for a caller that accounts for
     them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights."""
-    problem = self._problem(X, targets, bound, alpha, l1_ratio)
+    width = bound.shape[0] + bool(self.fit_intercept)
+    problem, targets = self._problem(self._layout(X), X.shape[0], targets, bound, alpha, l1_ratio)
     selection, update = self._mechanisms()
     params = dp_gcd.Params(hyper.step_size, hyper.clip, noise, noise)
     return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
                                            jax.random.fold_in(key, k), params, passes=hyper.max_iter,
                                            selection=selection, update=update,
-                                           clipping_mode=self.clipping).w, float)
+                                           clipping_mode=self.clipping).w, float)[:width]
                      for k, t in enumerate(targets)])
 
   def _mechanisms(self) -> tuple[str, str]:
@@ -510,14 +544,15 @@ class DPGCDBase(BaseEstimator):
     hyper = self._hyper(n, p, epsilon)
     params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
     key_scales, key_target, key_run = jax.random.split(data.key, 3)
+    layout = self._layout(data.X)
     released = _released.release_feature_bounds(
-        key_scales, data.X, feature_bound=self.feature_bound, scaling=self.scaling,
-        epsilon=epsilon, delta=data.delta)
+        key_scales, layout, num_examples=n, num_features=p, feature_bound=self.feature_bound,
+        scaling=self.scaling, epsilon=epsilon, delta=data.delta)
     targets, target, prior = data.targets, self._release_target(key_target, data.targets, data.delta), released.ledger
     if target is not None:
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
-    W, report, hyper = self._train(data.X, targets, released.bound, hyper, key_run, epsilon=epsilon,
-                            delta=data.delta, prior=prior)
+    W, report, hyper = self._train(layout, n, targets, released.bound, hyper, key_run, epsilon=epsilon,
+                                   delta=data.delta, prior=prior)
     self.solver_params_ = params
     notes = [released.note] + ([] if target is None else [target.note])
     notes += self._notes(len(targets), hyper, data.delta) + ([] if note is None else [note])
@@ -574,24 +609,10 @@ class DPGCDBase(BaseEstimator):
 BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
 
 
-def bucketed(problem: Any, targets: np.ndarray, *, pad_features: bool = True) -> tuple[Any, np.ndarray]:
-  """A dense problem and its (K, n) targets padded to public buckets ([`dpgcd_jax.problem.pad`][]).
-
-  One compiled run then serves every `n` (and `p`) of a bucket: the folds of a
-  cross-validation, a few more rows or columns. The padded run releases what the unpadded one
-  would for the same key (the buckets and masks are functions of the public `n` and `p`).
-  Sparse problems are not padded, nor problems above `BUCKET_MAX_ENTRIES` entries (a public
-  rule on `n p`: there a compilation is small next to the run, and a padded copy of X is not);
-  `pad_features=False` (the discrete selection of `secure_noise`, which cannot mask a
-  coordinate) pads the records only.
-  """
-  p, n = problem.XT.shape
-  if problem_lib.is_sparse(problem) or p * n > BUCKET_MAX_ENTRIES:
-    return problem, targets
-  padded = problem_lib.pad(problem, problem_lib.bucket(n), problem_lib.bucket(p) if pad_features else p)
-  label = 0.0 if problem.loss.labels is None else problem.loss.labels[-1]
-  targets = np.asarray(targets)
-  return padded, np.pad(targets, ((0, 0), (0, padded.num_examples - n)), constant_values=label)
+@functools.partial(jax.jit, donate_argnums=0)
+def _scale_rows(XT: jax.Array, scale: jax.Array) -> jax.Array:
+  """`XT` with feature (row) j multiplied by `scale_j`."""
+  return XT * scale[:, None]
 
 
 def clip_features(X: Any, bound: np.ndarray) -> Any:

@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse as sparse_lib
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import events
@@ -113,42 +114,78 @@ def resolve_scaling(scaling: str, n: int, p: int, epsilon: float, delta: float) 
   return "bound" if scale_share(n, p, epsilon, delta) is None else "private"
 
 
+FEATURE_BATCH = 64  # features per step of `_record_max_abs`
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _scales_dense(key: jax.Array, XT: jax.Array, noise: jax.Array, num_examples: int, num_features: int
+                  ) -> jax.Array:
+  """Private per-feature scales of the true block of a layout (no copy of `XT`)."""
+  return scales.private_feature_scales(key, XT, noise, num_examples=num_examples, num_features=num_features)
+
+
 @jax.jit
-def _scales_dense(key: jax.Array, XT: jax.Array, noise: jax.Array) -> jax.Array:
-  return scales.private_feature_scales(key, XT, noise)
+def _record_max_abs(XT: jax.Array, num_features: jax.Array) -> jax.Array:
+  """(N,) `max_{j < p} |x_ij|` over a layout's true features (`p` traced: one program per bucket).
+
+  A running maximum over batches of features: no temporary the size of `XT` (a plain column
+  reduction of `|XT|` left a 1.3x copy of X at 20000 x 2000).
+  """
+  P, N = XT.shape
+  batch = min(FEATURE_BATCH, P)
+
+  def running_max(b: jax.Array, out: jax.Array) -> jax.Array:
+    start = jnp.minimum(b * batch, P - batch)  # the last batch overlaps: max is idempotent
+    rows = jax.lax.dynamic_slice_in_dim(XT, start, batch)
+    true_feature = (start + jnp.arange(batch)) < num_features
+    return jnp.maximum(out, jnp.max(jnp.where(true_feature[:, None], jnp.abs(rows), 0), axis=0))
+
+  return jax.lax.fori_loop(0, -(-P // batch), running_max, jnp.zeros(N, XT.dtype))
 
 
-@functools.partial(jax.jit, static_argnames="quantile")
-def _one_bound(key: jax.Array, statistic: jax.Array, epsilon: jax.Array, quantile: float) -> jax.Array:
-  """One public bound on a per-record statistic (AboveThreshold, [`dpgcd_jax.privacy.bounds`][])."""
-  return bounds.private_feature_bound(key, statistic, epsilon, quantile=quantile)
+@jax.jit
+def _one_bound(key: jax.Array, statistic: jax.Array, epsilon: jax.Array, rank: jax.Array,
+               padding: jax.Array) -> jax.Array:
+  """One public bound on a per-record statistic padded with zero records (AboveThreshold,
+  [`dpgcd_jax.privacy.bounds.bound_at_rank`][]); one program per bucket of `n`."""
+  return bounds.bound_at_rank(key, statistic, epsilon, rank, padding=padding)
 
 
-def release_feature_bounds(key: jax.Array, X: Any, *, feature_bound: Any, scaling: str,
-                           epsilon: float, delta: float) -> Released:
+def _bound_on(key: jax.Array, statistic: jax.Array, n: int, epsilon: float, quantile: float) -> float:
+  """`_one_bound` on the (N,) statistic of `n` records (the rest padding), at rank `ceil(q n)`."""
+  return float(_one_bound(key, statistic, jnp.asarray(epsilon, statistic.dtype), math.ceil(quantile * n),
+                          statistic.shape[0] - n))
+
+
+def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, num_features: int,
+                           feature_bound: Any, scaling: str, epsilon: float, delta: float) -> Released:
   """The (p,) public feature bounds for a fit (see the module docstring).
 
-  `X` is the (n, p) training data, dense or scipy.sparse; only the mechanisms read it.
+  `features`: the training features of `num_examples = n` records and `num_features = p`
+  features, either scipy.sparse (n, p) or the dense layout of
+  [`dpgcd_jax.problem.columns`][] ((P, N): transposed, possibly with an intercept row and
+  zero padding, which the releases exclude); only the mechanisms read them.
   """
-  n, p = X.shape
+  n, p = num_examples, num_features
   if feature_bound is not None:
     bound = np.broadcast_to(check_positive_bound("feature_bound", feature_bound, (p,)), (p,)).copy()
     return Released(bound, DECLARED, ledger_lib.Ledger(), "feature bounds: declared public")
   how = resolve_scaling(scaling, n, p, epsilon, delta)
-  XT = sparse_lib.from_matrix(X) if sparse_lib.is_sparse(X) else jnp.asarray(np.asarray(X).T)
+  XT = sparse_lib.from_matrix(features) if sparse_lib.is_sparse(features) else features
   if how == "private":
     share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
     noise = scales.calibrate_scales(share * epsilon, share * delta)
     ledger = scales.scales_ledger(noise, label="feature bounds")
     released = (scales.private_feature_scales(key, XT, noise) if isinstance(XT, sparse_lib.SparseColumns)
-                else _scales_dense(key, XT, jnp.asarray(noise, XT.dtype)))
+                else _scales_dense(key, XT, jnp.asarray(noise, XT.dtype), n, p))
     bound = np.asarray(released, float)
     return Released(bound, how, ledger, (
         f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share "
         f"{share:g} of the budget, noise multiplier {noise:.4g}), B_j from {bound.min():.3g} to {bound.max():.3g}"))
   eps_b = SCALE_SHARE * epsilon
-  statistic = XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns) else jnp.max(jnp.abs(XT), axis=0)
-  value = float(_one_bound(key, statistic, jnp.asarray(eps_b, statistic.dtype), bounds.DEFAULT_QUANTILE))
+  statistic = (XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns)
+               else _record_max_abs(XT, jnp.asarray(p, jnp.int32)))
+  value = _bound_on(key, statistic, n, eps_b, bounds.DEFAULT_QUANTILE)
   return Released(np.full(p, value), how, ledger_lib.Ledger.of(("feature bound", events.PureDp(eps_b), 1)), (
       f"feature bounds: one bound B = {value:.4g} for every feature, released privately "
       f"(dpgcd_jax.privacy.bounds on max_j |x_ij|, epsilon {eps_b:.3g})"))
@@ -160,8 +197,10 @@ def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, ep
     value = float(check_positive_bound("target_bound", target_bound))
     return Released(value, DECLARED, ledger_lib.Ledger(), "target bound: declared public")
   eps_t = TARGET_SHARE * epsilon
-  statistic = jnp.abs(jnp.asarray(y))
-  value = float(_one_bound(key, statistic, jnp.asarray(eps_t, statistic.dtype), TARGET_QUANTILE))
+  n = np.shape(y)[0]  # |y_i| padded with zero records to the public bucket of n: one program per bucket
+  statistic = jnp.asarray(np.pad(np.abs(np.asarray(y, jax.dtypes.canonicalize_dtype(float))),
+                                 (0, problem_lib.bucket(n) - n)))
+  value = _bound_on(key, statistic, n, eps_t, TARGET_QUANTILE)
   return Released(value, "private", ledger_lib.Ledger.of(("target bound", events.PureDp(eps_t), 1)), (
       f"target bound: T = {value:.4g} released privately (dpgcd_jax.privacy.bounds on |y_i|, "
       f"quantile {TARGET_QUANTILE}, epsilon {eps_t:.3g}); y clipped to [-T, T] and fitted in "

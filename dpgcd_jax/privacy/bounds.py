@@ -46,14 +46,27 @@ def private_feature_bound(key: Array, record_max_abs: Array, epsilon: Any,
   Returns:
     A scalar `B` from the public grid `GRID`.
   """
+  return bound_at_rank(key, record_max_abs, epsilon, math.ceil(quantile * record_max_abs.shape[0]))
+
+
+def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *, padding: Any = 0) -> Array:
+  """[`private_feature_bound`][dpgcd_jax.privacy.bounds.private_feature_bound] at the public rank
+  `ceil(q n)`, on a statistic padded with zero records; jittable, `rank` and `padding` may be traced.
+
+  The last `padding` entries of `record_max_abs` are padded records whose statistic is 0
+  (zero features, [`dpgcd_jax.problem.pad`][]): each lies below every grid value, so it adds
+  exactly 1 to every count, and `padding` (public: a function of the public `n`) is
+  subtracted from the exact integer counts before they are noised. The released bound is
+  then that of the unpadded statistic for the same key (the noise draws do not depend on `n`),
+  and so is the privacy argument of the module docstring.
+  """
   dtype = record_max_abs.dtype
-  n = record_max_abs.shape[0]
-  s = jnp.sort(record_max_abs)
   grid = jnp.asarray(GRID, dtype)
-  counts = jnp.searchsorted(s, grid, side="right").astype(dtype)
+  # #{i : s_i <= b_k}: O(n K) comparisons, exact integers, no sort (a small program to compile).
+  counts = (jnp.sum(record_max_abs[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding).astype(dtype)
   key_threshold, key_counts = jax.random.split(key)
   epsilon = jnp.asarray(epsilon, dtype)
-  threshold = math.ceil(quantile * n) + 2.0 / epsilon * jax.random.laplace(key_threshold, (), dtype)
+  threshold = jnp.asarray(rank, dtype) + 2.0 / epsilon * jax.random.laplace(key_threshold, (), dtype)
   noisy = counts + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, dtype)
   above = noisy >= threshold
   index = jnp.where(jnp.any(above), jnp.argmax(above), grid.shape[0] - 1)

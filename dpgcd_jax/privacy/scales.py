@@ -157,6 +157,9 @@ def num_rounds(grid: Any = GRID) -> int:
   return max(1, math.ceil(math.log2(_check_grid(grid).size)))
 
 
+HISTOGRAM_BATCH = 64  # features per batch of grid_counts (dense)
+
+
 def grid_counts(XT: Any, grid: Any = GRID) -> Array:
   """`N_jk = #{i : |x_ij| <= b_k}`, (p, K): the exact counts the search queries (jittable).
 
@@ -184,11 +187,19 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
     if XT.ndim != 2:
       raise ValueError(f"Expected XT to have 2 dimensions (p, n), got XT.shape={XT.shape}.")
     p = XT.shape[0]
-    # Bin c = #{k : b_k < |x|}: |x| <= b_k  iff  c <= k.
-    bins = jnp.searchsorted(jnp.asarray(g, XT.dtype), jnp.abs(XT), side="left")
-    ids = jnp.arange(p, dtype=jnp.int32)[:, None] * (K + 1) + bins
-    hist = jax.ops.segment_sum(jnp.ones(ids.size, jnp.int32), ids.ravel(),
-                               num_segments=p * (K + 1)).reshape(p, K + 1)
+    grid = jnp.asarray(g, XT.dtype)
+    batch = min(HISTOGRAM_BATCH, p)
+
+    def histograms(b: Array, hist: Array) -> Array:
+      # Features start..start+batch-1 (the last batch starts at p - batch: rows written twice
+      # get the same values); the (batch, n) bins are the only temporary, not a copy of X.
+      start = jnp.minimum(b * batch, p - batch)
+      bins = jnp.searchsorted(grid, jnp.abs(jax.lax.dynamic_slice_in_dim(XT, start, batch)), side="left")
+      ids = jnp.arange(batch, dtype=jnp.int32)[:, None] * (K + 1) + bins  # bin c: |x| <= b_k iff c <= k
+      block = jax.ops.segment_sum(jnp.ones(ids.size, jnp.int32), ids.ravel(), num_segments=batch * (K + 1))
+      return jax.lax.dynamic_update_slice_in_dim(hist, block.reshape(batch, K + 1), start, axis=0)
+
+    hist = jax.lax.fori_loop(0, -(-p // batch), histograms, jnp.zeros((p, K + 1), jnp.int32))
   return jnp.cumsum(hist, axis=1)[:, :K]
 
 
@@ -237,8 +248,9 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
   return Search(jnp.where(valid, lo, -1), queried, released)
 
 
-def private_feature_scales(key: Array, XT: Any, noise: Any, *,
-                           quantile: Any = DEFAULT_QUANTILE, grid: Any = GRID) -> Array:
+def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = DEFAULT_QUANTILE,
+                           grid: Any = GRID, num_examples: int | None = None,
+                           num_features: int | None = None) -> Array:
   """Private per-feature bounds `B_j` from the public `grid` (module docstring); jittable.
 
   The release is `Gaussian(noise)` composed [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] times
@@ -257,6 +269,12 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *,
     quantile: `q` in (0, 1): `B_j` estimates the `q`-quantile of `|x_ij|` rounded up to
       the grid (the top of the grid when it lies above).
     grid: the public grid (default [`GRID`][dpgcd_jax.privacy.scales.GRID]).
+    num_examples, num_features: for a dense layout padded with zeros
+      ([`dpgcd_jax.problem.columns`][]: (P, N), the data in the first `n` columns and `p`
+      rows): the true `n` and `p` (public). The counts of the first `p` rows are taken and
+      the `N - n` padded records, zeros that lie in every count, subtracted: the exact counts
+      of the unpadded data, so the release (and its noise draws, of shape (p,)) is the
+      unpadded one for the same key.
 
   Returns:
     (p,) bounds `B_j`, grid values.
@@ -267,8 +285,10 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *,
   _validate.check_key("key", key)
   _validate.check_number("quantile", quantile, low=0.0, high=1.0, low_open=True, high_open=True)
   g = _check_grid(grid)
-  counts = grid_counts(XT, g)
-  n = XT.shape[1]
+  counts = grid_counts(XT, g)  # validates XT
+  N = XT.shape[1]
+  n = N if num_examples is None else num_examples
+  counts = counts[:num_features] - (N - n)
   search = noisy_search(key, counts, noise, jnp.asarray(quantile) * n)
   values = jnp.asarray(g, jnp.result_type(float))
   return jnp.where(search.index >= 0, values[jnp.maximum(search.index, 0)], jnp.nan)

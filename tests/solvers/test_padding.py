@@ -110,7 +110,7 @@ def test_the_estimator_pads_and_gives_the_unpadded_coefficients(monkeypatch):
   fit = lambda: dg.estimators.DPGCDClassifier(classes=[0, 1], feature_bound=3.0, epsilon=2.0,
                                               random_state=0).fit(X, y).coef_
   padded = fit()
-  monkeypatch.setattr(_linear, "bucketed", lambda problem, targets, pad_features=True: (problem, targets))
+  monkeypatch.setattr(_linear.DPGCDBase, "_layout_shape", lambda self, n, width: (n, width))
   np.testing.assert_allclose(padded, fit(), rtol=1e-6, atol=1e-9)
 
 
