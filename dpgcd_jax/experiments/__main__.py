@@ -1,4 +1,8 @@
-"""`python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]`."""
+"""`python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]`.
+
+`reproduce --add-to DIR --algorithms ...` adds algorithms to the results saved in DIR
+(`dpgcd_jax.experiments.runner.add_algorithms`).
+"""
 
 from __future__ import annotations
 
@@ -27,10 +31,24 @@ def main(argv: list[str] | None = None) -> int:
   rep.add_argument("--passes", nargs="+", type=int, help="override the preset's budgets of passes")
   rep.add_argument("--seeds", type=int, help="override the preset's number of seeds")
   rep.add_argument("--max-extensions", type=int, help="override the preset's bound on grid extensions")
-  rep.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
+  rep.add_argument("--out", type=pathlib.Path, help="output directory (default: results, or the --add-to one)")
+  rep.add_argument("--add-to", type=pathlib.Path, metavar="DIR",
+                   help="add --algorithms to the results saved in DIR: run their grid searches only, recompute the "
+                        "winners and significance tests over all algorithms, rewrite DIR (or --out); the sizes are "
+                        "the saved preset's, the skip reasons of the added algorithms the named preset's")
   args = parser.parse_args(argv)
 
   preset = runner.QUICK if args.quick else runner.FULL
+  if args.add_to is not None:
+    fixed = [f"--{k.replace('_', '-')}" for k in ("datasets", "passes", "seeds", "max_extensions", "private_algorithms")
+             if getattr(args, k) is not None]
+    if not args.algorithms or fixed:
+      parser.error("--add-to needs --algorithms and takes the other sizes from the saved preset"
+                   + (f" (drop {' '.join(fixed)})" if fixed else ""))
+    saved = report.load_results(args.add_to)
+    with jax.enable_x64(True):
+      results = runner.add_algorithms(saved, args.algorithms, skip=preset.skip)
+    return _write(results, args.out or args.add_to)
   changes: dict[str, Any] = {}  # Preset fields of several types
   if args.passes:
     changes["passes"] = tuple(args.passes)
@@ -45,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
   # float32 one for the private runs; 64-bit mode is on for this call only, not globally.
   with jax.enable_x64(True):
     results = runner.run_experiment(preset, datasets=args.datasets, algorithms=args.algorithms)
-  paths = report.write_results(results, args.out)
+  return _write(results, args.out or pathlib.Path("results"))
+
+
+def _write(results: dict, out: pathlib.Path) -> int:
+  paths = report.write_results(results, out)
   print(paths["table"].read_text())
   print("\n".join(f"{k}: {v}" for k, v in paths.items()))
   return 0

@@ -5,8 +5,8 @@ epoch (`n / batch_size` steps). Step sizes of the coordinate methods are in unit
 `1 / M_j` (above 1 is legitimate: `M_j` bounds the curvature, it is not the curvature);
 clips are per coordinate (`clip_scale`).
 
-The high-dimensional toolbox (issue 21) is here too, selectable by name but in no preset's
-default list (the committed preset results predate them): `dp_fw` (DP Frank-Wolfe: its
+The high-dimensional toolbox (issue 21) is here too, in the full preset's paper-protocol
+columns (`runner.FULL`; not in the quick preset nor the end-to-end private column): `dp_fw` (DP Frank-Wolfe: its
 *step* axis is the l1 radius `r`, public, absolute), `dp_iht` (private hard thresholding:
 step in units of `1 / M_j`, sparsity fixed a priori at `TOOLBOX_SPARSITY`) and
 `two_stage` (peeling of `TOOLBOX_SPARSITY` columns, then DP-GCD Gumbel + Gaussian on

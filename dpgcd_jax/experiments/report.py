@@ -14,12 +14,21 @@ from dpgcd_jax.experiments import runner
 EDGE, NO_PROGRESS, TIED = "†", "‡", "≈"
 
 
+RUN_FIELDS = {"dataset": str, "algorithm": str, "passes": int, "step_size": float, "clip": float, "seed": int,
+              "relative_error": float, "nnz": int}
+
+
 def write_results(results: dict, out: pathlib.Path) -> dict[str, pathlib.Path]:
-  """Writes runs.csv, best.csv, private.csv, summary.json, table.md and figure.png into `out`."""
+  """Writes runs.csv, best.csv, private.csv, summary.json, table.md and figure.png into `out`.
+
+  runs.csv only when `results["runs"]` is not None (`load_results` of a directory without it).
+  """
   out.mkdir(parents=True, exist_ok=True)
-  paths = {"runs": out / "runs.csv", "best": out / "best.csv", "summary": out / "summary.json",
-           "table": out / "table.md", "figure": out / "figure.png"}
-  _write_csv(results["runs"], paths["runs"])
+  paths = {"best": out / "best.csv", "summary": out / "summary.json", "table": out / "table.md",
+           "figure": out / "figure.png"}
+  if results.get("runs") is not None:
+    paths["runs"] = out / "runs.csv"
+    _write_csv(results["runs"], paths["runs"])
   _write_csv(results["best"], paths["best"])
   if results.get("private"):
     paths["private"] = out / "private.csv"
@@ -29,6 +38,20 @@ def write_results(results: dict, out: pathlib.Path) -> dict[str, pathlib.Path]:
   paths["table"].write_text(markdown_table(results))
   plot(results, paths["figure"])
   return paths
+
+
+def load_results(out: pathlib.Path) -> dict:
+  """The results written by `write_results` into `out`: summary.json, and the runs of runs.csv (None without it).
+
+  What `runner.add_algorithms` extends (the committed results leave out runs.csv).
+  """
+  results = json.loads((out / "summary.json").read_text())
+  path = out / "runs.csv"
+  results["runs"] = None
+  if path.exists():
+    with path.open(newline="") as f:
+      results["runs"] = [{k: RUN_FIELDS[k](v) for k, v in row.items()} for row in csv.DictReader(f)]
+  return results
 
 
 def _write_csv(rows: list[dict], path: pathlib.Path) -> None:
@@ -140,7 +163,17 @@ def notes(results: dict) -> list[str]:
                " times the paper column's.")
   for s in results.get("skipped", []):
     out.append(f"- Not run: {s['algorithm']} on {s['dataset']}: {s['reason']}.")
-  out.append(f"- Wall time: {results['seconds']:.0f} s on {results['versions']['backend']}.")
+  additions = results.get("additions", [])
+  if additions:
+    first = results["seconds"] - sum(a["seconds"] for a in additions)
+    later = {name for a in additions for name in a["algorithms"]}
+    names = ", ".join(a for a in results["preset"]["algorithms"] if a not in later)
+    added = "; ".join(f"{a['seconds']:.0f} s adding {', '.join(a['algorithms'])} to the saved results (their searches, "
+                      f"then the marks of all: `reproduce --add-to`)" for a in additions)
+    out.append(f"- Wall time: {results['seconds']:.0f} s on {results['versions']['backend']}: {first:.0f} s for "
+               f"{names}, the greedy CD and the private column; {added}.")
+  else:
+    out.append(f"- Wall time: {results['seconds']:.0f} s on {results['versions']['backend']}.")
   return out
 
 
@@ -215,6 +248,7 @@ def plot(results: dict, path: pathlib.Path) -> None:
                f"over {results['preset']['seeds']} seeds (hollow: on a grid edge); end-to-end private: median and "
                "range (cut at the top)", fontsize=10)
   legend_rows = int(np.ceil(len(labels) / 3))
-  fig.tight_layout(rect=(0, 0.04 + 0.035 * legend_rows, 1, 0.96))
+  height = fig.get_figheight()  # the legend's rows take about 0.2 inch each, whatever the number of panels
+  fig.tight_layout(rect=(0, min(0.5, (0.3 + 0.2 * legend_rows) / height), 1, 1 - 0.5 / height))
   fig.savefig(path, dpi=110)
   plt.close(fig)

@@ -18,6 +18,12 @@ point (mean relative error `(F(w) - F*) / (F(w^0) - F*)` over the seeds, `F*` fr
   bounds instead of standardization, hyperparameters chosen by private selection, everything
   in one budget of epsilon = 1.
 
+The full preset also runs the high-dimensional toolbox of issue 21 (`dp_fw`, `dp_iht`,
+`two_stage`) in the paper-protocol columns (not in the private column). `add_algorithms`
+(`reproduce --add-to DIR --algorithms ...`) adds algorithms to saved results without re-running
+the saved ones: the searches of an algorithm do not depend on the others, only the marks
+(winner, significance) do, and those are recomputed over every row.
+
 The paper-faithful columns take the coordinate smoothness from the standardized data and pick
 the best grid point with the raw data: NOT private (see
 [`dpgcd_jax.data.Dataset.to_problem`][]). The algorithms and their grids are in
@@ -30,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,7 +112,7 @@ QUICK = Preset(passes=(1, 3, 10), seeds=5, confirm_seeds=10,
 FULL = Preset(passes=(1, 2, 5, 10, 20, 50), seeds=5,
               datasets=("log1", "log2", "log1_ls", "log2_ls", "square", "madelon_synth", "diabetes",
                         "breast_cancer", "permeability_qsar", "dorothea_synth"),
-              algorithms=("dp_gcd", "dp_gcd_gumbel", "dp_cd", "dp_sgd"),
+              algorithms=("dp_gcd", "dp_gcd_gumbel", "dp_cd", "dp_sgd", "dp_fw", "dp_iht", "two_stage"),
               private_algorithms=("dp_gcd", "dp_gcd_gumbel", "dp_cd", "dp_sgd"))
 PRESETS = {"quick": QUICK, "full": FULL}
 
@@ -178,13 +185,31 @@ def best_row(name: str, algorithm: Algorithm, passes: int, noise: Any, search: g
               grid_points=len(search.errors), grid_seconds=seconds)
 
 
-def compare(rows: list[dict], prepared: Prepared, preset: Preset, noises: dict[str, Any]) -> None:
+MARKS = ("winner", "confirm", "versus_winner")
+"""The fields `compare` adds to a row (the marks of its (data set, budget))."""
+
+
+def confirm_key(row: dict) -> tuple[str, int, float, float]:
+  """What a confirmation run depends on besides the data set and preset: algorithm, budget, point."""
+  return (row["algorithm"], int(row["passes"]), float(row["step_size"]), float(row["clip"]))
+
+
+def compare(rows: list[dict], prepared: Prepared, preset: Preset, noises: dict[str, Any],
+            confirmed: dict[tuple[str, int, float, float], dict] | None = None) -> None:
   """Marks the winner of one (data set, budget) and tests every other algorithm against it.
 
   An algorithm whose `mean +- std` overlaps the winner's is re-run with the winner at their
   best points on `confirm_seeds` fresh seeds (stream 1), and Welch's t-test decides on those;
   otherwise the test uses the grid seeds (their spreads are already apart). Adds `winner`,
-  `confirm` and `versus_winner` to the rows, in place.
+  `confirm` and `versus_winner` to the rows, in place (`MARKS`).
+
+  Args:
+    rows: the best rows of one data set and budget, in the preset's algorithm order.
+    prepared: the data set.
+    preset: its `confirm_seeds`, `chunk` and `seeds`.
+    noises: algorithm name -> the noise multipliers of its runs at this budget.
+    confirmed: confirmation runs already made (`confirm_key` -> a row's `confirm`, on the same
+      data set, preset and keys): reused instead of re-run (`add_algorithms`).
   """
   if not rows:
     return
@@ -193,16 +218,20 @@ def compare(rows: list[dict], prepared: Prepared, preset: Preset, noises: dict[s
                  stats.within_spread(r["mean"], r["std"], winner["mean"], winner["std"])]
   to_confirm = overlapping + ([winner] if overlapping else [])
   keys = seed_keys(preset.confirm_seeds, stream=1)
+  for r in rows:
+    r["winner"] = r is winner
+    r["confirm"] = None
   for r in to_confirm:
+    known = (confirmed or {}).get(confirm_key(r))
+    if known is not None and known["seeds"] == preset.confirm_seeds:
+      r["confirm"] = known
+      continue
     algorithm = ALGORITHMS[r["algorithm"]]
     pts = [(r["step_size"], r["clip"])] * preset.confirm_seeds
     w = independent(algorithm, prepared.private, pts, noises[r["algorithm"]], keys, r["passes"], preset.chunk,
                     preset.seeds)
     errors = relative_error(prepared, w)
     r["confirm"] = dict(**_summary(errors), errors=[float(x) for x in errors], seeds=int(errors.size))
-  for r in rows:
-    r["winner"] = r is winner
-    r.setdefault("confirm", None)
   for r in rows:
     if r is winner:
       r["versus_winner"] = None
@@ -226,6 +255,32 @@ def skip_reason(preset: Preset, dataset: str, algorithm: str, is_sparse: bool) -
   if is_sparse and ALGORITHMS[algorithm].dense_only:
     return SPARSE_SKIP
   return None
+
+
+def search_algorithm(prepared: Prepared, name: str, algo_name: str, preset: Preset, keys: jax.Array,
+                     bar: Any = None) -> Iterator[tuple[dict, Any, list[dict]]]:
+  """The grid searches of one algorithm on one data set, one budget after the other.
+
+  Yields, for every budget of `preset.passes`: the best row (without the marks of
+  `compare`), the noise multipliers (calibrated at epsilon = 1, delta = 1/n^2) and every
+  run of the search.
+  """
+  algorithm = ALGORITHMS[algo_name]
+  delta = 1.0 / prepared.private.num_examples**2
+  for passes in preset.passes:
+    if bar is not None:
+      bar.set_postfix_str(f"{name} {algo_name} {passes} passes")
+    noise = algorithm.calibrate(prepared.private, delta, passes)
+    s0 = time.perf_counter()
+    search = grid_search(algorithm, prepared, noise, passes, preset, keys)
+    row = best_row(name, algorithm, passes, noise, search, time.perf_counter() - s0)
+    runs = [dict(dataset=name, algorithm=algo_name, passes=passes, step_size=step_size, clip=clip, seed=seed,
+                 relative_error=float(err), nnz=int(k))
+            for (step_size, clip), errs in search.errors.items()
+            for seed, (err, k) in enumerate(zip(errs, search.nnz[(step_size, clip)], strict=False))]
+    if bar is not None:
+      bar.update()
+    yield row, noise, runs
 
 
 def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
@@ -271,25 +326,15 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
     rows_by_passes: dict[int, list[dict]] = {t: [] for t in preset.passes}
     noises: dict[tuple[str, int], Any] = {}
     for algo_name in preset.algorithms:
-      algorithm = ALGORITHMS[algo_name]
       why = skip_reason(preset, name, algo_name, ds.is_sparse)
       if why is not None:
         skipped.append(dict(dataset=name, algorithm=algo_name, reason=why))
         bar.update(len(preset.passes))
         continue
-      for passes in preset.passes:
-        bar.set_postfix_str(f"{name} {algo_name} {passes} passes")
-        noise = algorithm.calibrate(prepared.private, delta, passes)
-        noises[(algo_name, passes)] = noise
-        s0 = time.perf_counter()
-        search = grid_search(algorithm, prepared, noise, passes, preset, keys)
-        row = best_row(name, algorithm, passes, noise, search, time.perf_counter() - s0)
-        rows_by_passes[passes].append(row)
-        for (step_size, clip), errs in search.errors.items():
-          for seed, (err, k) in enumerate(zip(errs, search.nnz[(step_size, clip)], strict=False)):
-            runs.append(dict(dataset=name, algorithm=algo_name, passes=passes, step_size=step_size, clip=clip,
-                             seed=seed, relative_error=float(err), nnz=int(k)))
-        bar.update()
+      for row, noise, algo_runs in search_algorithm(prepared, name, algo_name, preset, keys, bar):
+        rows_by_passes[row["passes"]].append(row)
+        noises[(algo_name, row["passes"])] = noise
+        runs.extend(algo_runs)
     for passes, rows in rows_by_passes.items():
       bar.set_postfix_str(f"{name} {passes} passes: significance")
       compare(rows, prepared, preset, {a: noises[(a, passes)] for a in (r["algorithm"] for r in rows)})
@@ -312,6 +357,137 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
   return dict(runs=runs, best=best, greedy=greedy, private=private_rows, skipped=skipped, datasets=info,
               epsilon=EPSILON, preset=dataclasses.asdict(preset), seconds=time.perf_counter() - started,
               versions=versions())
+
+
+# ------------------------------------------------------------------------------ adding algorithms to saved results
+
+
+def preset_of(record: dict) -> Preset:
+  """The `Preset` of saved results (`results["preset"]`, JSON lists back to tuples)."""
+  fields = {f.name for f in dataclasses.fields(Preset)}
+  unknown = set(record) - fields
+  if unknown:
+    raise ValueError(f"Expected preset fields among {sorted(fields)}, got {sorted(unknown)}.")
+  values = dict(record)
+  for key in ("passes", "datasets", "algorithms", "private_algorithms"):
+    if key in values:
+      values[key] = tuple(values[key])
+  if "skip" in values:
+    values["skip"] = tuple(tuple(s) for s in values["skip"])
+  return Preset(**values)
+
+
+def _check_same_problem(prepared: Prepared, info: dict, name: str) -> None:
+  """ValueError unless the data set is the one the saved rows were measured on (n, p, F*, F(w^0))."""
+  ds = prepared.dataset
+  saved = (info["n"], info["p"], info["solution_nnz"])
+  if (ds.n, ds.p, prepared.solution_nnz) != saved or not (
+      np.isclose(prepared.f_star, info["f_star"], rtol=1e-9, atol=0.0)
+      and np.isclose(prepared.f_zero, info["f_zero"], rtol=1e-9, atol=0.0)):
+    raise ValueError(
+        f"Expected {name} to be the data set of the saved results (n, p, nnz(w*) = {saved}, F* = {info['f_star']!r}, "
+        f"F(w^0) = {info['f_zero']!r}), got ({ds.n}, {ds.p}, {prepared.solution_nnz}), F* = {prepared.f_star!r}, "
+        f"F(w^0) = {prepared.f_zero!r}: its relative errors would not compare; re-run the whole preset.")
+
+
+def _check_same_noise(row: dict, noise: Any) -> None:
+  """ValueError unless the calibration of today reproduces a saved row's noise multipliers."""
+  if not np.allclose(np.ravel(noise), np.ravel(row["noise"]), rtol=1e-6, atol=0.0):
+    raise ValueError(
+        f"Expected the calibration of {row['algorithm']} at {row['passes']} passes on {row['dataset']} to give the "
+        f"saved noise {row['noise']!r}, got {sweeps.json_noise(noise)!r}: the saved rows were calibrated otherwise; "
+        "re-run the whole preset.")
+
+
+def add_algorithms(results: dict, algorithms: Sequence[str], *, skip: Iterable[tuple[str, str, str]] = (),
+                   progress: bool = True) -> dict:
+  """Saved results with more algorithms: their searches only, then the marks of all recomputed.
+
+  The paper-protocol columns are independent searches: one algorithm's rows depend on the data
+  set, the preset's sizes and the grid keys (stream 0), not on the other algorithms. So the
+  added algorithms are searched exactly as `run_experiment` would (the same preparation,
+  calibration, keys and grid extension), and only what compares algorithms is recomputed, per
+  (data set, budget), over the old and the new rows: the winner, the confirmation runs on
+  fresh seeds (stream 1; a saved confirmation of the same point is reused, the others are run)
+  and Welch's tests (`compare`). The saved rows, the non-private greedy CD, the end-to-end
+  private column and the data set facts are kept. The result is what `run_experiment` would
+  return for the saved preset with `algorithms` appended (rows in the preset's order), up to
+  float32 rounding of runs made in other compiled batches and the timings, which are
+  accumulated: `seconds` adds this call's, and `additions` records it.
+
+  Before using a saved row the data set is checked (n, p, nnz(w*), F*, F(w^0)), and every
+  saved algorithm's noise is re-calibrated and checked against the saved one: ValueError
+  when today's code would not have produced the saved rows' setting.
+
+  Args:
+    results: saved results (`report.load_results`; `runs` None when they were not saved).
+    algorithms: names in `ALGORITHMS` not in the saved preset.
+    skip: `(dataset, algorithm, reason)` combinations not run (those of the added
+      algorithms join the preset's `skip`).
+    progress: show a progress bar.
+  """
+  old = preset_of(results["preset"])
+  added = tuple(dict.fromkeys(algorithms))
+  present = [a for a in added if a in old.algorithms]
+  if not added or present:
+    raise ValueError(f"Expected algorithms that the saved results ({', '.join(old.algorithms)}) lack, got "
+                     f"{tuple(algorithms)!r}.")
+  extra = tuple((d, a, why) for d, a, why in skip if a in added and (d, a, why) not in old.skip)
+  preset = dataclasses.replace(old, algorithms=old.algorithms + added, skip=old.skip + extra)
+  check_preset(preset)
+  order = {a: i for i, a in enumerate(preset.algorithms)}
+  started = time.perf_counter()
+  keys = seed_keys(preset.seeds)
+  saved: dict[tuple[str, int], list[dict]] = {}
+  for b in results["best"]:
+    saved.setdefault((b["dataset"], int(b["passes"])), []).append(b)
+  best, runs, skipped, dataset_seconds = [], [], list(results.get("skipped", [])), {}
+  bar = tqdm.tqdm(total=len(preset.datasets) * len(added) * len(preset.passes), disable=not progress, desc="add",
+                  unit="job")
+  for name in preset.datasets:
+    t0 = time.perf_counter()
+    bar.set_postfix_str(f"{name}: data and reference optimum")
+    prepared = build(data_lib.get(name))
+    _check_same_problem(prepared, results["datasets"][name], name)
+    rows_by_passes = {t: [{k: v for k, v in b.items() if k not in MARKS} for b in saved.get((name, t), [])]
+                      for t in preset.passes}
+    confirmed = {confirm_key(b): b["confirm"] for t in preset.passes for b in saved.get((name, t), [])
+                 if b.get("confirm") is not None}
+    noises: dict[tuple[str, int], Any] = {}
+    for algo_name in added:
+      why = skip_reason(preset, name, algo_name, prepared.dataset.is_sparse)
+      if why is not None:
+        skipped.append(dict(dataset=name, algorithm=algo_name, reason=why))
+        bar.update(len(preset.passes))
+        continue
+      for row, noise, algo_runs in search_algorithm(prepared, name, algo_name, preset, keys, bar):
+        rows_by_passes[row["passes"]].append(row)
+        noises[(algo_name, row["passes"])] = noise
+        runs.extend(algo_runs)
+    delta = 1.0 / prepared.private.num_examples**2
+    for passes, rows in rows_by_passes.items():
+      bar.set_postfix_str(f"{name} {passes} passes: significance")
+      rows.sort(key=lambda r: order[r["algorithm"]])
+      for r in rows:
+        if r["algorithm"] not in added:
+          noise = ALGORITHMS[r["algorithm"]].calibrate(prepared.private, delta, passes)
+          _check_same_noise(r, noise)
+          noises[(r["algorithm"], passes)] = noise
+      compare(rows, prepared, preset, {r["algorithm"]: noises[(r["algorithm"], passes)] for r in rows}, confirmed)
+      best.extend(rows)
+    dataset_seconds[name] = time.perf_counter() - t0
+  bar.close()
+  datasets = {name: i for i, name in enumerate(preset.datasets)}
+  by_place = lambda r: (datasets[r["dataset"]], order[r["algorithm"]])
+  seconds = time.perf_counter() - started
+  out = dict(results)
+  out.update(
+      best=best, skipped=sorted(skipped, key=by_place), preset=dataclasses.asdict(preset),
+      seconds=results["seconds"] + seconds,
+      additions=list(results.get("additions", [])) + [
+          dict(algorithms=list(added), seconds=seconds, dataset_seconds=dataset_seconds, versions=versions())])
+  out["runs"] = None if results.get("runs") is None else sorted(results["runs"] + runs, key=by_place)
+  return out
 
 
 def versions() -> dict:
