@@ -55,6 +55,7 @@ from dpgcd_jax import sparse
 Array = jax.Array
 PrivacyLeakWarning = _validate.PrivacyLeakWarning
 FROM_DATA_NONPRIVATE = "from_data_nonprivate"
+BOUND_RANGE = (2.0**-60, 2.0**60)  # declared feature bounds: B^2 (a smoothness) is a normal float32
 
 
 @functools.partial(
@@ -281,7 +282,8 @@ def columns(X: Any, dtype: Any, *, bound: Any = None, num_examples: int | None =
   def block(start: int, stop: int) -> np.ndarray:  # records start..stop-1 as (P, stop - start), zero padded
     out = np.zeros((P, stop - start), dtype)
     records = X[start:min(stop, n)]
-    out[:p, :records.shape[0]] = records.T
+    with np.errstate(over="ignore"):  # no warning that depends on the data (float64 above float32's max: inf)
+      out[:p, :records.shape[0]] = records.T
     if host_bound is not None:
       np.clip(out[:p], -host_bound, host_bound, out=out[:p])
     out[p:width, :records.shape[0]] = 1.0
@@ -383,6 +385,9 @@ def _check_penalty(penalty: Any, p: int) -> Any:
 def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[np.ndarray, float]:
   """The checked bound in `dtype` and the loss's curvature bound `beta` (which it needs)."""
   _validate.check_number("feature_bound", bound, low=0.0, low_open=True)
+  if np.any(np.asarray(bound) < BOUND_RANGE[0]) or np.any(np.asarray(bound) > BOUND_RANGE[1]):
+    raise ValueError(f"Expected feature_bound in [2^-60, 2^60] (M_j = beta B_j^2 must be a normal float32), "
+                     f"got feature_bound={bound!r}.")
   if np.ndim(bound) not in (0, 1) or (np.ndim(bound) == 1 and np.shape(bound) != (p,)):
     raise ValueError(f"Expected feature_bound to be a scalar or of shape ({p},), got "
                      f"feature_bound.shape={np.shape(bound)}.")

@@ -381,9 +381,11 @@ class DPGCDBase(BaseEstimator):
       # clip_1(x_ij / B_j) = clip_{B_j}(x_ij) / B_j with bound 1 (B public), so that the radius is
       # in units of the bounds, then return the weights in raw units (post-processing).
       scale = 1.0 / np.asarray(bound, float)
-      layout = (layout @ scipy_sparse().diags(scale.astype(layout.dtype)) if sparse.is_sparse(layout)
-                else _scale_rows(layout, jnp.asarray(np.append(scale, np.ones(layout.shape[0] - bound.shape[0])),
-                                                     layout.dtype)))
+      if sparse.is_sparse(layout):
+        layout = clip_features(layout, bound) @ scipy_sparse().diags(scale.astype(layout.dtype))
+      else:  # the intercept and padded rows: bound 1
+        padded = np.append(bound, np.ones(layout.shape[0] - bound.shape[0]))
+        layout = _unit_rows(layout, jnp.asarray(padded, layout.dtype))
       problem, targets = self._problem(layout, n, targets, np.ones_like(bound), alpha, l1_ratio)
       result = self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
       W = np.asarray(result.w, float)[:, :width]
@@ -610,9 +612,11 @@ BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
 
 
 @functools.partial(jax.jit, donate_argnums=0)
-def _scale_rows(XT: jax.Array, scale: jax.Array) -> jax.Array:
-  """`XT` with feature (row) j multiplied by `scale_j`."""
-  return XT * scale[:, None]
+def _unit_rows(XT: jax.Array, bound: jax.Array) -> jax.Array:
+  """`clip(x_ij, -B_j, B_j) / B_j`, in `[-1, 1]` after rounding (`|x| <= B` gives `|x / B| <= 1`:
+  division is correctly rounded and monotone); finite for every finite `x` (no reciprocal that
+  could overflow: `B_j` is a normal float, `BOUND_RANGE`)."""
+  return jnp.clip(XT, -bound[:, None], bound[:, None]) / bound[:, None]
 
 
 def clip_features(X: Any, bound: np.ndarray) -> Any:

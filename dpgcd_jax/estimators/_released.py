@@ -88,6 +88,9 @@ def check_positive_bound(name: str, bound: Any, shape: tuple[int, ...] | None = 
     raise ValueError(f"Expected {name} to be {expected}, got {name}={bound!r}.")
   if not np.all(np.isfinite(values)) or not np.all(values > 0):
     raise ValueError(f"Expected {name} > 0 and finite, got {name}={bound!r}.")
+  if not np.all((values >= problem_lib.BOUND_RANGE[0]) & (values <= problem_lib.BOUND_RANGE[1])):
+    raise ValueError(f"Expected {name} in [2^-60, 2^60] (its square, a smoothness, must be a normal float32), "
+                     f"got {name}={bound!r}.")
   return values
 
 
@@ -117,10 +120,11 @@ def resolve_scaling(scaling: str, n: int, p: int, epsilon: float, delta: float) 
 FEATURE_BATCH = 64  # features per step of `_record_max_abs`
 
 
-@functools.partial(jax.jit, static_argnums=(3, 4))
-def _scales_dense(key: jax.Array, XT: jax.Array, noise: jax.Array, num_examples: int, num_features: int
+@functools.partial(jax.jit, static_argnums=4)
+def _scales_dense(key: jax.Array, XT: jax.Array, noise: jax.Array, num_examples: jax.Array, num_features: int
                   ) -> jax.Array:
-  """Private per-feature scales of the true block of a layout (no copy of `XT`)."""
+  """Private per-feature scales of the true block of a layout (no copy of `XT`; `n` traced:
+  one program per bucket and `p`)."""
   return scales.private_feature_scales(key, XT, noise, num_examples=num_examples, num_features=num_features)
 
 
@@ -177,7 +181,7 @@ def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, 
     noise = scales.calibrate_scales(share * epsilon, share * delta)
     ledger = scales.scales_ledger(noise, label="feature bounds")
     released = (scales.private_feature_scales(key, XT, noise) if isinstance(XT, sparse_lib.SparseColumns)
-                else _scales_dense(key, XT, jnp.asarray(noise, XT.dtype), n, p))
+                else _scales_dense(key, XT, jnp.asarray(noise, XT.dtype), jnp.asarray(n, jnp.int32), p))
     bound = np.asarray(released, float)
     return Released(bound, how, ledger, (
         f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share "
@@ -198,8 +202,9 @@ def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, ep
     return Released(value, DECLARED, ledger_lib.Ledger(), "target bound: declared public")
   eps_t = TARGET_SHARE * epsilon
   n = np.shape(y)[0]  # |y_i| padded with zero records to the public bucket of n: one program per bucket
-  statistic = jnp.asarray(np.pad(np.abs(np.asarray(y, jax.dtypes.canonicalize_dtype(float))),
-                                 (0, problem_lib.bucket(n) - n)))
+  with np.errstate(over="ignore"):  # no warning that depends on the data (a |y_i| above float32's max: inf)
+    statistic = jnp.asarray(np.pad(np.abs(np.asarray(y, jax.dtypes.canonicalize_dtype(float))),
+                                   (0, problem_lib.bucket(n) - n)))
   value = _bound_on(key, statistic, n, eps_t, TARGET_QUANTILE)
   return Released(value, "private", ledger_lib.Ledger.of(("target bound", events.PureDp(eps_t), 1)), (
       f"target bound: T = {value:.4g} released privately (dpgcd_jax.privacy.bounds on |y_i|, "

@@ -59,15 +59,25 @@ def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *,
   subtracted from the exact integer counts before they are noised. The released bound is
   then that of the unpadded statistic for the same key (the noise draws do not depend on `n`),
   and so is the privacy argument of the module docstring.
+
+  Arithmetic: each query is the exact integer `N_k - rank`, clamped to `[-2^23, 2^23]` (a
+  1-Lipschitz map: sensitivity still 1) so that it is exact in float32 at every `n` (a count
+  above 2^24 would otherwise round, and neighbouring counts could land 2 apart); the mechanism
+  compares `query_k + Lap(4 / epsilon) >= Lap(2 / epsilon)`, AboveThreshold on those queries.
   """
   dtype = record_max_abs.dtype
+  if isinstance(padding, int) and not 0 <= padding < record_max_abs.shape[0]:
+    raise ValueError(f"Expected 0 <= padding < {record_max_abs.shape[0]} (the statistic's length), got "
+                     f"padding={padding}.")
   grid = jnp.asarray(GRID, dtype)
   # #{i : s_i <= b_k}: O(n K) comparisons, exact integers, no sort (a small program to compile).
-  counts = (jnp.sum(record_max_abs[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding).astype(dtype)
+  counts = jnp.sum(record_max_abs[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding
+  limit = 1 << 23
+  queries = jnp.clip(counts - jnp.asarray(rank, jnp.int32), -limit, limit).astype(dtype)
   key_threshold, key_counts = jax.random.split(key)
   epsilon = jnp.asarray(epsilon, dtype)
-  threshold = jnp.asarray(rank, dtype) + 2.0 / epsilon * jax.random.laplace(key_threshold, (), dtype)
-  noisy = counts + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, dtype)
+  threshold = 2.0 / epsilon * jax.random.laplace(key_threshold, (), dtype)
+  noisy = queries + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, dtype)
   above = noisy >= threshold
   index = jnp.where(jnp.any(above), jnp.argmax(above), grid.shape[0] - 1)
   return jnp.where(epsilon > 0, grid[index], jnp.nan)

@@ -157,7 +157,8 @@ def num_rounds(grid: Any = GRID) -> int:
   return max(1, math.ceil(math.log2(_check_grid(grid).size)))
 
 
-HISTOGRAM_BATCH = 64  # features per batch of grid_counts (dense)
+HISTOGRAM_BATCH = 64  # features per batch of grid_counts (dense, above HISTOGRAM_DIRECT_ENTRIES)
+HISTOGRAM_DIRECT_ENTRIES = 1 << 20  # up to 4 MB of bins: one vectorized pass
 
 
 def grid_counts(XT: Any, grid: Any = GRID) -> Array:
@@ -186,20 +187,26 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
     XT = jnp.asarray(XT)
     if XT.ndim != 2:
       raise ValueError(f"Expected XT to have 2 dimensions (p, n), got XT.shape={XT.shape}.")
-    p = XT.shape[0]
+    p, n = XT.shape
     grid = jnp.asarray(g, XT.dtype)
-    batch = min(HISTOGRAM_BATCH, p)
 
-    def histograms(b: Array, hist: Array) -> Array:
-      # Features start..start+batch-1 (the last batch starts at p - batch: rows written twice
-      # get the same values); the (batch, n) bins are the only temporary, not a copy of X.
-      start = jnp.minimum(b * batch, p - batch)
-      bins = jnp.searchsorted(grid, jnp.abs(jax.lax.dynamic_slice_in_dim(XT, start, batch)), side="left")
-      ids = jnp.arange(batch, dtype=jnp.int32)[:, None] * (K + 1) + bins  # bin c: |x| <= b_k iff c <= k
-      block = jax.ops.segment_sum(jnp.ones(ids.size, jnp.int32), ids.ravel(), num_segments=batch * (K + 1))
-      return jax.lax.dynamic_update_slice_in_dim(hist, block.reshape(batch, K + 1), start, axis=0)
+    def histograms(rows: Array) -> Array:  # (rows, K + 1) histograms; bin c: |x| <= b_k iff c <= k
+      bins = jnp.searchsorted(grid, jnp.abs(rows), side="left")
+      ids = jnp.arange(rows.shape[0], dtype=jnp.int32)[:, None] * (K + 1) + bins
+      return jax.ops.segment_sum(jnp.ones(ids.size, jnp.int32), ids.ravel(),
+                                 num_segments=rows.shape[0] * (K + 1)).reshape(-1, K + 1)
 
-    hist = jax.lax.fori_loop(0, -(-p // batch), histograms, jnp.zeros((p, K + 1), jnp.int32))
+    if p * n <= HISTOGRAM_DIRECT_ENTRIES or p <= HISTOGRAM_BATCH:
+      hist = histograms(XT)  # small: one vectorized pass (its (p, n) bins are small too)
+    else:
+      # Batches of features, the last one starting at p - batch (rows written twice get the
+      # same values): the (batch, n) bins are the only temporary, not a copy of X.
+      def batch(b: Array, hist: Array) -> Array:
+        start = jnp.minimum(b * HISTOGRAM_BATCH, p - HISTOGRAM_BATCH)
+        block = histograms(jax.lax.dynamic_slice_in_dim(XT, start, HISTOGRAM_BATCH))
+        return jax.lax.dynamic_update_slice_in_dim(hist, block, start, axis=0)
+
+      hist = jax.lax.fori_loop(0, -(-p // HISTOGRAM_BATCH), batch, jnp.zeros((p, K + 1), jnp.int32))
   return jnp.cumsum(hist, axis=1)[:, :K]
 
 
@@ -249,7 +256,7 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
 
 
 def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = DEFAULT_QUANTILE,
-                           grid: Any = GRID, num_examples: int | None = None,
+                           grid: Any = GRID, num_examples: int | Array | None = None,
                            num_features: int | None = None) -> Array:
   """Private per-feature bounds `B_j` from the public `grid` (module docstring); jittable.
 
@@ -286,8 +293,11 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
   _validate.check_number("quantile", quantile, low=0.0, high=1.0, low_open=True, high_open=True)
   g = _check_grid(grid)
   counts = grid_counts(XT, g)  # validates XT
-  N = XT.shape[1]
+  P, N = XT.shape
   n = N if num_examples is None else num_examples
+  for name, value, size in (("num_examples", num_examples, N), ("num_features", num_features, P)):
+    if isinstance(value, int) and not 0 < value <= size:
+      raise ValueError(f"Expected 0 < {name} <= {size} (XT.shape={XT.shape}), got {name}={value}.")
   counts = counts[:num_features] - (N - n)
   search = noisy_search(key, counts, noise, jnp.asarray(quantile) * n)
   values = jnp.asarray(g, jnp.result_type(float))

@@ -114,11 +114,40 @@ def test_private_scales_on_a_padded_layout_are_the_unpadded_release_for_the_same
   X = rng.normal(size=(700, 20)) * np.logspace(-2, 2, 20)
   unpadded = jnp.asarray(X.T, jnp.float32)
   layout = problem_lib.columns(X, np.float32, num_examples=1024, num_features=32, intercept=True)
+  padded = jax.jit(lambda key: scales.private_feature_scales(key, layout, 0.3, num_examples=700, num_features=20))
+  plain = jax.jit(lambda key: scales.private_feature_scales(key, unpadded, 0.3))
   for seed in range(5):
-    key = jax.random.key(seed)
-    np.testing.assert_array_equal(
-        np.asarray(scales.private_feature_scales(key, layout, 0.3, num_examples=700, num_features=20)),
-        np.asarray(scales.private_feature_scales(key, unpadded, 0.3)))
+    np.testing.assert_array_equal(np.asarray(padded(jax.random.key(seed))), np.asarray(plain(jax.random.key(seed))))
+
+
+def test_padded_release_arguments_are_checked():
+  layout = problem_lib.columns(np.ones((8, 3)), np.float32, num_examples=16, num_features=4)
+  with pytest.raises(ValueError, match="num_examples=17"):
+    scales.private_feature_scales(jax.random.key(0), layout, 0.3, num_examples=17, num_features=3)
+  with pytest.raises(ValueError, match="num_features=5"):
+    scales.private_feature_scales(jax.random.key(0), layout, 0.3, num_examples=8, num_features=5)
+  with pytest.raises(ValueError, match="padding=16"):
+    bounds.bound_at_rank(jax.random.key(0), jnp.ones(16), 1.0, 8, padding=16)
+
+
+def test_declared_bounds_whose_square_is_not_a_normal_float32_are_rejected_before_any_work():
+  # Review finding: a declared bound below ~3e-39 made DP-FW's 1 / B overflow and 0 * inf wrote
+  # NaN into the layout; B^2 (the smoothness) underflows from about 1e-19.
+  X, y = np.ones((20, 2)), np.arange(20) % 2
+  for bound in ([1e-39, 3.0], [1e-20, 3.0], [2.0**61, 1.0]):
+    with pytest.raises(ValueError, match="feature_bound in .2\\^-60, 2\\^60."):
+      dg.estimators.DPGCDClassifier(classes=[0, 1], feature_bound=bound, solver="dp_fw").fit(X, y)
+    with pytest.raises(ValueError, match="feature_bound in .2\\^-60, 2\\^60."):
+      dg.make_problem(X, y - 0.5, "squared", feature_bound=bound)
+
+
+def test_dp_fw_unit_rows_stay_in_the_unit_box_for_extreme_finite_inputs():
+  XT = jnp.asarray([[3e38, -3e38, 0.0, -0.0, 1e-45], [1.0, -1.0, 0.5, 2.0**-60, 7.0]], jnp.float32)
+  bound = jnp.asarray([2.0**-60, 3.0], jnp.float32)
+  out = np.asarray(_linear._unit_rows(XT, bound))  # pylint: disable=protected-access
+  assert np.all(np.isfinite(out)) and np.abs(out).max() <= 1.0
+  np.testing.assert_array_equal(out[0, :4], [1.0, -1.0, 0.0, 0.0])
+  np.testing.assert_allclose(out[1], [1 / 3, -1 / 3, 1 / 6, 2.0**-60 / 3, 1.0], rtol=1e-6)
 
 
 def test_record_max_abs_of_a_layout_ignores_the_intercept_and_padding():
