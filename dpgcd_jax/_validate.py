@@ -100,6 +100,14 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
       raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
 
 
+def on_device(x: Any, dtype: Any) -> jax.Array:
+  """`x` as a device array of `dtype`: a host value by `jax.device_put` (no program compiled per
+  shape, unlike `jnp.asarray(x, dtype)` when it converts), a JAX array (or tracer) by `jnp.asarray`."""
+  if isinstance(x, jax.Array):
+    return jnp.asarray(x, dtype)
+  return jax.device_put(np.asarray(x, dtype))
+
+
 def host_values(x: Any) -> np.ndarray:
   """`np.asarray(x)`; a global array over several processes (jax.distributed) is gathered
   first, so every process gets all of it (for vectors such as `y`, not for `X`)."""

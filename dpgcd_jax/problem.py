@@ -330,9 +330,11 @@ def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_boun
   # Padded on the host (public values; no per-shape device program): bound 1 on padded features.
   bound = np.pad(np.broadcast_to(checked, (p,)), (0, P - p), constant_values=1.0)
   label = 0.0 if loss.labels is None else loss.labels[-1]
-  y = jnp.asarray(np.pad(np.asarray(y, XT.dtype), (0, N - np.shape(y)[0]), constant_values=label))
-  smoothness = jnp.asarray(XT.dtype.type(beta) * bound**2)
-  problem = Problem(XT=_clip_rows(XT, jnp.asarray(bound)), y=y, smoothness=smoothness, l2=jnp.asarray(0.0, XT.dtype),
+  # jax.device_put: a host array becomes a device array without a per-shape program.
+  y = jax.device_put(np.pad(np.asarray(y, XT.dtype), (0, N - np.shape(y)[0]), constant_values=label))
+  smoothness = jax.device_put(XT.dtype.type(beta) * bound**2)
+  problem = Problem(XT=_clip_rows(XT, jax.device_put(bound)), y=y, smoothness=smoothness,
+                    l2=jax.device_put(XT.dtype.type(0.0)),
                     penalty=_padded_penalty(_check_penalty(penalty, p), P), loss=loss,
                     smoothness_source="feature_bound", rows=_true_size(n, N), columns=_true_size(p, P))
   check_smoothness(problem)
@@ -356,7 +358,7 @@ def _padded_penalty(penalty: Any, num_features: int) -> Any:
 
 def _true_size(size: int, padded: int) -> Array | None:
   """The true size as a traced count when padded (a `Problem`'s `rows` / `columns`), else None."""
-  return jnp.asarray(size, jnp.int32) if padded > size else None
+  return jax.device_put(np.int32(size)) if padded > size else None
 
 
 def _check_dense_type(X: Any) -> None:

@@ -151,7 +151,7 @@ def key_from(random_state: Any) -> jax.Array:
   else:
     raise ValueError(f"Expected random_state to be None, an int, a numpy RandomState or Generator, "
                      f"or a JAX key, got random_state={random_state!r}.")
-  return jax.random.wrap_key_data(jnp.asarray([seed >> 32, seed & 0xFFFFFFFF], jnp.uint32))
+  return jax.random.wrap_key_data(jax.device_put(np.asarray([seed >> 32, seed & 0xFFFFFFFF], np.uint32)))
 
 
 def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
@@ -545,7 +545,7 @@ class DPGCDBase(BaseEstimator):
     epsilon, (n, p) = float(self.epsilon), data.X.shape
     hyper = self._hyper(n, p, epsilon)
     params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
-    key_scales, key_target, key_run = jax.random.split(data.key, 3)
+    key_scales, key_target, key_run = split_keys(data.key, 3)
     layout = self._layout(data.X)
     released = _released.release_feature_bounds(
         key_scales, layout, num_examples=n, num_features=p, feature_bound=self.feature_bound,
@@ -609,6 +609,12 @@ class DPGCDBase(BaseEstimator):
 
 
 BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def split_keys(key: jax.Array, num: int) -> tuple[jax.Array, ...]:
+  """`jax.random.split(key, num)` as a tuple, in one program (not a split and an unstack)."""
+  return tuple(jax.random.split(key, num))
 
 
 @functools.partial(jax.jit, donate_argnums=0)

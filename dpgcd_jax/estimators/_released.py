@@ -157,8 +157,8 @@ def _one_bound(key: jax.Array, statistic: jax.Array, epsilon: jax.Array, rank: j
 
 def _bound_on(key: jax.Array, statistic: jax.Array, n: int, epsilon: float, quantile: float) -> float:
   """`_one_bound` on the (N,) statistic of `n` records (the rest padding), at rank `ceil(q n)`."""
-  return float(_one_bound(key, statistic, jnp.asarray(epsilon, statistic.dtype), math.ceil(quantile * n),
-                          statistic.shape[0] - n))
+  return float(_one_bound(key, statistic, statistic.dtype.type(epsilon), np.int32(math.ceil(quantile * n)),
+                          np.int32(statistic.shape[0] - n)))
 
 
 def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, num_features: int,
@@ -181,14 +181,14 @@ def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, 
     noise = scales.calibrate_scales(share * epsilon, share * delta)
     ledger = scales.scales_ledger(noise, label="feature bounds")
     released = (scales.private_feature_scales(key, XT, noise) if isinstance(XT, sparse_lib.SparseColumns)
-                else _scales_dense(key, XT, jnp.asarray(noise, XT.dtype), jnp.asarray(n, jnp.int32), p))
+                else _scales_dense(key, XT, XT.dtype.type(noise), np.int32(n), p))
     bound = np.asarray(released, float)
     return Released(bound, how, ledger, (
         f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share "
         f"{share:g} of the budget, noise multiplier {noise:.4g}), B_j from {bound.min():.3g} to {bound.max():.3g}"))
   eps_b = SCALE_SHARE * epsilon
   statistic = (XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns)
-               else _record_max_abs(XT, jnp.asarray(p, jnp.int32)))
+               else _record_max_abs(XT, np.int32(p)))
   value = _bound_on(key, statistic, n, eps_b, bounds.DEFAULT_QUANTILE)
   return Released(np.full(p, value), how, ledger_lib.Ledger.of(("feature bound", events.PureDp(eps_b), 1)), (
       f"feature bounds: one bound B = {value:.4g} for every feature, released privately "

@@ -349,7 +349,7 @@ def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negativ
   if clip_shape not in allowed:
     raise ValueError(f"Expected clip of shape {' or '.join(map(str, allowed))}, got clip.shape={clip_shape}.")
   check_finite_clip_with_noise(params.clip, [getattr(params, name) for name in non_negative])
-  return jax.tree.map(lambda x: jnp.asarray(x, dtype), params)
+  return jax.tree.map(lambda x: _validate.on_device(x, dtype), params)
 
 
 def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:

@@ -17,6 +17,7 @@ The solver protocol (`Result`, `Trace`, the scan driver, `run`) is in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -88,6 +89,12 @@ def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) 
                              smoothness_source="feature_bound")
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def target_keys(key: Array, num: int) -> Array:
+  """`fold_in(key, k)` for `k < num`: the keys of the runs of `num` targets (one program)."""
+  return jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(num))
+
+
 def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, key: Array, *,
             needs_bound: bool, bound_epsilon: float, batch: int | None,
             targets: Array | None = None) -> Result:
@@ -106,7 +113,7 @@ def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, k
       bounded = privately_bounded(problem, key_bound, bound_epsilon)
     if targets is None:
       return run(bounded, key_run)
-    keys = jax.vmap(lambda k: jax.random.fold_in(key_run, k))(jnp.arange(targets.shape[0]))
+    keys = target_keys(key_run, targets.shape[0])
     return jax.vmap(lambda y, k: run(dataclasses.replace(bounded, y=y), k))(targets, keys)
 
   return one(key) if batch is None else jax.jit(jax.vmap(one))(key)
@@ -161,7 +168,7 @@ def private_fit(
   if needs_bound:
     spent = spent + ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
   if targets is not None:
-    targets = jnp.asarray(targets, problem.y.dtype)
+    targets = _validate.on_device(targets, problem.y.dtype)
     if targets.ndim != 2 or targets.shape[1] != problem.num_examples:
       raise ValueError(f"Expected targets of shape (K, {problem.num_examples}), got "
                        f"targets.shape={targets.shape}.")

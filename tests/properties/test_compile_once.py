@@ -317,3 +317,33 @@ def test_an_estimator_fit_at_a_new_epsilon_compiles_nothing():
       model = DPGCDClassifier(classes=[0, 1], epsilon=epsilon, random_state=0).fit(X, y)
   assert names == [], names
   assert model.n_iter_ != DPGCDClassifier(classes=[0, 1], epsilon=0.5).fit(X, y).n_iter_
+
+
+FIT_SCRIPT = textwrap.dedent("""
+    import json
+    import jax
+    from sklearn.datasets import load_breast_cancer
+    from dpgcd_jax.estimators import DPGCDClassifier
+    X, y = load_breast_cancer(return_X_y=True)
+    names = []
+    def on_duration(event, duration, **kwargs):
+      if event == "/jax/core/compile/backend_compile_duration":
+        names.append(kwargs.get("fun_name", "?"))
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    DPGCDClassifier(epsilon=1.0, random_state=0).fit(X, y)
+    print(json.dumps(names))
+""")
+
+
+def test_a_first_estimator_fit_compiles_six_programs():
+  """Issue 19, item 1 (in part): the first fit on raw breast_cancer (a released bound, one run)
+  compiles 6 programs (24 before: key splits, conversions, pads and transposes, each its own
+  program): the keys, the release's statistic and bound, the clip of the layout, the runs' keys
+  and the run. Host values go to the device by `device_put`, which compiles nothing."""
+  env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+  env.update({_config.OPT_OUT_ENV: "1", "JAX_PLATFORMS": "cpu"})
+  out = subprocess.run([sys.executable, "-c", FIT_SCRIPT], capture_output=True, text=True, env=env, timeout=300,
+                       check=True)
+  names = json.loads(out.stdout.strip().splitlines()[-1])
+  assert len(names) <= 6, names
+  assert sum("_compiled_passes" in name for name in names) == 1, names
