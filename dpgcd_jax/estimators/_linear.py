@@ -326,7 +326,7 @@ class DPGCDBase(BaseEstimator):
 
     Dense `X`: the device layout [`dpgcd_jax.problem.columns`][]: transposed, in the run
     dtype, with the intercept's constant feature as row `p`, and padded to the public buckets
-    of `layout_shape` (so one compiled program serves every `n` and `p` of a bucket). Sparse
+    of `_layout_shape` (so one compiled program serves every `n` and `p` of a bucket). Sparse
     `X`: `X` itself (the intercept column is added by `_problem`).
     """
     if sparse.is_sparse(X):
