@@ -25,20 +25,20 @@ def pytest_configure(config):
   config.addinivalue_line("markers", "float64: run with JAX's x64 mode (a tight comparison with a float64 reference)")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _float64_module(request):
-  """x64 for a whole marked module, its module-scoped fixtures included (built before any test)."""
+def _x64_if_marked(request):
   if request.node.get_closest_marker("float64") is None:
     yield
     return
   with jax.enable_x64(True):
     yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _float64_module(request):
+  """x64 for a whole marked module, its module-scoped fixtures included (built before any test)."""
+  yield from _x64_if_marked(request)
 
 
 @pytest.fixture(autouse=True)
 def _float64_when_marked(request):
-  if request.node.get_closest_marker("float64") is None:
-    yield
-    return
-  with jax.enable_x64(True):
-    yield
+  yield from _x64_if_marked(request)

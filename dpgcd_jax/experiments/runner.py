@@ -283,6 +283,28 @@ def search_algorithm(prepared: Prepared, name: str, algo_name: str, preset: Pres
     yield row, noise, runs
 
 
+def search_algorithms(prepared: Prepared, name: str, algorithms: Sequence[str], preset: Preset, keys: jax.Array,
+                      bar: Any, rows_by_passes: dict[int, list[dict]], runs: list[dict],
+                      skipped: list[dict]) -> dict[tuple[str, int], Any]:
+  """The searches of `algorithms` on one data set (`search_algorithm`), skips recorded.
+
+  Appends the best rows to `rows_by_passes`, every run to `runs` and the skipped algorithms
+  (with their reason) to `skipped`; returns the noise multipliers by (algorithm, passes).
+  """
+  noises: dict[tuple[str, int], Any] = {}
+  for algo_name in algorithms:
+    why = skip_reason(preset, name, algo_name, prepared.dataset.is_sparse)
+    if why is not None:
+      skipped.append(dict(dataset=name, algorithm=algo_name, reason=why))
+      bar.update(len(preset.passes))
+      continue
+    for row, noise, algo_runs in search_algorithm(prepared, name, algo_name, preset, keys, bar):
+      rows_by_passes[row["passes"]].append(row)
+      noises[(algo_name, row["passes"])] = noise
+      runs.extend(algo_runs)
+  return noises
+
+
 def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
                    datasets: Iterable[str] | None = None, private: bool = True,
                    progress: bool = True) -> dict:
@@ -304,7 +326,9 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
     preset = dataclasses.replace(preset, private_algorithms=())
   check_preset(preset)
   started = time.perf_counter()
-  runs, best, greedy, private_rows, skipped, info = [], [], [], [], [], {}
+  runs: list[dict] = []
+  skipped: list[dict] = []
+  best, greedy, private_rows, info = [], [], [], {}
   keys = seed_keys(preset.seeds)
   jobs = len(preset.datasets) * len(preset.algorithms) * len(preset.passes)
   bar = tqdm.tqdm(total=jobs, disable=not progress, desc="sweep", unit="job")
@@ -324,17 +348,7 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
     for t, err in greedy_nonprivate(prepared, preset.passes, preset).items():
       greedy.append(dict(dataset=name, passes=t, relative_error=err))
     rows_by_passes: dict[int, list[dict]] = {t: [] for t in preset.passes}
-    noises: dict[tuple[str, int], Any] = {}
-    for algo_name in preset.algorithms:
-      why = skip_reason(preset, name, algo_name, ds.is_sparse)
-      if why is not None:
-        skipped.append(dict(dataset=name, algorithm=algo_name, reason=why))
-        bar.update(len(preset.passes))
-        continue
-      for row, noise, algo_runs in search_algorithm(prepared, name, algo_name, preset, keys, bar):
-        rows_by_passes[row["passes"]].append(row)
-        noises[(algo_name, row["passes"])] = noise
-        runs.extend(algo_runs)
+    noises = search_algorithms(prepared, name, preset.algorithms, preset, keys, bar, rows_by_passes, runs, skipped)
     for passes, rows in rows_by_passes.items():
       bar.set_postfix_str(f"{name} {passes} passes: significance")
       compare(rows, prepared, preset, {a: noises[(a, passes)] for a in (r["algorithm"] for r in rows)})
@@ -441,7 +455,8 @@ def add_algorithms(results: dict, algorithms: Sequence[str], *, skip: Iterable[t
   saved: dict[tuple[str, int], list[dict]] = {}
   for b in results["best"]:
     saved.setdefault((b["dataset"], int(b["passes"])), []).append(b)
-  best, runs, skipped, dataset_seconds = [], [], list(results.get("skipped", [])), {}
+  runs: list[dict] = []
+  best, skipped, dataset_seconds = [], list(results.get("skipped", [])), {}
   bar = tqdm.tqdm(total=len(preset.datasets) * len(added) * len(preset.passes), disable=not progress, desc="add",
                   unit="job")
   for name in preset.datasets:
@@ -453,17 +468,7 @@ def add_algorithms(results: dict, algorithms: Sequence[str], *, skip: Iterable[t
                       for t in preset.passes}
     confirmed = {confirm_key(b): b["confirm"] for t in preset.passes for b in saved.get((name, t), [])
                  if b.get("confirm") is not None}
-    noises: dict[tuple[str, int], Any] = {}
-    for algo_name in added:
-      why = skip_reason(preset, name, algo_name, prepared.dataset.is_sparse)
-      if why is not None:
-        skipped.append(dict(dataset=name, algorithm=algo_name, reason=why))
-        bar.update(len(preset.passes))
-        continue
-      for row, noise, algo_runs in search_algorithm(prepared, name, algo_name, preset, keys, bar):
-        rows_by_passes[row["passes"]].append(row)
-        noises[(algo_name, row["passes"])] = noise
-        runs.extend(algo_runs)
+    noises = search_algorithms(prepared, name, added, preset, keys, bar, rows_by_passes, runs, skipped)
     delta = 1.0 / prepared.private.num_examples**2
     for passes, rows in rows_by_passes.items():
       bar.set_postfix_str(f"{name} {passes} passes: significance")
