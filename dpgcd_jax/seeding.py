@@ -5,12 +5,14 @@ guessable seed (a small integer, NumPy's global `RandomState` after `np.random.s
 lets anyone who knows or searches the seed subtract the noise: two fits with the same key on
 neighbouring data sets differ by exactly the noise-free difference. So wherever the library
 creates a key on the user's behalf (`random_state=None` in the estimators), it draws the
-seed from the operating system (`secrets.randbits`, 128 bits) and folds it into a JAX key.
+key's whole state from the operating system (`secrets.randbits`, 32 bits per word of the
+default implementation's key data) and wraps it into a JAX key on the host (no device program).
 
 What this does and does not protect:
 
-- The default `threefry2x32` key holds 64 bits of state, so a fresh key carries 64 bits of
-  the 128 drawn (a search over 2^64 seeds, against 2^31 for NumPy's `randint`).
+- The default `threefry2x32` key holds 64 bits of state, all of them drawn (a search over
+  2^64 seeds, against 2^31 for NumPy's `randint`); an implementation with a larger state
+  (`"rbg"`: 128 bits) gets as many.
 - JAX's generator is not a cryptographic generator: an attacker who can observe many outputs
   of one key is outside the threat model (see the README's "What is private").
 - An integer seed (`random_state=0`) is for reproducibility only: it replays the same
@@ -20,20 +22,20 @@ What this does and does not protect:
 
 from __future__ import annotations
 
+import math
 import secrets
 
 import jax
-import jax.numpy as jnp
-
-ENTROPY_BITS = 128
+import numpy as np
 
 
 def fresh_key() -> jax.Array:
-  """A new JAX key seeded from the operating system's entropy (`secrets`, 128 bits).
+  """A new JAX key whose whole state is drawn from the operating system's entropy (`secrets`).
 
   Returns:
-    A typed JAX key (`jax.random.key`), different at every call with overwhelming
-    probability and independent of NumPy's and Python's global random state.
+    A typed JAX key of the default implementation (`jax.random.key`), different at every
+    call with overwhelming probability and independent of NumPy's and Python's global
+    random state. Made on the host: no device program is compiled.
 
   Examples:
     >>> import jax
@@ -42,10 +44,6 @@ def fresh_key() -> jax.Array:
     >>> bool((jax.random.key_data(a) != jax.random.key_data(b)).any())
     True
   """
-  words = [secrets.randbits(32) for _ in range(ENTROPY_BITS // 32)]
-  # The key's 64-bit state is set directly from two words (``jax.random.key(seed)`` would keep
-  # only 32 bits of an integer seed when x64 is off); the other words are folded in.
-  key = jax.random.wrap_key_data(jnp.asarray(words[:2], jnp.uint32))
-  for word in words[2:]:
-    key = jax.random.fold_in(key, word)
-  return key
+  shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0))).shape  # traced, not run
+  words = np.array([secrets.randbits(32) for _ in range(math.prod(shape))], np.uint32).reshape(shape)
+  return jax.random.wrap_key_data(jax.device_put(words))

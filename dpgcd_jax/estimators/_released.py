@@ -155,10 +155,22 @@ def _one_bound(key: jax.Array, statistic: jax.Array, epsilon: jax.Array, rank: j
   return bounds.bound_at_rank(key, statistic, epsilon, rank, padding=padding)
 
 
+@jax.jit
+def _layout_bound(key: jax.Array, XT: jax.Array, num_features: jax.Array, epsilon: jax.Array, rank: jax.Array,
+                  padding: jax.Array) -> jax.Array:
+  """`_one_bound` on `_record_max_abs` of a layout: the statistic and its release in one program."""
+  return bounds.bound_at_rank(key, _record_max_abs(XT, num_features), epsilon, rank, padding=padding)
+
+
 def _bound_on(key: jax.Array, statistic: jax.Array, n: int, epsilon: float, quantile: float) -> float:
   """`_one_bound` on the (N,) statistic of `n` records (the rest padding), at rank `ceil(q n)`."""
-  return float(_one_bound(key, statistic, statistic.dtype.type(epsilon), np.int32(math.ceil(quantile * n)),
-                          np.int32(statistic.shape[0] - n)))
+  return float(_one_bound(key, statistic, *_rank_arguments(statistic, n, epsilon, quantile)))
+
+
+def _rank_arguments(data: jax.Array, n: int, epsilon: float, quantile: float) -> tuple[Any, Any, Any]:
+  """`(epsilon, rank, padding)` of a release at quantile `q` on `n` of the `N` records of `data`
+  (the last axis): public values, as arrays of a fixed type (no recompilation when they change)."""
+  return data.dtype.type(epsilon), np.int32(math.ceil(quantile * n)), np.int32(data.shape[-1] - n)
 
 
 def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, num_features: int,
@@ -187,9 +199,10 @@ def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, 
         f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share "
         f"{share:g} of the budget, noise multiplier {noise:.4g}), B_j from {bound.min():.3g} to {bound.max():.3g}"))
   eps_b = SCALE_SHARE * epsilon
-  statistic = (XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns)
-               else _record_max_abs(XT, np.int32(p)))
-  value = _bound_on(key, statistic, n, eps_b, bounds.DEFAULT_QUANTILE)
+  if isinstance(XT, sparse_lib.SparseColumns):
+    value = _bound_on(key, XT.record_max_abs(), n, eps_b, bounds.DEFAULT_QUANTILE)
+  else:
+    value = float(_layout_bound(key, XT, np.int32(p), *_rank_arguments(XT, n, eps_b, bounds.DEFAULT_QUANTILE)))
   return Released(np.full(p, value), how, ledger_lib.Ledger.of(("feature bound", events.PureDp(eps_b), 1)), (
       f"feature bounds: one bound B = {value:.4g} for every feature, released privately "
       f"(dpgcd_jax.privacy.bounds on max_j |x_ij|, epsilon {eps_b:.3g})"))

@@ -26,6 +26,7 @@ arguments, the jitted run and the fail-closed guard.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import warnings
@@ -221,8 +222,13 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
 
 def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *,
                  passes: int, store_objective: bool = False,
-                 options: tuple[tuple[str, Any], ...] = (), trim: bool = True) -> Result:
+                 options: tuple[tuple[str, Any], ...] = (), trim: bool = True,
+                 targets: Array | None = None) -> Result:
   """The jitted run on validated, cast `params`; `options`: sorted `(name, value)` pairs.
+
+  With `targets` (K, n): one run per row (`problem.y` replaced by the row, run `k` keyed by
+  `fold_in(key, k)`), in the same program (the keys and the K runs); the result's leaves get a
+  leading axis K.
 
   Scans `solver.step` from `solver.init(problem)` for `passes * steps_per_pass` steps,
   keeps `info.coordinate` (when the `Info` has one) and, with `store_objective`, the
@@ -246,7 +252,7 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   per_pass = int(solver.steps_per_pass(problem, **dict(options)))
   records = store_objective or solver.info is None or "coordinate" in solver.info._fields
   capacity = pass_capacity(passes, per_pass) if records else None
-  result = _compiled_passes(solver, problem, key, params, np.int32(passes), capacity=capacity,
+  result = _compiled_passes(solver, problem, key, params, np.int32(passes), targets, capacity=capacity,
                             store_objective=store_objective, options=options)
   return trim_trace(result, steps=passes * per_pass, passes=passes) if trim else result
 
@@ -272,9 +278,15 @@ def _leading(x: Array | None, n: int) -> Array | None:
 
 @functools.partial(jax.jit, static_argnames=("solver", "capacity", "store_objective", "options"))
 def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
-                     passes: Array, *, capacity: int | None, store_objective: bool,
+                     passes: Array, targets: Array | None, *, capacity: int | None, store_objective: bool,
                      options: tuple[tuple[str, Any], ...]) -> Result:
   """The compiled program of `compiled_run`: records padded to `capacity` passes."""
+  if targets is not None:
+    keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(targets.shape[0]))
+    one_target = lambda y, k: _compiled_passes(  # noqa: E731
+        solver, dataclasses.replace(problem, y=y), k, params, passes, None, capacity=capacity,
+        store_objective=store_objective, options=options)
+    return jax.vmap(one_target)(targets, keys)
   kwargs = dict(options)
   per_pass = solver.steps_per_pass(problem, **kwargs)
   step_options = solver.step_options(problem, **kwargs)

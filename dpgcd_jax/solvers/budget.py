@@ -17,7 +17,6 @@ The solver protocol (`Result`, `Trace`, the scan driver, `run`) is in
 from __future__ import annotations
 
 import dataclasses
-import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -89,21 +88,16 @@ def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) 
                              smoothness_source="feature_bound")
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def target_keys(key: Array, num: int) -> Array:
-  """`fold_in(key, k)` for `k < num`: the keys of the runs of `num` targets (one program)."""
-  return jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(num))
-
-
-def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, key: Array, *,
+def fit_run(run: Callable[[Any, Array, Array | None], Result], problem: problem_lib.Problem, key: Array, *,
             needs_bound: bool, bound_epsilon: float, batch: int | None,
             targets: Array | None = None) -> Result:
-  """Runs `run(problem, key)` (a jitted solver run) on the private path, for one key or a batch.
+  """Runs `run(problem, key, targets)` (a jitted solver run) on the private path, for one key or a batch.
 
   With `needs_bound` the key is split: the first half releases the feature bound, the second
   runs the solver on the bounded problem; otherwise the key goes to the solver unchanged.
   With `targets` (K, n), the solver runs once per row (`problem.y` replaced by the row,
-  run `k` keyed by `fold_in(key_run, k)`): the results have a leading axis K.
+  run `k` keyed by `fold_in(key_run, k)`, [`base.compiled_run`][dpgcd_jax.solvers.base.compiled_run]): the results
+  have a leading axis K.
   """
 
   def one(key):
@@ -111,10 +105,7 @@ def fit_run(run: Callable[[Any, Array], Result], problem: problem_lib.Problem, k
     if needs_bound:
       key_bound, key_run = jax.random.split(key)
       bounded = privately_bounded(problem, key_bound, bound_epsilon)
-    if targets is None:
-      return run(bounded, key_run)
-    keys = target_keys(key_run, targets.shape[0])
-    return jax.vmap(lambda y, k: run(dataclasses.replace(bounded, y=y), k))(targets, keys)
+    return run(bounded, key_run, targets)
 
   return one(key) if batch is None else jax.jit(jax.vmap(one))(key)
 
@@ -177,8 +168,8 @@ def private_fit(
                              key=cache_key + (bound_epsilon,) + prior_key)
   params = base.cast_params(solver, problem, params_at(scale))
   static = tuple(sorted(options.items()))
-  run = lambda pb, k: base.compiled_run(solver, pb, k, params, passes=passes,
-                                        store_objective=store_objective, options=static, trim=False)
+  run = lambda pb, k, ys: base.compiled_run(solver, pb, k, params, passes=passes, store_objective=store_objective,
+                                            options=static, trim=False, targets=ys)
   result = fit_run(run, problem, key, needs_bound=needs_bound, bound_epsilon=bound_epsilon,
                    batch=batch, targets=targets)
   result = base.trim_trace(result, steps=base.total_steps(solver, problem, passes, **options),
