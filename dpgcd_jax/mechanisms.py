@@ -39,6 +39,7 @@ noise `t` on the snapped scores is `2 D / t < 2 / b`-DP, a discrete Laplace upda
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 from typing import ClassVar
@@ -54,6 +55,20 @@ from dpgcd_jax.privacy import costs
 from dpgcd_jax.privacy import events
 
 Array = jax.Array
+
+
+def draw(sampler: Callable[..., Array], key: Array, shape: tuple[int, ...], dtype: Any) -> Array:
+  """`sampler(key, shape, dtype)` (a `jax.random` sampler: iid entries), drawn at an even count.
+
+  JAX's threefry generator costs 4-5x more per entry at an odd count (measured on CPU: Laplace
+  noise over 99,999 entries 5.0 ms, over 100,000 1.1 ms; 999,999 entries 51 ms, 1e6 13 ms). An
+  odd count draws one entry more and drops it: the entries are iid either way, and an even count
+  draws exactly `sampler(key, shape, dtype)`.
+  """
+  size = math.prod(shape)
+  if size % 2 == 0:
+    return sampler(key, shape, dtype)
+  return sampler(key, (size + 1,), dtype)[:size].reshape(shape)
 
 
 def argmax(x: Array) -> Array:
@@ -117,11 +132,40 @@ class LaplaceNoisyMax(_Costed):
 
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
              penalty: Any, scale: Array, rule: str) -> Array:
-    z = scale * jax.random.laplace(key, g.shape, g.dtype)
-    if rule == "gs-s" and penalties.is_differentiable(penalty):
+    return argmax(self.noisy_scores(key, score, g, w, M, penalty, scale, rule))
+
+  def noisy_scores(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
+                   penalty: Any, scale: Array, rule: str) -> Array:
+    """The criteria whose argmax `select` returns (one Laplace draw per coordinate)."""
+    z = scale * draw(jax.random.laplace, key, g.shape, g.dtype)
+    if _inside(rule, penalty):
       # Score |u_j + c_j| with c_j public, V-shaped without plateau (solvers.greedy).
-      return argmax(score(g + jnp.sqrt(M) * z, w, M, penalty))
-    return argmax(score(g, w, M, penalty) + z)  # report-noisy-max
+      return score(g + jnp.sqrt(M) * z, w, M, penalty)
+    return score(g, w, M, penalty) + z  # report-noisy-max
+
+  def max_of_zero_scores(self, key: Array, count: Array, scale: Array, rule: str, penalty: Any,
+                         dtype: Any) -> Array:
+    """The largest of `count` criteria of `noisy_scores` at `g_j = 0` with no penalty, in one draw.
+
+    Their criteria are iid: `|u_j + z_j| = |z_j|` (inside `|.|`), an exponential of mean
+    `scale`, whose maximum has CDF `(1 - exp(-x / scale))^count`; or `z_j` (report-noisy-max),
+    a Laplace of CDF `F`, whose maximum has CDF `F^count`. Inverted at a uniform `v`:
+    `F(x) = v^(1 / count)`, computed as `exp(log(v) / count)` and its complement by `expm1`.
+    `-inf` when `count = 0`.
+    """
+    v = jax.random.uniform(key, (), dtype, minval=jnp.finfo(dtype).tiny)  # v > 0: every quantile finite
+    log_cdf = jnp.log(v) / count  # log F(max) <= 0
+    tail = -jnp.expm1(log_cdf)  # 1 - F(max)
+    if _inside(rule, penalty):
+      top = -scale * jnp.log(tail)
+    else:  # Laplace quantile: scale log(2 F) below the median, -scale log(2 (1 - F)) above
+      top = jnp.where(log_cdf < -jnp.log(2.0), scale * (jnp.log(2.0) + log_cdf), -scale * jnp.log(2.0 * tail))
+    return jnp.where(count > 0, top, -jnp.inf)
+
+
+def _inside(rule: str, penalty: Any) -> bool:
+  """Whether `LaplaceNoisyMax` adds its noise inside `|.|` (GS-s with a differentiable penalty)."""
+  return rule == "gs-s" and penalties.is_differentiable(penalty)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,8 +176,21 @@ class GumbelMax(_Costed):
 
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
              penalty: Any, scale: Array, rule: str) -> Array:
+    return argmax(self.noisy_scores(key, score, g, w, M, penalty, scale, rule))
+
+  def noisy_scores(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
+                   penalty: Any, scale: Array, rule: str) -> Array:
+    """The criteria whose argmax `select` returns (one Gumbel draw per coordinate)."""
     del rule
-    return argmax(score(g, w, M, penalty) + scale * jax.random.gumbel(key, g.shape, g.dtype))
+    return score(g, w, M, penalty) + scale * draw(jax.random.gumbel, key, g.shape, g.dtype)
+
+  def max_of_zero_scores(self, key: Array, count: Array, scale: Array, rule: str, penalty: Any,
+                         dtype: Any) -> Array:
+    """The largest of `count` criteria at score 0: `scale (G + log count)`, the maximum of `count`
+    iid `scale G_j` (Gumbel max-stability); `-inf` when `count = 0`."""
+    del rule, penalty
+    top = scale * (jax.random.gumbel(key, (), dtype) + jnp.log(jnp.asarray(count, dtype)))
+    return jnp.where(count > 0, top, -jnp.inf)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -540,8 +540,11 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
 
 
 def clipped_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
-                     mode: str = "coordinate") -> Array:
+                     mode: str = "coordinate", touched: bool = False) -> Array:
   """Gradient of `f` with coordinate-wise per-example clipping of the data term.
+
+  `touched=True`, sparse features with [`stored`][dpgcd_jax.sparse.StoredColumns] columns only: the (S,)
+  coordinates `problem.XT.stored.touched`, in O(nnz).
 
   `mode="derivative"` (GLM losses with bounded features, [`check_clipping_mode`][dpgcd_jax.problem.check_clipping_mode])
   clips
@@ -562,6 +565,8 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
     grads_t = per_example_gradients_t(problem, w, margins)
     return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1, count=problem.mean_count) + problem.l2 * w
   if isinstance(XT, sparse.SparseColumns):
+    if touched:
+      return XT.clipped_mean(dphi, thresholds, touched=True) + problem.l2 * w[XT.touched]
     return XT.clipped_mean(dphi, thresholds) + problem.l2 * w
   return _blocked_clipped_mean(XT, dphi, thresholds, problem.mean_count) + problem.l2 * w
 

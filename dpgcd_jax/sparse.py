@@ -15,6 +15,13 @@ non-zeros). [`dpgcd_jax.make_problem`][] accepts `scipy.sparse` matrices (any fo
 
 Memory: O(nnz) (three arrays of nnz entries, plus column pointers). Only GLM losses
 `phi(<x, w>, y)` have this structure; DP-SGD and custom per-example losses need dense rows.
+
+When `nnz` is at most about `p / 2` (a public rule on the shapes,
+[`touched_slots`][dpgcd_jax.sparse.touched_slots]: then at least half the features have no stored
+entry), [`StoredColumns`][dpgcd_jax.sparse.StoredColumns] also lists which features have entries, so that DP-GCD
+computes the clipped gradient of those features only (O(nnz), not O(p)) and draws the
+selection noise of the empty ones in closed form ([`dpgcd_jax.solvers.greedy`][], "Sparse
+features"): the same distribution of every release, without `p` noise draws per step.
 """
 
 from __future__ import annotations
@@ -33,9 +40,31 @@ from dpgcd_jax import clipping
 Array = jax.Array
 
 
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["touched", "slot", "empty", "num_empty"],
+                   meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class StoredColumns:
+  """Which features have stored entries (built on the host from the column pointers).
+
+  Attributes:
+    touched: (S,) the features with at least one stored entry, ascending, then zeros; `S =`
+      [`touched_slots`][dpgcd_jax.sparse.touched_slots]`(nnz)`, a public shape.
+    slot: (nnz + K,) the position in `touched` of each stored entry's feature (non-decreasing;
+      the `K` padding entries, whose values are 0, get `S - 1`).
+    empty: (p,) the features without a stored entry, ascending, then zeros.
+    num_empty: their number, a traced count (never a shape): the first `p - num_empty` slots
+      of `touched` are features.
+  """
+
+  touched: Array
+  slot: Array
+  empty: Array
+  num_empty: Array
+
+
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["rows", "cols", "vals", "indptr"],
+    data_fields=["rows", "cols", "vals", "indptr", "stored"],
     meta_fields=["shape", "max_column_nnz"],
 )
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +79,8 @@ class SparseColumns:
     indptr: (p + 1,) column pointers: feature j's entries are `indptr[j]:indptr[j + 1]`.
     shape: `(p, n)`, as `XT` of a dense problem.
     max_column_nnz: `K`, the largest number of entries of one feature.
+    stored: [`StoredColumns`][dpgcd_jax.sparse.StoredColumns] when `2 S <= p`
+      ([`touched_slots`][dpgcd_jax.sparse.touched_slots]), else None.
   """
 
   rows: Array
@@ -58,6 +89,7 @@ class SparseColumns:
   indptr: Array
   shape: tuple[int, int]
   max_column_nnz: int
+  stored: StoredColumns | None = None
 
   @property
   def dtype(self) -> Any:
@@ -66,6 +98,14 @@ class SparseColumns:
   @property
   def nnz(self) -> int:
     return int(self.vals.shape[0]) - self.max_column_nnz
+
+  @property
+  def touched(self) -> Array:
+    """`stored.touched`, the (S,) features with stored entries; ValueError when they are not listed."""
+    if self.stored is None:
+      raise ValueError("Expected SparseColumns that list their touched features (2 touched_slots(nnz) <= p), "
+                       "got stored=None.")
+    return self.stored.touched
 
   def margins(self, w: Array) -> Array:
     """`X w`, (n,)."""
@@ -84,7 +124,7 @@ class SparseColumns:
     rows, vals = self.column(j)
     return margins.at[rows].add(change * vals)
 
-  def clipped_mean(self, dphi: Array, thresholds: Array) -> Array:
+  def clipped_mean(self, dphi: Array, thresholds: Array, touched: bool = False) -> Array:
     """`(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)` for every j, over the stored entries.
 
     Exact up to one rounding, as [`dpgcd_jax.clipping.clipped_mean`][] (same grid, so the
@@ -92,8 +132,13 @@ class SparseColumns:
     `n` terms below `2^(k+1)`: in float64 for float32 data, where `n 2^(k+1) <= 2^53`; in
     int64 for float64 data), then scaled once. A zero entry quantizes to 0. A non-finite
     `dphi_i` counts as 0 (the guard on the derivative, [`dpgcd_jax.clipping`][]).
+
+    `touched=True` (needs `stored`): the (S,) means of the features `stored.touched` only,
+    the same values, in O(nnz) (a feature without entries has mean 0 exactly).
     """
     n, p = self.shape[1], self.shape[0]
+    count = self.touched.shape[0] if touched else p
+    segments = lambda X: X.stored.slot if touched else X.cols  # noqa: E731  (the operand's: no closed-over array)
 
     def exact(thresholds, X, dphi):
       scale = clipping.grid_scale(thresholds, clipping.grid_bits(X.dtype, n))
@@ -102,12 +147,12 @@ class SparseColumns:
         # float32 data: every partial sum is an integer below n 2^(k+1) <= 2^53 (exact in float64,
         # in any order, and 1.5x faster than int64 on CPU); float64 data: int64.
         exact = jnp.float64 if X.dtype == jnp.float32 else jnp.int64
-        total = jax.ops.segment_sum(q.astype(exact), X.cols, num_segments=p, indices_are_sorted=True)
-      return clipping.exact_mean(total, scale, n, X.dtype)
+        total = jax.ops.segment_sum(q.astype(exact), segments(X), num_segments=count, indices_are_sorted=True)
+      return clipping.exact_mean(total, scale[X.stored.touched] if touched else scale, n, X.dtype)
 
     def plain(thresholds, X, dphi):
       grads = clipping.clip_coordinates(dphi[X.rows] * X.vals, thresholds[X.cols])
-      return jax.ops.segment_sum(grads, X.cols, num_segments=p) / n
+      return jax.ops.segment_sum(grads, segments(X), num_segments=count) / n
 
     return clipping.when_finite(thresholds, exact, plain, self, clipping.finite_or_zero(dphi))
 
@@ -195,4 +240,25 @@ def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
       indptr=jnp.asarray(csc.indptr.astype(np.int32)),
       shape=(p, n),
       max_column_nnz=k,
+      stored=_stored_columns(counts, k, touched_slots(csc.nnz)) if 2 * touched_slots(csc.nnz) <= p else None,
   )
+
+
+SLOT_ALIGNMENT = 128  # XLA's CPU loops over a few 100k entries ran 2.5x slower at 99,997 than at 100,096
+
+
+def touched_slots(nnz: int) -> int:
+  """`S`: the public number of touched slots of [`StoredColumns`][dpgcd_jax.sparse.StoredColumns], `max(nnz, 1)`
+  rounded up to a multiple of `SLOT_ALIGNMENT`; the features are listed when `2 S <= p` (then the
+  closed-form selection draws at most half the noises of the full one)."""
+  return -(-max(nnz, 1) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT
+
+
+def _stored_columns(counts: np.ndarray, k: int, size: int) -> StoredColumns:
+  """[`StoredColumns`][dpgcd_jax.sparse.StoredColumns] of `size` touched slots from the per-feature entry counts."""
+  p = counts.shape[0]
+  touched, empty = np.flatnonzero(counts > 0), np.flatnonzero(counts == 0)
+  slot = np.concatenate([np.repeat(np.arange(touched.shape[0]), counts[touched]), np.full(k, size - 1)])
+  grow = lambda a, length: np.pad(a, (0, length - a.shape[0])).astype(np.int32)
+  return StoredColumns(touched=jnp.asarray(grow(touched, size)), slot=jnp.asarray(slot.astype(np.int32)),
+                       empty=jnp.asarray(grow(empty, p)), num_empty=jnp.asarray(np.int32(empty.shape[0])))

@@ -30,7 +30,7 @@ transformation stops a reuse: reusing one transformation, or one initial state, 
 trainings on neighbouring data sets replays the same noise, and the two results then differ by
 exactly their noise-free difference (the guarantee is void). What protects you is the key:
 build a NEW transformation with a fresh key for every training run, e.g.
-`dp_greedy_coordinate(..., key=dpgcd_jax.seeding.fresh_key())` (128 bits from the OS), and
+`dp_greedy_coordinate(..., key=dpgcd_jax.seeding.fresh_key())` (the key's whole state from the OS), and
 keep an explicit integer key for reproducing one run only.
 
 Privacy: as one DP-GCD iteration per `update` call (see [`dpgcd_jax.solvers.dp_gcd`][]),

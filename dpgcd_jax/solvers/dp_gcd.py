@@ -45,7 +45,9 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
+from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import sparse
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import base
@@ -120,12 +122,44 @@ def step(
   mask = problem.column_mask
   if mask is not None:  # padded features (zero columns): a finite threshold, so that the choice of
     thresholds = jnp.where(mask, thresholds, 1.0)  # the exact sums is decided by the true ones
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
-  j, new_wj = greedy.private_coordinate_step(
-      key, g, state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
-      params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
-      column_mask=problem.column_mask)
+  gradient = lambda touched=False: problem_lib.clipped_gradient(  # noqa: E731
+      problem, state.w, state.margins, thresholds, clipping_mode, touched)
+  if not _closed_form_applies(problem, selection):
+    j, new_wj = greedy.private_coordinate_step(
+        key, gradient(), state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
+        params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
+        column_mask=problem.column_mask)
+    return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
+  # Sparse features with empty ones, no penalty: the closed-form draw of the empty features'
+  # noise (greedy, "Sparse features") when l2 = 0 (a public value), else the full path.
+  key_select, key_update = jax.random.split(key)
+  sensitivity = greedy.selection_sensitivity(thresholds, M, problem.mean_count)
+
+  def stored(_):
+    return greedy.select_stored(key_select, gradient(touched=True), state.w, M, problem.XT.stored, problem.penalty,
+                                params.selection_noise, sensitivity, selection=selection, rule=rule)
+
+  def full(_):
+    g = gradient()
+    j = greedy.select(key_select, g, state.w, M, problem.penalty, params.selection_noise, sensitivity,
+                      selection=selection, rule=rule)
+    return j, g[j]
+
+  j, g_j = jax.lax.cond(problem.l2 == 0, stored, full, None)
+  new_wj = greedy.private_update(key_update, j, g_j, state.w, M, thresholds, problem.mean_count, problem.penalty,
+                                 params.step_size, params.update_noise, update=update)
   return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
+
+
+def _closed_form_applies(problem: problem_lib.Problem, selection: Any) -> bool:
+  """Whether `step` may draw the empty features' selection noise in closed form (static):
+  sparse features listing their empty ones (`XT.stored`: `nnz` at most about `p / 2`), no penalty,
+  unpadded, and the package's own float selections (a subclass or another mechanism object
+  may change the draws the closed form reproduces: it runs the full path)."""
+  XT = problem.XT
+  return (isinstance(XT, sparse.SparseColumns) and XT.stored is not None and isinstance(problem.penalty, penalties.Zero)
+          and problem.column_mask is None
+          and type(mechanisms.selection(selection)) in (mechanisms.LaplaceNoisyMax, mechanisms.GumbelMax))
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"), padded=True)

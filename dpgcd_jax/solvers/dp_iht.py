@@ -84,6 +84,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import mechanisms
 from dpgcd_jax import peeling
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import events
@@ -182,7 +183,7 @@ def step(
                          params.step_size * greedy.selection_sensitivity(thresholds, M, n))
   scale = clipping.noise_scale(params.update_noise,
                                math.sqrt(sparsity) * eta * clipping.mean_sensitivity(thresholds, n))
-  noisy = u + scale * jax.random.normal(key_noise, (p,), u.dtype)
+  noisy = u + scale * mechanisms.draw(jax.random.normal, key_noise, (p,), u.dtype)
   w = jnp.where(peeling.indicator(support, p), problem.penalty.prox(noisy, eta), 0.0)
   return State(w, problem_lib.init_margins(problem, w)), Info(support)
 
