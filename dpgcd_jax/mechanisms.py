@@ -10,6 +10,11 @@ A mechanism is a small frozen (hashable, static under `jax.jit`) object with
   budget between a selection and an update, `selection_share` of
   [`dpgcd_jax.privacy.calibrate_gcd`][]). The accounting reads the costs, never this module.
 
+The two float selections also expose `noisy_scores` (the criteria whose argmax `select` is) and
+`max_of_zero_scores` (the largest criterion of `m` coordinates with score 0, in one closed-form
+draw): DP-GCD on sparse features with mostly empty columns uses them
+([`dpgcd_jax.solvers.greedy.select_stored`][]).
+
 Solvers and the accounting look mechanisms up by object or by name (`"laplace"`,
 `"gumbel"`, `"gaussian"` are sugar for the objects below). Adding a mechanism is one
 class in this file, registered in `SELECTIONS` or `UPDATES`, with its cost in

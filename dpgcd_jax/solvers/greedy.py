@@ -44,10 +44,10 @@ and its criterion (`|u_j + Z_j| = |Z_j|`, `Z_j`, or `b Delta_bar G_j`) has one l
 for all of them and independent of the data: the `m` empty features' criteria are iid and
 independent of the others'. The argmax over all `p` criteria is therefore the argmax over the
 touched features' criteria (drawn as before) against `max_{j empty} criterion_j`, whose law is
-that of a maximum of `m` iid draws (`SelectionMechanism.max_of_zero_scores`, one draw by the
-inverse CDF), the winning empty feature being uniform among the `m` (exchangeable, and
-independent of the maximum's value). In real arithmetic every released index has the law of
-the full mechanism's, so the privacy argument above is unchanged. Ties have probability 0
+that of a maximum of `m` iid draws (`max_of_zero_scores` of `mechanisms.LaplaceNoisyMax` and
+`mechanisms.GumbelMax`, one draw by the inverse CDF), the winning empty feature being uniform
+among the `m` (exchangeable, and independent of the maximum's value). In real arithmetic every
+released index has the law of the full mechanism's, so the privacy argument above is unchanged. Ties have probability 0
 (without noise they go to the smaller index, as in the full path). A scale that is not finite
 releases coordinate 0, as the full path's argmax of all-NaN or all-inf criteria does. What
 changes is the stream: for the same key the draws differ from the full path's (and from a dense
