@@ -286,6 +286,8 @@ def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, p
     one_target = lambda y, k: _compiled_passes(  # noqa: E731
         solver, dataclasses.replace(problem, y=y), k, params, passes, None, capacity=capacity,
         store_objective=store_objective, options=options)
+    if targets.shape[0] == 1:  # one target (a binary classifier, a regressor): no batching to trace
+      return jax.tree.map(lambda leaf: leaf[None], one_target(targets[0], keys[0]))
     return jax.vmap(one_target)(targets, keys)
   kwargs = dict(options)
   per_pass = solver.steps_per_pass(problem, **kwargs)

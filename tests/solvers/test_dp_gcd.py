@@ -164,3 +164,26 @@ def test_bad_input_raises_a_value_error_naming_it(problem, kwargs, match):
 def test_inconsistent_hyperparameters_raise_before_any_work(problem, call, match):
   with pytest.raises(ValueError, match=match):
     call(problem)
+
+
+@pytest.mark.parametrize("num_targets", [1, 3])
+def test_runs_on_several_targets_are_the_runs_on_each_target_with_folded_keys(num_targets):
+  """`compiled_run(..., targets=Y)` (the estimators' one-vs-rest and regressor runs, in one program;
+  one target without batching): row k is the run on `y = Y[k]` keyed by `fold_in(key, k)`."""
+  import dataclasses  # pylint: disable=import-outside-toplevel
+
+  from dpgcd_jax.solvers import base  # pylint: disable=import-outside-toplevel
+  X, y = _classification()
+  problem = dg.make_problem(X, y, "logistic", feature_bound=3.0)
+  Y = np.stack([y, -y, np.where(np.arange(y.shape[0]) % 3 == 0, 1.0, -1.0)])[:num_targets]
+  params = base.cast_params(dg.dp_gcd.SOLVER, problem, dg.dp_gcd.Params(1.0, 0.5, 2.0, 2.0))
+  options = (("clipping_mode", "coordinate"), ("rule", "gs-s"), ("selection", "laplace"), ("update", "laplace"))
+  key = jax.random.key(7)
+  together = base.compiled_run(dg.dp_gcd.SOLVER, problem, key, params, passes=15, options=options,
+                               targets=jnp.asarray(Y, problem.y.dtype))
+  assert together.w.shape == (num_targets, X.shape[1])
+  for k in range(num_targets):
+    alone = base.compiled_run(dg.dp_gcd.SOLVER, dataclasses.replace(problem, y=jnp.asarray(Y[k], problem.y.dtype)),
+                              jax.random.fold_in(key, k), params, passes=15, options=options)
+    np.testing.assert_array_equal(together.trace.coordinates[k], alone.trace.coordinates)
+    np.testing.assert_array_equal(together.w[k], alone.w)
