@@ -55,3 +55,14 @@ def test_a_new_mechanism_is_one_class():
 def test_unknown_mechanisms_are_rejected_by_name(kwargs, match):
   with pytest.raises(ValueError, match=match):
     dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, **kwargs)
+
+
+@pytest.mark.parametrize("sampler", [jax.random.laplace, jax.random.gumbel, jax.random.normal])
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (8,)])
+def test_noise_drawn_at_an_even_count_is_the_direct_draw(sampler, shape):
+  """`mechanisms.draw` (an odd count is drawn at the next even count, 4-5x faster per entry on CPU)
+  changes the time only: with JAX's default partitionable threefry the values are the direct draw's."""
+  assert jax.config.jax_threefry_partitionable
+  key = jax.random.key(11)
+  got = mechanisms.draw(sampler, key, shape, np.float32)
+  np.testing.assert_array_equal(got, sampler(key, shape, np.float32))
