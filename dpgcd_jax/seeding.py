@@ -35,7 +35,9 @@ def fresh_key() -> jax.Array:
   Returns:
     A typed JAX key of the default implementation (`jax.random.key`), different at every
     call with overwhelming probability and independent of NumPy's and Python's global
-    random state. Made on the host: no device program is compiled.
+    random state. Made on the host: no device program is compiled. Call it on the host, once per
+    release: inside `jax.jit` the key would be a constant of the compiled program, replayed by
+    every call.
 
   Examples:
     >>> import jax
