@@ -101,13 +101,21 @@ def fit_run(run: Callable[[Any, Array, Array | None], Result], problem: problem_
   """
 
   def one(key):
-    bounded, key_run = problem, key
-    if needs_bound:
-      key_bound, key_run = jax.random.split(key)
-      bounded = privately_bounded(problem, key_bound, bound_epsilon)
+    bounded, key_run = _bounded_and_run_key(problem, key, bound_epsilon) if needs_bound else (problem, key)
     return run(bounded, key_run, targets)
 
-  return one(key) if batch is None else jax.jit(jax.vmap(one))(key)
+  # No jit around the vmap: a closure jitted anew would compile at every call (a new epsilon);
+  # the jitted pieces inside are batched once per shape and cached.
+  return one(key) if batch is None else jax.vmap(one)(key)
+
+
+@jax.jit
+def _bounded_and_run_key(problem: problem_lib.Problem, key: Array, epsilon: Array) -> tuple[problem_lib.Problem, Array]:
+  """`split(key)`: the first half releases a feature bound
+  ([`privately_bounded`][dpgcd_jax.solvers.budget.privately_bounded]), the second is the run's key; one
+  program (`epsilon` traced: a new budget compiles nothing)."""
+  key_bound, key_run = jax.random.split(key)
+  return privately_bounded(problem, key_bound, epsilon), key_run
 
 
 def private_fit(

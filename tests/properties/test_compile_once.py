@@ -121,16 +121,25 @@ def test_new_passes_compile_nothing(name):
   assert runs[1:3] == [0, 0] and runs[4:] == [0, 0], (runs, compiled)  # nothing at all: no slices either
 
 
-def test_fit_at_new_epsilons_and_passes_compiles_nothing():
+@pytest.mark.parametrize("keys", [1, 3], ids=["one key", "a batch of keys"])
+@pytest.mark.parametrize("declared", [True, False], ids=["declared bound", "released bound"])
+def test_fit_at_new_epsilons_and_passes_compiles_nothing(keys, declared):
+  """Also with a batch of keys and with the feature bound released inside the fit (a batch was
+  jitted as a new closure, compiled at every call; the release ran op by op)."""
   problem = _problem(n=56, p=5)
+  if not declared:
+    problem = dg.make_problem(np.asarray(problem.XT).T, problem.y, "squared")
+  key = (lambda k: k) if keys == 1 else (lambda k: jax.random.split(k, keys))  # noqa: E731
   kwargs = dict(delta=1e-5)
-  dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, passes=5, **kwargs)
+  with counting_compilations() as first:
+    dg.dp_gcd.fit(problem, key(jax.random.key(0)), epsilon=1.0, passes=5, **kwargs)
+  assert len(first) <= 2 + (keys > 1), first  # the keys, the release, the run
   size = base._compiled_passes._cache_size()  # pylint: disable=protected-access
   with counting_compilations() as compiled:
     for epsilon, passes in ((0.5, 7), (2.0, 9), (5.0, 40), (1.0, 5)):
-      result = dg.dp_gcd.fit(problem, jax.random.key(1), epsilon=epsilon, passes=passes, **kwargs)
+      result = dg.dp_gcd.fit(problem, key(jax.random.key(1)), epsilon=epsilon, passes=passes, **kwargs)
       jax.block_until_ready(result.w)
-      assert result.trace.coordinates.shape == (passes,)
+      assert result.trace.coordinates.shape == ((passes,) if keys == 1 else (keys, passes))
   assert compiled == [] and base._compiled_passes._cache_size() == size  # pylint: disable=protected-access
 
 
