@@ -316,6 +316,11 @@ def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_boun
   `beta` and penalty parameters 0, as in [`pad`][dpgcd_jax.problem.pad] (which says why the
   padding is private). The same problem as `pad(make_problem(X, y, loss,
   feature_bound=feature_bound, penalty=penalty), N, P)`, with `X` read once.
+
+  `feature_bound=None`: the bound is released inside the fit, by the `prelude` of
+  [`dpgcd_jax.solvers.budget.private_fit`][] (the estimators: one program for the release and
+  the runs). `XT` is then left as it is, the smoothness is NaN (a run without that release
+  fails closed) and `smoothness_source` is "data".
   """
   loss = losses_lib.get(loss)
   P, N = XT.shape
@@ -326,18 +331,24 @@ def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_boun
   _validate.check_finite_array("y", y, ndim=1)
   if np.shape(y)[0] not in (n, N):
     raise ValueError(f"Expected y to have num_examples={n} (or {N}) entries, got y.shape={np.shape(y)}.")
-  checked, beta = _check_feature_bound(feature_bound, p, loss, XT.dtype)
+  if feature_bound is None and loss.curvature is None:
+    raise ValueError(f"Expected a feature_bound for loss {loss.name!r}, which has no known curvature bound "
+                     f"(a bound released in the fit needs one), got feature_bound=None.")
+  released = feature_bound is None
+  checked, beta = _check_feature_bound(1.0 if released else feature_bound, p, loss, XT.dtype)
   # Padded on the host (public values; no per-shape device program): bound 1 on padded features.
   bound = np.pad(np.broadcast_to(checked, (p,)), (0, P - p), constant_values=1.0)
   label = 0.0 if loss.labels is None else loss.labels[-1]
   # jax.device_put: a host array becomes a device array without a per-shape program.
   y = jax.device_put(np.pad(np.asarray(y, XT.dtype), (0, N - np.shape(y)[0]), constant_values=label))
-  smoothness = jax.device_put(XT.dtype.type(beta) * bound**2)
-  problem = Problem(XT=_clip_rows(XT, jax.device_put(bound)), y=y, smoothness=smoothness,
+  smoothness = jax.device_put(np.full(P, np.nan, XT.dtype) if released else XT.dtype.type(beta) * bound**2)
+  problem = Problem(XT=XT if released else _clip_rows(XT, jax.device_put(bound)), y=y, smoothness=smoothness,
                     l2=jax.device_put(XT.dtype.type(0.0)),
                     penalty=_padded_penalty(_check_penalty(penalty, p), P), loss=loss,
-                    smoothness_source="feature_bound", rows=_true_size(n, N), columns=_true_size(p, P))
-  check_smoothness(problem)
+                    smoothness_source="data" if released else "feature_bound", rows=_true_size(n, N),
+                    columns=_true_size(p, P))
+  if not released:
+    check_smoothness(problem)
   return problem
 
 
@@ -715,6 +726,26 @@ def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:
       rows=_true_size(n, num_examples),
       columns=_true_size(p, num_features),
   ) if (num_examples, num_features) != (n, p) else problem
+
+
+def with_feature_bound(problem: Problem, bound: Array, *, unit: bool = False) -> Problem:
+  """The problem with public feature bounds `B_j` > 0, (p,): features clipped to `[-B_j, B_j]`
+  and `M_j = beta B_j^2`; with `unit`, the clipped features divided by `B_j` too (in `[-1, 1]`
+  after rounding: division is correctly rounded and monotone) and `M_j = beta`. Jittable.
+
+  A per-record map with public `B`: it adds no privacy cost. `B_j` must be a normal float
+  (`BOUND_RANGE`): `B_j^2` then neither overflows nor vanishes.
+  """
+  clipped = clip_features(problem, bound)
+  XT = clipped.XT
+  if unit:
+    if isinstance(XT, sparse.SparseColumns):
+      raise ValueError("Expected dense features for unit=True (scale sparse features on the host).")
+    XT = XT / bound[:, None]
+  beta = jnp.asarray(problem.curvature, problem.smoothness.dtype)
+  smoothness = jnp.broadcast_to(beta if unit else beta * jnp.square(bound.astype(problem.smoothness.dtype)),
+                                problem.smoothness.shape)
+  return dataclasses.replace(clipped, XT=XT, smoothness=smoothness, smoothness_source="feature_bound")
 
 
 def clip_features(problem: Problem, bound: Array) -> Problem:

@@ -346,16 +346,19 @@ class DPGCDBase(BaseEstimator):
       return n, width
     return problem_lib.bucket(n), (width if self.secure_noise else problem_lib.bucket(width))
 
-  def _problem(self, layout: Any, n: int, targets: np.ndarray, bound: np.ndarray, alpha: Any = None,
-               l1_ratio: Any = None) -> tuple[Any, np.ndarray]:
-    """The problem on `[X, 1]` with public bounds `[B, 1]` (first target as `y`), from the
-    `_layout` (whose buffer it takes over), and the (K, N) targets padded like its records."""
+  def _problem(self, layout: Any, n: int, p: int, targets: np.ndarray, bound: np.ndarray | None,
+               alpha: Any = None, l1_ratio: Any = None) -> tuple[Any, np.ndarray]:
+    """The problem on `[X, 1]` (`p` features) with public bounds `[B, 1]` (first target as
+    `y`), from the `_layout` (whose buffer it takes over), and the (K, N) targets padded like
+    its records. `bound=None` (a dense layout): the bounds are released in the runs' program
+    (`_released.Releases`), the layout is left as it is."""
     alpha = self.alpha if alpha is None else alpha
     l1_ratio = self.l1_ratio if l1_ratio is None else l1_ratio
     _validate.check_number("alpha", alpha, low=0.0)
     _validate.check_number("l1_ratio", l1_ratio, low=0.0, high=1.0)
-    bound = np.append(bound, 1.0) if self.fit_intercept else bound
-    penalty = self._penalty(bound.shape[0], alpha, l1_ratio)
+    width = p + bool(self.fit_intercept)
+    bound = bound if bound is None or not self.fit_intercept else np.append(bound, 1.0)
+    penalty = self._penalty(width, alpha, l1_ratio)
     if sparse.is_sparse(layout):
       X = layout
       if self.fit_intercept:
@@ -364,37 +367,59 @@ class DPGCDBase(BaseEstimator):
     label = 0.0 if self._loss().labels is None else self._loss().labels[-1]
     targets = np.pad(targets, ((0, 0), (0, layout.shape[1] - n)), constant_values=label)
     problem = problem_lib.from_columns(layout, targets[0], self._loss(), feature_bound=bound, num_examples=n,
-                                       num_features=bound.shape[0], penalty=penalty)
+                                       num_features=width, penalty=penalty)
     return problem, targets
 
-  def _train(self, layout: Any, n: int, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, key: jax.Array, *,
-             epsilon: float, delta: float, prior: ledger_lib.Ledger, alpha: Any = None,
-             l1_ratio: Any = None) -> tuple[np.ndarray, Any, Hyper]:
-    """One private run per target through the solver's `fit` (the one path) on the `_layout`.
+  def _train(self, layout: Any, n: int, targets: np.ndarray, features: _released.FeatureRelease,
+             target: _released.TargetRelease | None, hyper: Hyper, key: jax.Array, *, epsilon: float,
+             delta: float, prior: ledger_lib.Ledger
+             ) -> tuple[np.ndarray, Any, Hyper, _released.Released, _released.Released | None]:
+    """The releases `features` and `target`, then one private run per target through the
+    solver's `fit` (the one path) on the `_layout`: one compiled program on a dense layout (the
+    releases are its prelude, `_released.Releases`); sparse features get their bounds released
+    first, on the host, then declared to the runs' program.
 
-    Returns the (targets, p [+ 1]) weights, the privacy report of `prior` and the runs, and
-    the hyperparameters as run (the step size capped when "auto" caps it).
+    Returns the (targets, p [+ 1]) weights in units of the target, the privacy report of
+    `prior` and the runs, the hyperparameters as run (the step size capped when "auto" caps
+    it), the feature bounds and the target bound (`_released.Released`, or None).
     """
-    width = bound.shape[0] + bool(self.fit_intercept)
-    if self.solver == "dp_fw":
-      # The l1 ball is not equivariant to per-coordinate scaling (the other solvers are): run on
-      # clip_1(x_ij / B_j) = clip_{B_j}(x_ij) / B_j with bound 1 (B public), so that the radius is
-      # in units of the bounds, then return the weights in raw units (post-processing).
-      scale = 1.0 / np.asarray(bound, float)
-      if sparse.is_sparse(layout):
-        layout = clip_features(layout, bound) @ scipy_sparse().diags(scale.astype(layout.dtype))
-      else:  # the intercept and padded rows: bound 1
-        padded = np.append(bound, np.ones(layout.shape[0] - bound.shape[0]))
-        layout = _unit_rows(layout, jnp.asarray(padded, layout.dtype))
-      problem, targets = self._problem(layout, n, targets, np.ones_like(bound), alpha, l1_ratio)
-      result = self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
-      W = np.asarray(result.w, float)[:, :width]
-      W[:, :bound.shape[0]] *= scale
-      return W, result.privacy, hyper
-    problem, targets = self._problem(layout, n, targets, bound, alpha, l1_ratio)
+    p = int(features.num_features)
+    width = p + bool(self.fit_intercept)
+    # DP-FW: the l1 ball is not equivariant to per-coordinate scaling (the other solvers are):
+    # it runs on clip_1(x_ij / B_j) = clip_{B_j}(x_ij) / B_j with bound 1 (B public), so that the
+    # radius is in units of the bounds; the weights come back in raw units (post-processing).
+    unit = self.solver == "dp_fw"
+    released = None
+    if sparse.is_sparse(layout):
+      released = _released.release_feature_bounds(
+          split_keys(key, 3)[0], layout, num_examples=n, num_features=p, feature_bound=self.feature_bound,
+          scaling=self.scaling, epsilon=epsilon, delta=delta)
+      bound = released.bound
+      if unit:
+        layout, bound = clip_features(layout, bound) @ scipy_sparse().diags((1.0 / bound).astype(layout.dtype)), \
+            np.ones_like(bound)
+      problem, targets = self._problem(layout, n, p, targets, bound)
+      public = np.append(bound, 1.0) if self.fit_intercept else bound
+      prelude = _released.Releases(_released.declared_release(public, num_examples=n, num_features=width), target,
+                                   in_place=False)
+    else:
+      problem, targets = self._problem(layout, n, p, targets, None)
+      prelude = _released.Releases(features, target, unit=unit)
+    result, hyper = self._run(problem, key, targets, hyper, prelude, n=n, epsilon=epsilon, delta=delta, prior=prior)
+    bounds, target_bound = result.released
+    released = features.finish(bounds) if released is None else released
+    W = np.asarray(result.w, float)[:, :width]
+    if unit:
+      W[:, :p] *= 1.0 / released.bound
+    return W, result.privacy, hyper, released, None if target is None else target.finish(target_bound)
+
+  def _run(self, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper, prelude: _released.Releases, *,
+           n: int, epsilon: float, delta: float, prior: ledger_lib.Ledger) -> tuple[Any, Hyper]:
+    """The solver's `fit` with the releases `prelude` in its program; the result and the
+    hyperparameters as run."""
     if self.solver != "dp_gcd":
-      result = self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior)
-      return np.asarray(result.w, float)[:, :width], result.privacy, hyper
+      return self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior,
+                                prelude=prelude), hyper
     selection, update = self._mechanisms()
     steps = hyper.max_iter
     step_size: float | Callable[[float], float] = hyper.step_size
@@ -406,10 +431,10 @@ class DPGCDBase(BaseEstimator):
           s, step_size=1.0, clip=hyper.clip, curvature=self._curvature, n=n, steps=steps))
     result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps,
                         step_size=step_size, clip=hyper.clip, selection=selection, update=update,
-                        prior=prior, targets=targets, clipping_mode=self.clipping)
+                        prior=prior, targets=targets, prelude=prelude, clipping_mode=self.clipping)
     if callable(step_size):
       hyper = hyper._replace(step_size=float(step_size(update_noise(result.privacy))))
-    return np.asarray(result.w, float)[:, :width], result.privacy, hyper
+    return result, hyper
 
   def _solver_params(self, num_coordinates: int) -> dict[str, Any]:
     """`solver_params` completed by the public defaults (`solver_params`)."""
@@ -417,7 +442,7 @@ class DPGCDBase(BaseEstimator):
                          radius=AUTO_RADIUS)
 
   def _train_solver(self, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper, *,
-                    epsilon: float, delta: float, prior: ledger_lib.Ledger) -> Any:
+                    epsilon: float, delta: float, prior: ledger_lib.Ledger, prelude: _released.Releases) -> Any:
     """One run per target of a solver other than DP-GCD, by its `fit` (one ledger with `prior`).
 
     Every solver's `fit` goes through [`dpgcd_jax.solvers.budget.private_fit`][]: the
@@ -428,7 +453,7 @@ class DPGCDBase(BaseEstimator):
     """
     params = self._solver_params(problem.num_features)
     common: dict[str, Any] = dict(epsilon=epsilon, delta=delta, passes=hyper.max_iter, prior=prior,
-                                  targets=targets)
+                                  targets=targets, prelude=prelude)
     if self.solver == "dp_fw":
       return dp_fw.fit(problem, key, radius=params["radius"], clip=hyper.clip,
                        clipping_mode=self.clipping, **common)
@@ -452,14 +477,14 @@ class DPGCDBase(BaseEstimator):
             baseline_accounting.cd_ledger(scale, steps=steps) if update == "gaussian"
             else ledger_lib.Ledger.of(("update", mechanisms.update(update).event(scale), steps))),
         cache_key=("dp_cd", steps, update), prior=prior, prior_key=(prior,), targets=targets,
-        update=update)
+        prelude=prelude, update=update)
 
   def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
                 key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
     """The runs of `_train` at a GIVEN noise multiplier, for a caller that accounts for
     them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights."""
     width = bound.shape[0] + bool(self.fit_intercept)
-    problem, targets = self._problem(self._layout(X), X.shape[0], targets, bound, alpha, l1_ratio)
+    problem, targets = self._problem(self._layout(X), X.shape[0], bound.shape[0], targets, bound, alpha, l1_ratio)
     selection, update = self._mechanisms()
     params = dp_gcd.Params(hyper.step_size, hyper.clip, noise, noise)
     return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
@@ -493,6 +518,8 @@ class DPGCDBase(BaseEstimator):
     coef = unit * W[:, :p]
     intercept = unit * (W[:, p] if self.fit_intercept else np.zeros(W.shape[0]))
     self.feature_bound_, self.scaling_ = bound, released.how
+    if target is not None:
+      self.target_bound_ = target.bound
     self.n_iter_, self.step_size_, self.clip_ = hyper
     self._store(coef, intercept)
     updates = hyper.max_iter * ((p + bool(self.fit_intercept)) if self.solver == "dp_cd" else 1)
@@ -545,21 +572,21 @@ class DPGCDBase(BaseEstimator):
     epsilon, (n, p) = float(self.epsilon), data.X.shape
     hyper = self._hyper(n, p, epsilon)
     params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
-    key_scales, key_target, key_run = split_keys(data.key, 3)
     layout = self._layout(data.X)
-    released = _released.release_feature_bounds(
-        key_scales, layout, num_examples=n, num_features=p, feature_bound=self.feature_bound,
-        scaling=self.scaling, epsilon=epsilon, delta=data.delta)
-    targets, target, prior = data.targets, self._release_target(key_target, data.targets, data.delta), released.ledger
-    if target is not None:
-      targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
-    W, report, hyper = self._train(layout, n, targets, released.bound, hyper, key_run, epsilon=epsilon,
-                                   delta=data.delta, prior=prior)
+    stored = (p, n) if sparse.is_sparse(layout) else layout.shape
+    features = _released.feature_release(num_examples=n, num_features=p, shape=stored,
+                                         feature_bound=self.feature_bound, scaling=self.scaling, epsilon=epsilon,
+                                         delta=data.delta)
+    target = self._target_release(n, stored[1])
+    prior = features.ledger if target is None else features.ledger + target.ledger
+    W, report, hyper, released, target_released = self._train(layout, n, data.targets, features, target, hyper,
+                                                               data.key, epsilon=epsilon, delta=data.delta,
+                                                               prior=prior)
     self.solver_params_ = params
-    notes = [released.note] + ([] if target is None else [target.note])
-    notes += self._notes(len(targets), hyper, data.delta) + ([] if note is None else [note])
+    notes = [released.note] + ([] if target_released is None else [target_released.note])
+    notes += self._notes(len(data.targets), hyper, data.delta) + ([] if note is None else [note])
     self.privacy_ = report.with_notes(*notes).with_not_private(*data.not_private)
-    self._set_model(W, released, hyper, n, self._update_noise(report), target)
+    self._set_model(W, released, hyper, n, self._update_noise(report), target_released)
     return self
 
   def _update_noise(self, report: Any) -> float:
@@ -570,7 +597,13 @@ class DPGCDBase(BaseEstimator):
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
                       ) -> _released.Released | None:
+    """The target bound released on the host (the CV estimators), or None."""
     del key, targets, delta
+    return None  # classifiers: labels are +-1
+
+  def _target_release(self, num_examples: int, size: int) -> _released.TargetRelease | None:
+    """The target bound's release in the runs' program, on targets stored in `size` entries."""
+    del num_examples, size
     return None  # classifiers: labels are +-1
 
   def _notes(self, num_targets: int, hyper: Hyper, delta: float) -> list[str]:
@@ -615,14 +648,6 @@ BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
 def split_keys(key: jax.Array, num: int) -> tuple[jax.Array, ...]:
   """`jax.random.split(key, num)` as a tuple, in one program (not a split and an unstack)."""
   return tuple(jax.random.split(key, num))
-
-
-@functools.partial(jax.jit, donate_argnums=0)
-def _unit_rows(XT: jax.Array, bound: jax.Array) -> jax.Array:
-  """`clip(x_ij, -B_j, B_j) / B_j`, in `[-1, 1]` after rounding (`|x| <= B` gives `|x / B| <= 1`:
-  division is correctly rounded and monotone); finite for every finite `x` (no reciprocal that
-  could overflow: `B_j` is a normal float, `BOUND_RANGE`)."""
-  return jnp.clip(XT, -bound[:, None], bound[:, None]) / bound[:, None]
 
 
 def clip_features(X: Any, bound: np.ndarray) -> Any:
@@ -862,6 +887,10 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     huber_delta: the Huber threshold, > 0.
     others: as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier] (`clip` bounds the residual).
 
+  Attributes:
+    target_bound_: the public `T` used (declared, or privately released).
+    others: as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier].
+
   Examples:
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -898,6 +927,10 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
                       ) -> _released.Released | None:
     return _released.release_target_bound(key, targets[0], target_bound=self.target_bound,
                                           epsilon=float(self.epsilon))
+
+  def _target_release(self, num_examples: int, size: int) -> _released.TargetRelease | None:
+    return _released.target_release(num_examples=num_examples, size=size, target_bound=self.target_bound,
+                                    epsilon=float(self.epsilon))
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.squared if self.loss == "squared" else losses_lib.huber(float(self.huber_delta))

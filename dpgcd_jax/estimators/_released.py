@@ -30,6 +30,7 @@ here by an accounted mechanism, whose entry joins the run's ledger (one calibrat
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Any
@@ -120,14 +121,6 @@ def resolve_scaling(scaling: str, n: int, p: int, epsilon: float, delta: float) 
 FEATURE_BATCH = 64  # features per step of `_record_max_abs`
 
 
-@functools.partial(jax.jit, static_argnums=4)
-def _scales_dense(key: jax.Array, XT: jax.Array, noise: jax.Array, num_examples: jax.Array, num_features: int
-                  ) -> jax.Array:
-  """Private per-feature scales of the true block of a layout (no copy of `XT`; `n` traced:
-  one program per bucket and `p`)."""
-  return scales.private_feature_scales(key, XT, noise, num_examples=num_examples, num_features=num_features)
-
-
 @jax.jit
 def _record_max_abs(XT: jax.Array, num_features: jax.Array) -> jax.Array:
   """(N,) `max_{j < p} |x_ij|` over a layout's true features (`p` traced: one program per bucket).
@@ -147,82 +140,227 @@ def _record_max_abs(XT: jax.Array, num_features: jax.Array) -> jax.Array:
   return jax.lax.fori_loop(0, -(-P // batch), running_max, jnp.zeros(N, XT.dtype))
 
 
-@jax.jit
-def _one_bound(key: jax.Array, statistic: jax.Array, epsilon: jax.Array, rank: jax.Array,
-               padding: jax.Array) -> jax.Array:
-  """One public bound on a per-record statistic padded with zero records (AboveThreshold,
-  [`dpgcd_jax.privacy.bounds.bound_at_rank`][]); one program per bucket of `n`."""
-  return bounds.bound_at_rank(key, statistic, epsilon, rank, padding=padding)
+@functools.partial(jax.tree_util.register_dataclass, meta_fields=["how"],
+                   data_fields=["declared", "epsilon", "noise", "share", "rank", "padding", "num_examples",
+                                "num_features"])
+@dataclasses.dataclass(frozen=True)
+class FeatureRelease:
+  """How a fit gets its public feature bounds (module docstring), as a pytree: `how` is
+  static, the numbers are traced (a new budget, or a new `n` or `p` in a layout's bucket,
+  compiles nothing). Built by [`feature_release`][dpgcd_jax.estimators._released.feature_release].
+
+  Attributes:
+    how: "declared", "private" (per-feature scales) or "bound" (one bound).
+    declared: the declared (p,) bounds, or None.
+    epsilon: "bound": the AboveThreshold budget (pure DP).
+    noise, share: "private": the scales' noise multiplier and the budget share it was
+      calibrated to.
+    rank, padding: "bound": the public rank `ceil(q n)` and the `N - n` zero records of a
+      padded layout (subtracted from the counts: [`dpgcd_jax.privacy.bounds.bound_at_rank`][]).
+    num_examples, num_features: the true `n` and `p` of a padded layout.
+  """
+
+  how: str
+  declared: Any
+  epsilon: Any
+  noise: Any
+  share: Any
+  rank: Any
+  padding: Any
+  num_examples: Any
+  num_features: Any
+
+  def bounds(self, key: jax.Array, XT: Any) -> jax.Array:
+    """(P,) bounds for the features of `XT`, a dense layout (P, N) of
+    [`dpgcd_jax.problem.columns`][] or a [`dpgcd_jax.sparse.SparseColumns`][] (p, n): `B_j`
+    for the first `p` (declared, or released from `XT` with `key`), 1 beyond (an intercept, padded
+    features: public). Jittable: only this reads the features."""
+    P = XT.shape[0]
+    true = jnp.arange(P) < self.num_features
+    if self.how == DECLARED:
+      values = jnp.asarray(self.declared)
+    elif self.how == "private":
+      values = scales.private_feature_scales(key, XT, self.noise, num_examples=self.num_examples,
+                                             num_features=self.num_features)
+    else:
+      statistic = (XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns)
+                   else _record_max_abs(XT, self.num_features))
+      values = jnp.full(P, bounds.bound_at_rank(key, statistic, self.epsilon, self.rank, padding=self.padding))
+    return jnp.where(true, values, jnp.ones_like(values))
+
+  @property
+  def ledger(self) -> ledger_lib.Ledger:
+    """Its privacy ledger (host; empty when declared)."""
+    if self.how == DECLARED:
+      return ledger_lib.Ledger()
+    if self.how == "private":
+      return scales.scales_ledger(float(self.noise), label="feature bounds")
+    return ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1))
+
+  def finish(self, values: Any) -> Released:
+    """The `Released` of the bounds `values` this release gave (host; declared: the declared ones)."""
+    p = int(self.num_features)
+    bound = np.asarray(self.declared if self.how == DECLARED else values, float)[:p]
+    if self.how == DECLARED:
+      return Released(bound, DECLARED, self.ledger, "feature bounds: declared public")
+    if self.how == "private":
+      return Released(bound, self.how, self.ledger, (
+          f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share {float(self.share):g} of "
+          f"the budget, noise multiplier {float(self.noise):.4g}), B_j from {bound.min():.3g} to {bound.max():.3g}"))
+    return Released(bound, self.how, self.ledger, (
+        f"feature bounds: one bound B = {bound[0]:.4g} for every feature, released privately "
+        f"(dpgcd_jax.privacy.bounds on max_j |x_ij|, epsilon {float(self.epsilon):.3g})"))
+
+
+def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, ...], feature_bound: Any,
+                    scaling: str, epsilon: float, delta: float) -> FeatureRelease:
+  """The release of the (p,) public feature bounds of a fit on `n = num_examples` records and
+  `p = num_features` features (module docstring), stored as `shape` ((P, N) for a dense layout,
+  (p, n) sparse); host only: public values."""
+  n, p = num_examples, num_features
+  if feature_bound is not None:  # padded with 1 to P: no program per p
+    bound = np.broadcast_to(check_positive_bound("feature_bound", feature_bound, (p,)), (p,))
+    return declared_release(np.pad(bound, (0, shape[0] - p), constant_values=1.0), num_examples=n, num_features=p)
+  common = dict(num_examples=np.int32(n), num_features=np.int32(p), declared=None, epsilon=None, noise=None,
+                share=None, rank=None, padding=None)
+  dtype = jax.dtypes.canonicalize_dtype(float)
+  how = resolve_scaling(scaling, n, p, epsilon, delta)
+  if how == "private":
+    share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
+    noise = scales.calibrate_scales(share * epsilon, share * delta)
+    return FeatureRelease(how=how, **dict(common, noise=dtype.type(noise), share=dtype.type(share)))
+  eps_b = SCALE_SHARE * epsilon
+  return FeatureRelease(how=how, **dict(common, epsilon=dtype.type(eps_b), padding=np.int32(shape[1] - n),
+                                        rank=np.int32(math.ceil(bounds.DEFAULT_QUANTILE * n))))
+
+
+def declared_release(bound: np.ndarray, *, num_examples: int, num_features: int) -> FeatureRelease:
+  """The `FeatureRelease` of public bounds (P,) on the first `num_features` features (declared,
+  or released before): kept in float64 on the host, exact in `finish`."""
+  return FeatureRelease(how=DECLARED, declared=np.asarray(bound, float), epsilon=None, noise=None, share=None,
+                        rank=None, padding=None, num_examples=np.int32(num_examples),
+                        num_features=np.int32(num_features))
+
+
+@functools.partial(jax.tree_util.register_dataclass, meta_fields=["how"],
+                   data_fields=["declared", "epsilon", "rank", "padding"])
+@dataclasses.dataclass(frozen=True)
+class TargetRelease:
+  """How a regressor gets its public target bound `T` (module docstring), as a pytree
+  (`how` static: "declared" or "private"; the numbers traced)."""
+
+  how: str
+  declared: Any
+  epsilon: Any
+  rank: Any
+  padding: Any
+
+  def bound(self, key: jax.Array, y: jax.Array) -> jax.Array:
+    """`T`: declared, or released from the (N,) targets `y` of `n` records and `N - n` zero
+    padding (`|y_i|` at quantile `TARGET_QUANTILE`, AboveThreshold). Jittable."""
+    if self.how == DECLARED:
+      return jnp.asarray(self.declared)
+    return bounds.bound_at_rank(key, jnp.abs(y), self.epsilon, self.rank, padding=self.padding)
+
+  @property
+  def ledger(self) -> ledger_lib.Ledger:
+    """Its privacy ledger (host; empty when declared)."""
+    if self.how == DECLARED:
+      return ledger_lib.Ledger()
+    return ledger_lib.Ledger.of(("target bound", events.PureDp(float(self.epsilon)), 1))
+
+  def finish(self, value: Any) -> Released:
+    """The `Released` of the bound `value` this release gave (host; declared: the declared one)."""
+    if self.how == DECLARED:
+      return Released(float(self.declared), DECLARED, self.ledger, "target bound: declared public")
+    value = float(value)
+    return Released(value, "private", self.ledger, (
+        f"target bound: T = {value:.4g} released privately (dpgcd_jax.privacy.bounds on |y_i|, "
+        f"quantile {TARGET_QUANTILE}, epsilon {float(self.epsilon):.3g}); y clipped to [-T, T] and fitted in "
+        f"units of T"))
+
+
+def target_release(*, num_examples: int, size: int, target_bound: Any, epsilon: float) -> TargetRelease:
+  """The release of a regressor's target bound on `n = num_examples` targets stored in `size`
+  entries (zero padded); host only."""
+  dtype = jax.dtypes.canonicalize_dtype(float)
+  if target_bound is not None:  # a float64 on the host (exact in `finish`)
+    return TargetRelease(DECLARED, np.float64(check_positive_bound("target_bound", target_bound)), None, None, None)
+  return TargetRelease("private", None, dtype.type(TARGET_SHARE * epsilon),
+                       np.int32(math.ceil(TARGET_QUANTILE * num_examples)), np.int32(size - num_examples))
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["features", "target"],
+                   meta_fields=["unit", "in_place"])
+@dataclasses.dataclass(frozen=True)
+class Releases:
+  """An estimator's releases before its runs, in the runs' program (a
+  [`Prelude`][dpgcd_jax.solvers.base.Prelude]): one compiled program per fit.
+
+  `split(key, 3)`: the feature bounds' key, the target bound's and the runs'. The runs see the
+  features clipped to `[-B_j, B_j]` with `M_j = beta B_j^2` (with `unit`, for DP-FW: divided
+  by `B_j` too, `M_j = beta`) and, with a target release, the targets clipped to `[-T, T]` in
+  units of `T`. `released` is `((P,) bounds, T or None)`. Their ledgers are the fit's `prior`.
+  `in_place`: the layout's buffer becomes the clipped features (the estimator gives it up).
+  """
+
+  features: FeatureRelease
+  target: TargetRelease | None
+  unit: bool = False
+  in_place: bool = True
+
+  def __call__(self, problem: problem_lib.Problem, key: jax.Array, targets: jax.Array
+               ) -> tuple[problem_lib.Problem, jax.Array, jax.Array, tuple[jax.Array, jax.Array | None]]:
+    key_features, key_target, key_run = jax.random.split(key, 3)
+    bound = self.features.bounds(key_features, problem.XT)
+    problem = problem_lib.with_feature_bound(problem, bound.astype(problem.smoothness.dtype), unit=self.unit)
+    target = None
+    if self.target is not None:
+      target = self.target.bound(key_target, targets[0])
+      unit = target.astype(targets.dtype)
+      targets = jnp.clip(targets, -unit, unit) / unit
+    return problem, key_run, targets, (bound, target)
 
 
 @jax.jit
-def _layout_bound(key: jax.Array, XT: jax.Array, num_features: jax.Array, epsilon: jax.Array, rank: jax.Array,
-                  padding: jax.Array) -> jax.Array:
-  """`_one_bound` on `_record_max_abs` of a layout: the statistic and its release in one program."""
-  return bounds.bound_at_rank(key, _record_max_abs(XT, num_features), epsilon, rank, padding=padding)
+def _bounds(release: FeatureRelease, key: jax.Array, XT: Any) -> jax.Array:
+  return release.bounds(key, XT)
 
 
-def _bound_on(key: jax.Array, statistic: jax.Array, n: int, epsilon: float, quantile: float) -> float:
-  """`_one_bound` on the (N,) statistic of `n` records (the rest padding), at rank `ceil(q n)`."""
-  return float(_one_bound(key, statistic, *_rank_arguments(statistic, n, epsilon, quantile)))
-
-
-def _rank_arguments(data: jax.Array, n: int, epsilon: float, quantile: float) -> tuple[Any, Any, Any]:
-  """`(epsilon, rank, padding)` of a release at quantile `q` on `n` of the `N` records of `data`
-  (the last axis): public values, as arrays of a fixed type (no recompilation when they change)."""
-  return data.dtype.type(epsilon), np.int32(math.ceil(quantile * n)), np.int32(data.shape[-1] - n)
+@jax.jit
+def _target_bound(release: TargetRelease, key: jax.Array, y: jax.Array) -> jax.Array:
+  return release.bound(key, y)
 
 
 def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, num_features: int,
                            feature_bound: Any, scaling: str, epsilon: float, delta: float) -> Released:
-  """The (p,) public feature bounds for a fit (see the module docstring).
+  """The (p,) public feature bounds, released on the host before the runs (the CV estimators,
+  sparse features; a fit on a dense layout makes the same release inside its program: `Releases`).
 
   `features`: the training features of `num_examples = n` records and `num_features = p`
   features, either scipy.sparse (n, p) or the dense layout of
   [`dpgcd_jax.problem.columns`][] ((P, N): transposed, possibly with an intercept row and
   zero padding, which the releases exclude); only the mechanisms read them.
   """
-  n, p = num_examples, num_features
-  if feature_bound is not None:
-    bound = np.broadcast_to(check_positive_bound("feature_bound", feature_bound, (p,)), (p,)).copy()
-    return Released(bound, DECLARED, ledger_lib.Ledger(), "feature bounds: declared public")
-  how = resolve_scaling(scaling, n, p, epsilon, delta)
   XT = sparse_lib.from_matrix(features) if sparse_lib.is_sparse(features) else features
-  if how == "private":
-    share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
-    noise = scales.calibrate_scales(share * epsilon, share * delta)
-    ledger = scales.scales_ledger(noise, label="feature bounds")
-    released = (scales.private_feature_scales(key, XT, noise) if isinstance(XT, sparse_lib.SparseColumns)
-                else _scales_dense(key, XT, XT.dtype.type(noise), np.int32(n), p))
-    bound = np.asarray(released, float)
-    return Released(bound, how, ledger, (
-        f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share "
-        f"{share:g} of the budget, noise multiplier {noise:.4g}), B_j from {bound.min():.3g} to {bound.max():.3g}"))
-  eps_b = SCALE_SHARE * epsilon
-  if isinstance(XT, sparse_lib.SparseColumns):
-    value = _bound_on(key, XT.record_max_abs(), n, eps_b, bounds.DEFAULT_QUANTILE)
-  else:
-    value = float(_layout_bound(key, XT, np.int32(p), *_rank_arguments(XT, n, eps_b, bounds.DEFAULT_QUANTILE)))
-  return Released(np.full(p, value), how, ledger_lib.Ledger.of(("feature bound", events.PureDp(eps_b), 1)), (
-      f"feature bounds: one bound B = {value:.4g} for every feature, released privately "
-      f"(dpgcd_jax.privacy.bounds on max_j |x_ij|, epsilon {eps_b:.3g})"))
+  release = feature_release(num_examples=num_examples, num_features=num_features, shape=XT.shape,
+                            feature_bound=feature_bound, scaling=scaling, epsilon=epsilon, delta=delta)
+  if release.how == DECLARED:
+    return release.finish(release.declared)
+  return release.finish(_bounds(release, key, XT))
 
 
 def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, epsilon: float) -> Released:
-  """The public target bound `T`: declared, or released on `|y_i|` (module docstring)."""
-  if target_bound is not None:
-    value = float(check_positive_bound("target_bound", target_bound))
-    return Released(value, DECLARED, ledger_lib.Ledger(), "target bound: declared public")
-  eps_t = TARGET_SHARE * epsilon
-  n = np.shape(y)[0]  # |y_i| padded with zero records to the public bucket of n: one program per bucket
+  """The public target bound `T`, released on the host (the CV estimators; a fit makes the same
+  release inside its program: `Releases`): declared, or released on `|y_i|` (module docstring)."""
+  n = np.shape(y)[0]
+  size = problem_lib.bucket(n)  # y padded with zero records to the public bucket of n: one program per bucket
+  release = target_release(num_examples=n, size=size, target_bound=target_bound, epsilon=epsilon)
+  if release.how == DECLARED:
+    return release.finish(release.declared)
   with np.errstate(over="ignore"):  # no warning that depends on the data (a |y_i| above float32's max: inf)
-    statistic = jnp.asarray(np.pad(np.abs(np.asarray(y, jax.dtypes.canonicalize_dtype(float))),
-                                   (0, problem_lib.bucket(n) - n)))
-  value = _bound_on(key, statistic, n, eps_t, TARGET_QUANTILE)
-  return Released(value, "private", ledger_lib.Ledger.of(("target bound", events.PureDp(eps_t), 1)), (
-      f"target bound: T = {value:.4g} released privately (dpgcd_jax.privacy.bounds on |y_i|, "
-      f"quantile {TARGET_QUANTILE}, epsilon {eps_t:.3g}); y clipped to [-T, T] and fitted in "
-      f"units of T"))
+    padded = jnp.asarray(np.pad(np.asarray(y, jax.dtypes.canonicalize_dtype(float)), (0, size - n)))
+  return release.finish(_target_bound(release, key, padded))
 
 
 def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray, how: str, *,

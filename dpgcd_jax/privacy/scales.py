@@ -210,7 +210,7 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
   return jnp.cumsum(hist, axis=1)[:, :K]
 
 
-def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Search:
+def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any, *, num_features: Any = None) -> Search:
   """The mechanism on exact counts: per feature, a noisy binary search for `N_jk >= t`.
 
   Jittable and vmappable (over `key`, `noise` and `threshold`). Every round releases
@@ -223,6 +223,9 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
     noise: the multiplier `s >= 0` (`sigma = s sqrt(p)`); NaN or negative: every index is
       -1 (fail closed). `s = 0` is the exact, non-private search.
     threshold: `t = q n`.
+    num_features: None, or the number `p` of true features (a traced int may be given) when
+      `counts` has more rows: the noise is `s sqrt(p)`; the other rows are searched with the
+      same noise and carry nothing (the caller drops them).
 
   Returns:
     A [`Search`][dpgcd_jax.privacy.scales.Search].
@@ -235,7 +238,7 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
   rounds = max(1, math.ceil(math.log2(K)))
   dtype = jnp.result_type(float)
   noise = jnp.asarray(noise, dtype)
-  sigma = noise * jnp.sqrt(jnp.asarray(p, dtype))
+  sigma = noise * jnp.sqrt(jnp.asarray(p if num_features is None else num_features, dtype))
   threshold = jnp.asarray(threshold, dtype)
   rows = jnp.arange(p)
 
@@ -257,7 +260,7 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any) -> Searc
 
 def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = DEFAULT_QUANTILE,
                            grid: Any = GRID, num_examples: int | Array | None = None,
-                           num_features: int | None = None) -> Array:
+                           num_features: int | Array | None = None) -> Array:
   """Private per-feature bounds `B_j` from the public `grid` (module docstring); jittable.
 
   The release is `Gaussian(noise)` composed [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] times
@@ -281,10 +284,12 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
       rows): the true `n` and `p` (public). The counts of the first `p` rows are taken and
       the `N - n` padded records, zeros that lie in every count, subtracted: the exact counts
       of the unpadded data, so the release (and its noise draws, of shape (p,)) is the
-      unpadded one for the same key.
+      unpadded one for the same key. A traced `num_features` (one program for every `p` of
+      a layout) keeps the `P` rows: the first `p` are the release above (JAX's partitionable
+      threefry draws entry `j` from `j` alone: the same draws), the rest NaN.
 
   Returns:
-    (p,) bounds `B_j`, grid values.
+    (p,) bounds `B_j`, grid values ((P,) for a traced `num_features`, NaN beyond `p`).
 
   Raises:
     ValueError: for a bad `XT`, `grid` or a concrete `quantile` outside (0, 1).
@@ -298,10 +303,14 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
   for name, value, size in (("num_examples", num_examples, N), ("num_features", num_features, P)):
     if isinstance(value, int) and not 0 < value <= size:
       raise ValueError(f"Expected 0 < {name} <= {size} (XT.shape={XT.shape}), got {name}={value}.")
-  counts = counts[:num_features] - (N - n)
-  search = noisy_search(key, counts, noise, jnp.asarray(quantile) * n)
+  traced = num_features is not None and not isinstance(num_features, int)
+  counts = (counts if traced else counts[:num_features]) - (N - n)
+  search = noisy_search(key, counts, noise, jnp.asarray(quantile) * n, num_features=num_features if traced else None)
   values = jnp.asarray(g, jnp.result_type(float))
-  return jnp.where(search.index >= 0, values[jnp.maximum(search.index, 0)], jnp.nan)
+  found = search.index >= 0
+  if traced:
+    found &= jnp.arange(P) < num_features
+  return jnp.where(found, values[jnp.maximum(search.index, 0)], jnp.nan)
 
 
 # ----------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -62,11 +63,21 @@ class Trace(NamedTuple):
 
 
 class Result(NamedTuple):
-  """Final iterate and trace of a run; `privacy` is what a `fit` spent (its privacy report)."""
+  """Final iterate and trace of a run.
+
+  Attributes:
+    w: the final iterate.
+    trace: the [`Trace`][dpgcd_jax.solvers.base.Trace].
+    privacy: what a `fit` spent (its privacy report), or None.
+    released: the public values a `fit` released before its runs, in the same program (the
+      feature bound `B` when the problem had no public smoothness; an estimator's bounds), or
+      None.
+  """
 
   w: Array
   trace: Trace
   privacy: Any = None
+  released: Any = None
 
 
 def _one_step_per_pass(problem: problem_lib.Problem, **options: Any) -> int:
@@ -223,12 +234,15 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
 def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *,
                  passes: int, store_objective: bool = False,
                  options: tuple[tuple[str, Any], ...] = (), trim: bool = True,
-                 targets: Array | None = None) -> Result:
+                 targets: Array | None = None, prelude: Prelude | None = None) -> Result:
   """The jitted run on validated, cast `params`; `options`: sorted `(name, value)` pairs.
 
   With `targets` (K, n): one run per row (`problem.y` replaced by the row, run `k` keyed by
   `fold_in(key, k)`), in the same program (the keys and the K runs); the result's leaves get a
   leading axis K.
+
+  With a [`Prelude`][dpgcd_jax.solvers.base.Prelude]: the releases it makes come first, in the
+  same program (one compilation for the whole fit); what it released is `result.released`.
 
   Scans `solver.step` from `solver.init(problem)` for `passes * steps_per_pass` steps,
   keeps `info.coordinate` (when the `Info` has one) and, with `store_objective`, the
@@ -252,9 +266,31 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   per_pass = int(solver.steps_per_pass(problem, **dict(options)))
   records = store_objective or solver.info is None or "coordinate" in solver.info._fields
   capacity = pass_capacity(passes, per_pass) if records else None
-  result = _compiled_passes(solver, problem, key, params, np.int32(passes), targets, capacity=capacity,
-                            store_objective=store_objective, options=options)
+  arguments = (solver, problem.XT, dataclasses.replace(problem, XT=None), key, params, np.int32(passes), targets,
+               prelude)
+  static = dict(capacity=capacity, store_objective=store_objective, options=options)
+  if prelude is not None and prelude.in_place:
+    result, _ = _compiled_passes_in_place(*arguments, **static)
+  else:
+    result = _compiled_passes(*arguments, **static)
   return trim_trace(result, steps=passes * per_pass, passes=passes) if trim else result
+
+
+class Prelude(Protocol):
+  """Releases a fit makes before its runs, in the runs' program (a pytree: its static fields
+  in the tree structure, its numbers traced, so that a new budget compiles nothing).
+
+  `prelude(problem, key, targets) -> (problem, key, targets, released)`: the problem the runs
+  see (e.g. its features clipped to a released bound and `M_j = beta B_j^2`), the runs' key,
+  the targets (or None) and the released public values (`Result.released`). Its releases are
+  accounted by the caller (their ledger is in `fit`'s `prior`). `in_place`: the caller gives
+  up the features' buffer, which then holds the prelude's features (no second copy of X).
+  """
+
+  in_place: bool
+
+  def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
+               ) -> tuple[problem_lib.Problem, Array, Array | None, Any]: ...
 
 
 def trim_trace(result: Result, *, steps: int, passes: int) -> Result:
@@ -276,14 +312,35 @@ def _leading(x: Array | None, n: int) -> Array | None:
   return jax.device_put(np.asarray(x)[..., :n])
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "capacity", "store_objective", "options"))
-def _compiled_passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
-                     passes: Array, targets: Array | None, *, capacity: int | None, store_objective: bool,
-                     options: tuple[tuple[str, Any], ...]) -> Result:
-  """The compiled program of `compiled_run`: records padded to `capacity` passes."""
+def _compiled_passes_program(solver: Solver, XT: Any, problem: problem_lib.Problem, key: Array, params: Any,
+                             passes: Array, targets: Array | None, prelude: Prelude | None, *,
+                             capacity: int | None, store_objective: bool, options: tuple[tuple[str, Any], ...],
+                             in_place: bool = False) -> Any:
+  """The compiled program of `compiled_run` (`problem` without its features `XT`): the
+  prelude's releases, then the runs; with `in_place`, also the prelude's features (an output
+  that takes over the donated buffer of `XT`)."""
+  problem = dataclasses.replace(problem, XT=XT)
+  released = None
+  if prelude is not None:
+    problem, key, targets, released = prelude(problem, key, targets)
+  result = _passes(solver, problem, key, params, passes, targets, capacity=capacity,
+                   store_objective=store_objective, options=options)._replace(released=released)
+  return (result, problem.XT) if in_place else result
+
+
+_STATIC = ("solver", "capacity", "store_objective", "options")
+_compiled_passes = jax.jit(_compiled_passes_program, static_argnames=_STATIC)
+_compiled_passes_in_place = jax.jit(functools.partial(_compiled_passes_program, in_place=True),
+                                    static_argnames=_STATIC, donate_argnames="XT")
+
+
+def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
+            passes: Array, targets: Array | None, *, capacity: int | None, store_objective: bool,
+            options: tuple[tuple[str, Any], ...]) -> Result:
+  """The runs (traced in `_compiled_passes_program`): records padded to `capacity` passes."""
   if targets is not None:
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(targets.shape[0]))
-    one_target = lambda y, k: _compiled_passes(  # noqa: E731
+    one_target = lambda y, k: _passes(  # noqa: E731
         solver, dataclasses.replace(problem, y=y), k, params, passes, None, capacity=capacity,
         store_objective=store_objective, options=options)
     if targets.shape[0] == 1:  # one target (a binary classifier, a regressor): no batching to trace

@@ -3,7 +3,7 @@
 Two entry points, one calibration ([`calibrated`][dpgcd_jax.solvers.budget.calibrated]):
 
 * [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: every solver's `fit` (and so the estimators): public smoothness
-  (a released feature bound when needed), the solver's ledger composed with the releases
+  (a released feature bound when needed, in the run's program), the solver's ledger composed with the releases
   already made (`prior`), the smallest noise meeting the budget, the run;
 * [`search_scale`][dpgcd_jax.solvers.budget.search_scale]: a private hyperparameter search (repeat-and-select,
   [`dpgcd_jax.privacy.tuning`][]): the scale of one repetition such that the releases already
@@ -17,6 +17,7 @@ The solver protocol (`Result`, `Trace`, the scan driver, `run`) is in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -45,11 +46,12 @@ DEFAULT_BOUND_SHARE = 0.1
 
 
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,
-                     *, uses_smoothness: bool = True) -> tuple[bool, int | None]:
+                     *, uses_smoothness: bool = True, released: bool = False) -> tuple[bool, int | None]:
   """Validates a `fit` call; returns (needs a private feature bound, key batch size or None).
 
   Keys: one key, or a batch (a leading axis) of keys; a batch returns a batch of results
-  (one independent private run per key, each with the whole budget).
+  (one independent private run per key, each with the whole budget). `released`: the
+  caller's prelude releases the bounds (no feature bound of `fit`'s own).
   """
   base.check_problem(problem)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
@@ -57,7 +59,7 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
   _validate.check_number("bound_share", bound_share, low=0.0, high=1.0, low_open=True, high_open=True)
   batch = _validate.check_key_or_batch("key", key)
   source = problem.smoothness_source
-  if not uses_smoothness:
+  if not uses_smoothness or released:
     return False, batch
   if source == "data_nonprivate":
     warnings.warn(
@@ -77,45 +79,26 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
   return needs_bound, batch
 
 
-def privately_bounded(problem: problem_lib.Problem, key: Array, epsilon: Array) -> problem_lib.Problem:
-  """The problem with features clipped to an `epsilon`-DP bound `B` and `M_j = beta B^2`.
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["epsilon"], meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class FeatureBoundRelease:
+  """`fit`'s release of a feature bound, a [`Prelude`][dpgcd_jax.solvers.base.Prelude] of its run.
 
-  Jittable; see [`dpgcd_jax.privacy.bounds`][] for the mechanism and its guarantee.
-  """
-  bound = bounds.private_feature_bound(key, problem_lib.record_max_abs(problem), epsilon)
-  smoothness = jnp.full_like(problem.smoothness, problem.curvature) * bound**2
-  return dataclasses.replace(problem_lib.clip_features(problem, bound), smoothness=smoothness,
-                             smoothness_source="feature_bound")
-
-
-def fit_run(run: Callable[[Any, Array, Array | None], Result], problem: problem_lib.Problem, key: Array, *,
-            needs_bound: bool, bound_epsilon: float, batch: int | None,
-            targets: Array | None = None) -> Result:
-  """Runs `run(problem, key, targets)` (a jitted solver run) on the private path, for one key or a batch.
-
-  With `needs_bound` the key is split: the first half releases the feature bound, the second
-  runs the solver on the bounded problem; otherwise the key goes to the solver unchanged.
-  With `targets` (K, n), the solver runs once per row (`problem.y` replaced by the row,
-  run `k` keyed by `fold_in(key_run, k)`, [`base.compiled_run`][dpgcd_jax.solvers.base.compiled_run]): the results
-  have a leading axis K.
+  `split(key)`: the first half releases an `epsilon`-DP bound `B` on the features
+  ([`dpgcd_jax.privacy.bounds`][], on `max_j |x_ij|`), the second is the run's key; the run
+  sees the features clipped to `[-B, B]` and `M_j = beta B^2`; `released` is `B`. `epsilon`
+  is traced: a new budget compiles nothing.
   """
 
-  def one(key):
-    bounded, key_run = _bounded_and_run_key(problem, key, bound_epsilon) if needs_bound else (problem, key)
-    return run(bounded, key_run, targets)
+  epsilon: Any
+  in_place = False
 
-  # No jit around the vmap: a closure jitted anew would compile at every call (a new epsilon);
-  # the jitted pieces inside are batched once per shape and cached.
-  return one(key) if batch is None else jax.vmap(one)(key)
-
-
-@jax.jit
-def _bounded_and_run_key(problem: problem_lib.Problem, key: Array, epsilon: Array) -> tuple[problem_lib.Problem, Array]:
-  """`split(key)`: the first half releases a feature bound
-  ([`privately_bounded`][dpgcd_jax.solvers.budget.privately_bounded]), the second is the run's key; one
-  program (`epsilon` traced: a new budget compiles nothing)."""
-  key_bound, key_run = jax.random.split(key)
-  return privately_bounded(problem, key_bound, epsilon), key_run
+  def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
+               ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:
+    key_bound, key_run = jax.random.split(key)
+    bound = bounds.private_feature_bound(key_bound, problem_lib.record_max_abs(problem), self.epsilon)
+    bounded = problem_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
+    return bounded, key_run, targets, bound
 
 
 def private_fit(
@@ -134,6 +117,7 @@ def private_fit(
     prior: ledger_lib.Ledger | None = None,
     prior_key: tuple[Any, ...] = (),
     targets: Any = None,
+    prelude: base.Prelude | None = None,
     **options: Any,
 ) -> Result:
   """The `fit` of every solver: public smoothness, one ledger, one calibration, the run.
@@ -153,15 +137,23 @@ def private_fit(
     prior_key: a hashable description of `prior` (for the calibration cache).
     targets: None, or (K, n) targets on the same features: the solver runs once per row
       (e.g. one-vs-rest), and `solver_ledger` must count the K runs.
+    prelude: None, or the releases to make before the runs in the runs' program (a
+      [`Prelude`][dpgcd_jax.solvers.base.Prelude], e.g. the estimators' feature and target bounds), whose
+      ledger is in `prior`; it sets the problem's public smoothness (a problem whose
+      smoothness source is "data" then gets no release of its own). Without it, a problem
+      with no public smoothness gets a feature bound released by
+      [`FeatureBoundRelease`][dpgcd_jax.solvers.budget.FeatureBoundRelease], a share `bound_share` of `epsilon`.
     **options: the run's static options (validated), as in the solvers' `run`.
 
   Returns:
     The result with `privacy` = the [`dpgcd_jax.privacy.PrivacyReport`][] of everything
-    spent (the feature bound, when one is released, composed with the solver in one ledger).
+    spent (the feature bound, when one is released, composed with the solver in one ledger)
+    and `released` = what the prelude released (the feature bound `B`), or None. One
+    compiled program for the release and the runs.
   """
   _config.enable_compilation_cache()
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
-                                        uses_smoothness=solver.uses_smoothness)
+                                        uses_smoothness=solver.uses_smoothness, released=prelude is not None)
   bound_epsilon = float(epsilon) * float(bound_share) if needs_bound else 0.0
   spent = ledger_lib.Ledger() if prior is None else prior
   if needs_bound:
@@ -175,14 +167,24 @@ def private_fit(
   scale, report = calibrated(lambda scale: spent + solver_ledger(scale), epsilon, delta,
                              key=cache_key + (bound_epsilon,) + prior_key)
   params = base.cast_params(solver, problem, params_at(scale))
-  static = tuple(sorted(options.items()))
-  run = lambda pb, k, ys: base.compiled_run(solver, pb, k, params, passes=passes, store_objective=store_objective,
-                                            options=static, trim=False, targets=ys)
-  result = fit_run(run, problem, key, needs_bound=needs_bound, bound_epsilon=bound_epsilon,
-                   batch=batch, targets=targets)
+  if needs_bound:
+    prelude = FeatureBoundRelease(problem.smoothness.dtype.type(bound_epsilon))
+
+  def run(key: Array) -> Result:
+    return base.compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,
+                             options=tuple(sorted(options.items())), trim=False, targets=targets, prelude=prelude)
+
+  # A batch of keys: a plain vmap of the jitted run (a closure jitted anew would compile at
+  # every call, e.g. at every new epsilon; the jitted run is batched once per shape and cached).
+  result = run(key) if batch is None else jax.vmap(run)(key)
   result = base.trim_trace(result, steps=base.total_steps(solver, problem, passes, **options),
                            passes=passes)
-  note = _smoothness_note(problem, needs_bound) if solver.uses_smoothness else "smoothness: not used"
+  if not solver.uses_smoothness:
+    note = "smoothness: not used"
+  elif prelude is not None and not needs_bound:
+    note = "smoothness: M_j = beta B_j^2 from the feature bounds released before the run (their entries above)"
+  else:
+    note = _smoothness_note(problem, needs_bound)
   return result._replace(privacy=report.with_notes(note))
 
 

@@ -291,6 +291,7 @@ def fit(
     store_objective: bool = False,
     prior: Any = None,
     targets: Any = None,
+    prelude: Any = None,
     clipping_mode: str = "coordinate",
 ) -> base.Result:
   """(epsilon, delta)-DP Frank-Wolfe on the l1 ball of radius `radius`.
@@ -316,6 +317,9 @@ def fit(
     prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
       toward this budget.
     targets: None, or (K, n) targets on the same features: one run per row, composed.
+    prelude: None, or releases to make before the runs, in their program (a
+      [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
+      estimators' bounds), whose ledger is in `prior`.
     clipping_mode: see [`run`][dpgcd_jax.solvers.dp_fw.run].
 
   Returns:
@@ -333,4 +337,4 @@ def fit(
       params_at=lambda scale: Params(radius, clip, scale),
       solver_ledger=lambda scale: fw_ledger(scale, steps),
       cache_key=("dp_fw", steps), store_objective=store_objective, prior=prior,
-      prior_key=() if prior is None else (prior,), targets=targets, clipping_mode=clipping_mode)
+      prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, clipping_mode=clipping_mode)

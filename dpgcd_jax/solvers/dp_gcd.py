@@ -248,6 +248,7 @@ def fit(
     store_objective: bool = False,
     prior: Any = None,
     targets: Any = None,
+    prelude: Any = None,
     secure_noise: bool = False,
     clipping_mode: str = "coordinate",
 ) -> base.Result:
@@ -286,6 +287,9 @@ def fit(
     targets: None, or (K, n) targets on the same features (e.g. one-vs-rest labels): one run
       per row, run `k` keyed by `fold_in(key, k)`, the K runs composed in the ledger;
       the result's leaves get a leading axis K.
+    prelude: None, or releases to make before the runs, in their program (a
+      [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
+      estimators' bounds), whose ledger is in `prior`.
     clipping_mode: "coordinate" (the paper's) or "derivative" (GLM losses: the scalar
       `phi'` is clipped, the same sensitivity; see [`run`][dpgcd_jax.solvers.dp_gcd.run]). A problem without a public
       smoothness gets its feature bound released first, so "derivative" applies to it.
@@ -317,5 +321,5 @@ def fit(
       solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps,
                                                         selection=selection, update=update),
       cache_key=("dp_gcd", steps, selection, update, share), store_objective=store_objective,
-      prior=prior, prior_key=() if prior is None else (prior,), targets=targets,
+      prior=prior, prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude,
       selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)

@@ -274,6 +274,7 @@ def fit(
     store_objective: bool = False,
     prior: Any = None,
     targets: Any = None,
+    prelude: Any = None,
     clipping_mode: str = "coordinate",
 ) -> base.Result:
   """(epsilon, delta)-DP iterative hard thresholding with `sparsity` non-zeros.
@@ -302,6 +303,9 @@ def fit(
     prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
       toward this budget.
     targets: None, or (K, n) targets on the same features: one run per row, composed.
+    prelude: None, or releases to make before the runs, in their program (a
+      [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
+      estimators' bounds), whose ledger is in `prior`.
     clipping_mode: see [`run`][dpgcd_jax.solvers.dp_iht.run].
 
   Returns:
@@ -321,5 +325,5 @@ def fit(
       params_at=lambda scale: Params(step_size, clip, *multipliers(scale, sparsity, share)),
       solver_ledger=lambda scale: iht_ledger(*multipliers(scale, sparsity, share), steps, sparsity),
       cache_key=("dp_iht", steps, sparsity, share), store_objective=store_objective, prior=prior,
-      prior_key=() if prior is None else (prior,), targets=targets, sparsity=sparsity,
+      prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, sparsity=sparsity,
       clipping_mode=clipping_mode)

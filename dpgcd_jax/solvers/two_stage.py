@@ -312,6 +312,7 @@ def fit(
     store_objective: bool = False,
     prior: Any = None,
     targets: Any = None,
+    prelude: Any = None,
     clipping_mode: str = "coordinate",
 ) -> base.Result:
   """(epsilon, delta)-DP two-stage fit: both stages in one ledger, calibrated once.
@@ -342,6 +343,9 @@ def fit(
       toward this budget.
     targets: None, or (K, n) targets on the same features: one two-stage run per row (each
       with its own support), composed.
+    prelude: None, or releases to make before the runs, in their program (a
+      [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
+      estimators' bounds), whose ledger is in `prior`.
 
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
@@ -363,5 +367,5 @@ def fit(
                                                    selection=selection, update=update, runs=runs),
       cache_key=("two_stage", steps, runs, sparsity, selection, update, float(support_share)),
       store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,),
-      targets=targets, sparsity=sparsity, selection=selection, update=update, rule=rule,
+      targets=targets, prelude=prelude, sparsity=sparsity, selection=selection, update=update, rule=rule,
       clipping_mode=clipping_mode)

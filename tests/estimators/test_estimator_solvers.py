@@ -146,7 +146,7 @@ def test_bad_solver_arguments_raise_before_any_work(kwargs, name, monkeypatch):
   def no_work(*args, **kw):
     raise AssertionError("the fit started work before validating its arguments")
 
-  monkeypatch.setattr(_linear._released, "release_feature_bounds", no_work)
+  monkeypatch.setattr(_linear.DPGCDBase, "_layout", no_work)  # the first work: the device layout of X
   X, y, _, _ = _classification()
   with pytest.raises(ValueError, match=f"got {name.replace('[', '.').replace(']', '.')}"):
     DPGCDClassifier(classes=[0, 1], feature_bound=3.0, **kwargs).fit(X, y)
@@ -154,8 +154,7 @@ def test_bad_solver_arguments_raise_before_any_work(kwargs, name, monkeypatch):
 
 @pytest.mark.parametrize("estimator", [DPGCDClassifierCV, DPGCDRegressorCV])
 def test_cv_estimators_search_dp_gcd_only(estimator, monkeypatch):
-  monkeypatch.setattr(_linear._released, "release_feature_bounds",
-                      lambda *a, **k: pytest.fail("work before validation"))
+  monkeypatch.setattr(_linear.DPGCDBase, "_layout", lambda *a, **k: pytest.fail("work before validation"))
   X, y, _, _ = _classification()
   with pytest.raises(ValueError, match="solver='dp_gcd'.*got solver='dp_fw'"):
     estimator(feature_bound=3.0, solver="dp_fw").fit(X, y)

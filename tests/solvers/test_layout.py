@@ -144,7 +144,10 @@ def test_declared_bounds_whose_square_is_not_a_normal_float32_are_rejected_befor
 def test_dp_fw_unit_rows_stay_in_the_unit_box_for_extreme_finite_inputs():
   XT = jnp.asarray([[3e38, -3e38, 0.0, -0.0, 1e-45], [1.0, -1.0, 0.5, 2.0**-60, 7.0]], jnp.float32)
   bound = jnp.asarray([2.0**-60, 3.0], jnp.float32)
-  out = np.asarray(_linear._unit_rows(XT, bound))  # pylint: disable=protected-access
+  problem = problem_lib.from_columns(XT, np.zeros(5), "squared", feature_bound=None, num_examples=5, num_features=2)
+  unit = jax.jit(lambda pb: problem_lib.with_feature_bound(pb, bound, unit=True))(problem)
+  np.testing.assert_array_equal(unit.smoothness, [1.0, 1.0])  # beta, bound 1
+  out = np.asarray(unit.XT)
   assert np.all(np.isfinite(out)) and np.abs(out).max() <= 1.0
   np.testing.assert_array_equal(out[0, :4], [1.0, -1.0, 0.0, 0.0])
   np.testing.assert_allclose(out[1], [1 / 3, -1 / 3, 1 / 6, 2.0**-60 / 3, 1.0], rtol=1e-6)
