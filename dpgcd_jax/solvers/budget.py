@@ -154,7 +154,8 @@ def private_fit(
   _config.enable_compilation_cache()
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
                                         uses_smoothness=solver.uses_smoothness, released=prelude is not None)
-  bound_epsilon = float(epsilon) * float(bound_share) if needs_bound else 0.0
+  # The bound's epsilon as the mechanism runs it (in the features' dtype), and so as it is accounted.
+  bound_epsilon = float(problem.smoothness.dtype.type(float(epsilon) * float(bound_share))) if needs_bound else 0.0
   spent = ledger_lib.Ledger() if prior is None else prior
   if needs_bound:
     spent = spent + ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
