@@ -191,10 +191,13 @@ class _SearchMixin(_linear.DPGCDBase):
       _validate.check_number("alpha", c.get("alpha", self.alpha), low=0.0)
       _validate.check_number("l1_ratio", c.get("l1_ratio", self.l1_ratio), low=0.0, high=1.0)
     key_bound, key_target, key_split, key_run, key_host = jax.random.split(key, 5)
-    released = _released.release_feature_bounds(key_bound, self._layout(X), num_examples=n, num_features=p,
+    layout = self._layout(X)
+    released = _released.release_feature_bounds(key_bound, layout, num_examples=n, num_features=p,
                                                 feature_bound=self.feature_bound, scaling=self.scaling,
                                                 epsilon=epsilon, delta=delta)
-    target = self._release_target(key_target, targets, delta)
+    # No warning that depends on the data: a |y_i| above the run dtype's largest float is inf.
+    with np.errstate(over="ignore"):
+      target = self._release_target(key_target, targets, jax.dtypes.canonicalize_dtype(layout.dtype))
     prior = released.ledger
     if target is not None:
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger

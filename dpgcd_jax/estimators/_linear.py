@@ -408,7 +408,7 @@ class DPGCDBase(BaseEstimator):
     result, hyper = self._run(problem, key, targets, hyper, prelude, n=n, epsilon=epsilon, delta=delta, prior=prior)
     bounds, target_bound = result.released
     released = features.finish(bounds) if released is None else released
-    W = np.asarray(result.w, float)[:, :width]
+    W = np.array(result.w, float)[:, :width]  # a copy: writable even when it is a view of the device's buffer
     if unit:
       W[:, :p] *= 1.0 / released.bound
     return W, result.privacy, hyper, released, None if target is None else target.finish(target_bound)
@@ -574,14 +574,18 @@ class DPGCDBase(BaseEstimator):
     params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
     layout = self._layout(data.X)
     stored = (p, n) if sparse.is_sparse(layout) else layout.shape
-    features = _released.feature_release(num_examples=n, num_features=p, shape=stored,
+    dtype = jax.dtypes.canonicalize_dtype(layout.dtype)  # the run's
+    features = _released.feature_release(num_examples=n, num_features=p, shape=stored, dtype=dtype,
                                          feature_bound=self.feature_bound, scaling=self.scaling, epsilon=epsilon,
                                          delta=data.delta)
-    target = self._target_release(n, stored[1])
+    target = self._target_release(n, stored[1], dtype)
     prior = features.ledger if target is None else features.ledger + target.ledger
-    W, report, hyper, released, target_released = self._train(layout, n, data.targets, features, target, hyper,
-                                                               data.key, epsilon=epsilon, delta=data.delta,
-                                                               prior=prior)
+    # No warning that depends on the data: a |y_i| above the run dtype's largest float becomes
+    # inf when the targets are cast (then clipped to [-T, T] in the run).
+    with np.errstate(over="ignore"):
+      W, report, hyper, released, target_released = self._train(layout, n, data.targets, features, target, hyper,
+                                                                 data.key, epsilon=epsilon, delta=data.delta,
+                                                                 prior=prior)
     self.solver_params_ = params
     notes = [released.note] + ([] if target_released is None else [target_released.note])
     notes += self._notes(len(data.targets), hyper, data.delta) + ([] if note is None else [note])
@@ -595,15 +599,14 @@ class DPGCDBase(BaseEstimator):
     adds no update noise, and DP-IHT, whose `s` noisy values per step that bound does not cover."""
     return update_noise(report) if self.solver in ("dp_gcd", "two_stage", "dp_cd") else 0.0
 
-  def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
-                      ) -> _released.Released | None:
-    """The target bound released on the host (the CV estimators), or None."""
-    del key, targets, delta
+  def _release_target(self, key: jax.Array, targets: np.ndarray, dtype: Any) -> _released.Released | None:
+    """The target bound released on the host in the run's `dtype` (the CV estimators), or None."""
+    del key, targets, dtype
     return None  # classifiers: labels are +-1
 
-  def _target_release(self, num_examples: int, size: int) -> _released.TargetRelease | None:
-    """The target bound's release in the runs' program, on targets stored in `size` entries."""
-    del num_examples, size
+  def _target_release(self, num_examples: int, size: int, dtype: Any) -> _released.TargetRelease | None:
+    """The target bound's release in the runs' program, on targets stored in `size` entries of `dtype`."""
+    del num_examples, size, dtype
     return None  # classifiers: labels are +-1
 
   def _notes(self, num_targets: int, hyper: Hyper, delta: float) -> list[str]:
@@ -923,14 +926,13 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     if self.target_bound is not None:
       _released.check_positive_bound("target_bound", self.target_bound)
 
-  def _release_target(self, key: jax.Array, targets: np.ndarray, delta: float
-                      ) -> _released.Released | None:
+  def _release_target(self, key: jax.Array, targets: np.ndarray, dtype: Any) -> _released.Released | None:
     return _released.release_target_bound(key, targets[0], target_bound=self.target_bound,
-                                          epsilon=float(self.epsilon))
+                                          epsilon=float(self.epsilon), dtype=dtype)
 
-  def _target_release(self, num_examples: int, size: int) -> _released.TargetRelease | None:
-    return _released.target_release(num_examples=num_examples, size=size, target_bound=self.target_bound,
-                                    epsilon=float(self.epsilon))
+  def _target_release(self, num_examples: int, size: int, dtype: Any) -> _released.TargetRelease | None:
+    return _released.target_release(num_examples=num_examples, size=size, dtype=dtype,
+                                    target_bound=self.target_bound, epsilon=float(self.epsilon))
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.squared if self.loss == "squared" else losses_lib.huber(float(self.huber_delta))

@@ -212,25 +212,27 @@ class FeatureRelease:
         f"(dpgcd_jax.privacy.bounds on max_j |x_ij|, epsilon {float(self.epsilon):.3g})"))
 
 
-def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, ...], feature_bound: Any,
+def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, ...], dtype: Any, feature_bound: Any,
                     scaling: str, epsilon: float, delta: float) -> FeatureRelease:
   """The release of the (p,) public feature bounds of a fit on `n = num_examples` records and
   `p = num_features` features (module docstring), stored as `shape` ((P, N) for a dense layout,
-  (p, n) sparse); host only: public values."""
+  (p, n) sparse) in `dtype`; host only: public values, in the dtype the mechanisms compute in
+  (the one bound's epsilon in the features' `dtype`, the scales' noise in the default float),
+  so that the ledger holds the values that run."""
   n, p = num_examples, num_features
   if feature_bound is not None:  # padded with 1 to P: no program per p
     bound = np.broadcast_to(check_positive_bound("feature_bound", feature_bound, (p,)), (p,))
     return declared_release(np.pad(bound, (0, shape[0] - p), constant_values=1.0), num_examples=n, num_features=p)
   common = dict(num_examples=np.int32(n), num_features=np.int32(p), declared=None, epsilon=None, noise=None,
                 share=None, rank=None, padding=None)
-  dtype = jax.dtypes.canonicalize_dtype(float)
   how = resolve_scaling(scaling, n, p, epsilon, delta)
   if how == "private":
     share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
     noise = scales.calibrate_scales(share * epsilon, share * delta)
-    return FeatureRelease(how=how, **dict(common, noise=dtype.type(noise), share=dtype.type(share)))
+    default = jax.dtypes.canonicalize_dtype(float)
+    return FeatureRelease(how=how, **dict(common, noise=default.type(noise), share=default.type(share)))
   eps_b = SCALE_SHARE * epsilon
-  return FeatureRelease(how=how, **dict(common, epsilon=dtype.type(eps_b), padding=np.int32(shape[1] - n),
+  return FeatureRelease(how=how, **dict(common, epsilon=np.dtype(dtype).type(eps_b), padding=np.int32(shape[1] - n),
                                         rank=np.int32(math.ceil(bounds.DEFAULT_QUANTILE * n))))
 
 
@@ -280,13 +282,13 @@ class TargetRelease:
         f"units of T"))
 
 
-def target_release(*, num_examples: int, size: int, target_bound: Any, epsilon: float) -> TargetRelease:
+def target_release(*, num_examples: int, size: int, dtype: Any, target_bound: Any, epsilon: float) -> TargetRelease:
   """The release of a regressor's target bound on `n = num_examples` targets stored in `size`
-  entries (zero padded); host only."""
-  dtype = jax.dtypes.canonicalize_dtype(float)
+  entries (zero padded) in `dtype` (its epsilon in that dtype: the value that runs and is
+  accounted); host only."""
   if target_bound is not None:  # a float64 on the host (exact in `finish`)
     return TargetRelease(DECLARED, np.float64(check_positive_bound("target_bound", target_bound)), None, None, None)
-  return TargetRelease("private", None, dtype.type(TARGET_SHARE * epsilon),
+  return TargetRelease("private", None, np.dtype(dtype).type(TARGET_SHARE * epsilon),
                        np.int32(math.ceil(TARGET_QUANTILE * num_examples)), np.int32(size - num_examples))
 
 
@@ -309,13 +311,15 @@ class Releases:
   unit: bool = False
   in_place: bool = True
 
-  def __call__(self, problem: problem_lib.Problem, key: jax.Array, targets: jax.Array
-               ) -> tuple[problem_lib.Problem, jax.Array, jax.Array, tuple[jax.Array, jax.Array | None]]:
+  def __call__(self, problem: problem_lib.Problem, key: jax.Array, targets: jax.Array | None
+               ) -> tuple[problem_lib.Problem, jax.Array, jax.Array | None, tuple[jax.Array, jax.Array | None]]:
     key_features, key_target, key_run = jax.random.split(key, 3)
     bound = self.features.bounds(key_features, problem.XT)
     problem = problem_lib.with_feature_bound(problem, bound.astype(problem.smoothness.dtype), unit=self.unit)
     target = None
     if self.target is not None:
+      if targets is None:
+        raise ValueError("Expected the targets whose bound is released, got targets=None.")
       target = self.target.bound(key_target, targets[0])
       unit = target.astype(targets.dtype)
       targets = jnp.clip(targets, -unit, unit) / unit
@@ -343,23 +347,24 @@ def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, 
   zero padding, which the releases exclude); only the mechanisms read them.
   """
   XT = sparse_lib.from_matrix(features) if sparse_lib.is_sparse(features) else features
-  release = feature_release(num_examples=num_examples, num_features=num_features, shape=XT.shape,
+  release = feature_release(num_examples=num_examples, num_features=num_features, shape=XT.shape, dtype=XT.dtype,
                             feature_bound=feature_bound, scaling=scaling, epsilon=epsilon, delta=delta)
   if release.how == DECLARED:
     return release.finish(release.declared)
   return release.finish(_bounds(release, key, XT))
 
 
-def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, epsilon: float) -> Released:
+def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, epsilon: float, dtype: Any) -> Released:
   """The public target bound `T`, released on the host (the CV estimators; a fit makes the same
-  release inside its program: `Releases`): declared, or released on `|y_i|` (module docstring)."""
+  release inside its program: `Releases`): declared, or released on `|y_i|` (module docstring)
+  in `dtype`, the run's."""
   n = np.shape(y)[0]
   size = problem_lib.bucket(n)  # y padded with zero records to the public bucket of n: one program per bucket
-  release = target_release(num_examples=n, size=size, target_bound=target_bound, epsilon=epsilon)
+  release = target_release(num_examples=n, size=size, dtype=dtype, target_bound=target_bound, epsilon=epsilon)
   if release.how == DECLARED:
     return release.finish(release.declared)
   with np.errstate(over="ignore"):  # no warning that depends on the data (a |y_i| above float32's max: inf)
-    padded = jnp.asarray(np.pad(np.asarray(y, jax.dtypes.canonicalize_dtype(float)), (0, size - n)))
+    padded = jax.device_put(np.pad(np.asarray(y, dtype), (0, size - n)))
   return release.finish(_target_bound(release, key, padded))
 
 

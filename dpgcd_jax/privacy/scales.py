@@ -286,7 +286,9 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
       of the unpadded data, so the release (and its noise draws, of shape (p,)) is the
       unpadded one for the same key. A traced `num_features` (one program for every `p` of
       a layout) keeps the `P` rows: the first `p` are the release above (JAX's partitionable
-      threefry draws entry `j` from `j` alone: the same draws), the rest NaN.
+      threefry, the default, draws entry `j` from `j` alone: the same draws and indices, the
+      noisy counts equal up to float rounding; with `jax_threefry_partitionable=False` the
+      draws differ, equally private), the rest NaN.
 
   Returns:
     (p,) bounds `B_j`, grid values ((P,) for a traced `num_features`, NaN beyond `p`).
@@ -309,7 +311,7 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
   values = jnp.asarray(g, jnp.result_type(float))
   found = search.index >= 0
   if traced:
-    found &= jnp.arange(P) < num_features
+    found &= jnp.arange(P) < jnp.asarray(num_features)
   return jnp.where(found, values[jnp.maximum(search.index, 0)], jnp.nan)
 
 

@@ -266,8 +266,8 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   per_pass = int(solver.steps_per_pass(problem, **dict(options)))
   records = store_objective or solver.info is None or "coordinate" in solver.info._fields
   capacity = pass_capacity(passes, per_pass) if records else None
-  arguments = (solver, problem.XT, dataclasses.replace(problem, XT=None), key, params, np.int32(passes), targets,
-               prelude)
+  without_features = dataclasses.replace(problem, XT=None)  # type: ignore[arg-type]  # XT goes apart (donated)
+  arguments = (solver, problem.XT, without_features, key, params, np.int32(passes), targets, prelude)
   static = dict(capacity=capacity, store_objective=store_objective, options=options)
   if prelude is not None and prelude.in_place:
     result, _ = _compiled_passes_in_place(*arguments, **static)
@@ -283,11 +283,14 @@ class Prelude(Protocol):
   `prelude(problem, key, targets) -> (problem, key, targets, released)`: the problem the runs
   see (e.g. its features clipped to a released bound and `M_j = beta B_j^2`), the runs' key,
   the targets (or None) and the released public values (`Result.released`). Its releases are
-  accounted by the caller (their ledger is in `fit`'s `prior`). `in_place`: the caller gives
-  up the features' buffer, which then holds the prelude's features (no second copy of X).
+  accounted by the caller (their ledger is in `fit`'s `prior`). For a solver that reads the
+  smoothness, the problem it returns must have a public one (`smoothness_source` "declared" or
+  "feature_bound", checked when the program is traced). `in_place`: the caller gives up the
+  features' buffer, which then holds the prelude's features (no second copy of X).
   """
 
-  in_place: bool
+  @property
+  def in_place(self) -> bool: ...
 
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Any]: ...
@@ -323,6 +326,9 @@ def _compiled_passes_program(solver: Solver, XT: Any, problem: problem_lib.Probl
   released = None
   if prelude is not None:
     problem, key, targets, released = prelude(problem, key, targets)
+    if solver.uses_smoothness and problem.smoothness_source not in ("declared", "feature_bound"):
+      raise ValueError(f"Expected the prelude to give the runs a public smoothness (smoothness_source 'declared' "
+                       f"or 'feature_bound'), got smoothness_source={problem.smoothness_source!r}.")
   result = _passes(solver, problem, key, params, passes, targets, capacity=capacity,
                    store_objective=store_objective, options=options)._replace(released=released)
   return (result, problem.XT) if in_place else result

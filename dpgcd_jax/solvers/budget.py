@@ -155,7 +155,7 @@ def private_fit(
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
                                         uses_smoothness=solver.uses_smoothness, released=prelude is not None)
   # The bound's epsilon as the mechanism runs it (in the features' dtype), and so as it is accounted.
-  bound_epsilon = float(problem.smoothness.dtype.type(float(epsilon) * float(bound_share))) if needs_bound else 0.0
+  bound_epsilon = float(problem.XT.dtype.type(float(epsilon) * float(bound_share))) if needs_bound else 0.0
   spent = ledger_lib.Ledger() if prior is None else prior
   if needs_bound:
     spent = spent + ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
@@ -169,7 +169,7 @@ def private_fit(
                              key=cache_key + (bound_epsilon,) + prior_key)
   params = base.cast_params(solver, problem, params_at(scale))
   if needs_bound:
-    prelude = FeatureBoundRelease(problem.smoothness.dtype.type(bound_epsilon))
+    prelude = FeatureBoundRelease(problem.XT.dtype.type(bound_epsilon))
 
   def run(key: Array) -> Result:
     return base.compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,

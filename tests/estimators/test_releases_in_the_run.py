@@ -7,11 +7,15 @@ split the docstrings name (`split(key, 3)`: features, target, runs; `fit`: `spli
 run).
 """
 
+import dataclasses
+import functools
 import math
+import warnings
 
 import jax
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.datasets import load_diabetes
 
 import dpgcd_jax as dg
@@ -100,3 +104,65 @@ def test_the_layout_buffer_is_taken_over_and_the_caller_cannot_reuse_it(monkeypa
   X, y = _data()
   dg.estimators.DPGCDClassifier(classes=[0, 1], random_state=0).fit(X, y)
   assert len(layouts) == 1 and layouts[0].is_deleted()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_a_target_beyond_the_float32_range_warns_nothing(as_sparse):
+  """No warning that depends on the data: |y_i| > 3.4e38 becomes inf in the run's float32 (then
+  clipped to [-T, T]); before the releases moved into the run, y was clipped on the host first."""
+  X, y = load_diabetes(return_X_y=True)
+  y = y.copy()
+  y[0] = 1e39
+  X = scipy.sparse.csr_matrix(np.where(np.abs(X) > 0.03, X, 0.0)) if as_sparse else X
+  with warnings.catch_warnings():
+    warnings.simplefilter("error", RuntimeWarning)
+    model = dg.estimators.DPGCDRegressor(epsilon=2.0, feature_bound=0.2, random_state=0).fit(X, y)
+  assert np.isfinite(model.target_bound_) and np.all(np.isfinite(model.coef_))
+
+
+def test_the_ledger_holds_the_epsilons_the_mechanisms_run_with_in_x64_with_float32_features():
+  """x64 on, float32 X: the bounds are released in float32 (the statistic's dtype), so 0.1 epsilon
+  runs as float32(0.1 epsilon) and the ledger says so; the CV's host release of T agrees."""
+  X, y = load_diabetes(return_X_y=True)
+  X = X.astype(np.float32)
+  key = jax.random.key(3)
+  with jax.enable_x64(True):
+    model = dg.estimators.DPGCDRegressor(epsilon=0.5, scaling="bound", random_state=key).fit(X, y)
+    host = _released.release_target_bound(jax.random.split(key, 3)[1], y, target_bound=None, epsilon=0.5,
+                                          dtype=np.float32)
+  entries = {e.label: e.event for e in model.privacy_.entries}
+  assert entries["feature bound"] == dg.privacy.PureDp(float(np.float32(0.05)))
+  assert entries["target bound"] == dg.privacy.PureDp(float(np.float32(0.05)))
+  assert float(np.float32(0.05)) != 0.05  # the check can fail
+  assert model.target_bound_ == host.bound
+
+
+def test_dp_fw_in_x64_with_float64_features_fits():
+  X, y = _data(n=200, p=5, seed=3)
+  with jax.enable_x64(True):
+    model = dg.estimators.DPGCDClassifier(classes=[0, 1], solver="dp_fw", epsilon=5.0, feature_bound=30.0,
+                                          random_state=0).fit(X, y)
+  assert np.all(np.isfinite(model.coef_)) and np.any(model.coef_)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class _ReleasesNothing:
+  in_place = False
+
+  def __call__(self, problem, key, targets):
+    return problem, key, targets, None
+
+
+@pytest.mark.parametrize("make_kwargs", [{}, dict(smoothness="from_data_nonprivate")])
+def test_a_prelude_that_leaves_the_smoothness_private_is_refused(make_kwargs):
+  """A prelude replaces fit's own bound release: it must give the runs a public smoothness (the
+  review's fail-open: a prelude that released nothing ran on the data's smoothness, reported
+  end to end)."""
+  X, y = _data(n=100, p=4, seed=4)
+  problem = dg.make_problem(X, y - 0.5, "squared", **make_kwargs)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.PrivacyLeakWarning)
+    with pytest.raises(ValueError, match="public smoothness.*smoothness_source='data"):
+      dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, prelude=_ReleasesNothing())
