@@ -391,9 +391,7 @@ class DPGCDBase(BaseEstimator):
     unit = self.solver == "dp_fw"
     released = None
     if sparse.is_sparse(layout):
-      released = _released.release_feature_bounds(
-          split_keys(key, 3)[0], layout, num_examples=n, num_features=p, feature_bound=self.feature_bound,
-          scaling=self.scaling, epsilon=epsilon, delta=delta)
+      released = features.release(split_keys(key, 3)[0], layout)
       bound = released.bound
       if unit:
         layout, bound = clip_features(layout, bound) @ scipy_sparse().diags((1.0 / bound).astype(layout.dtype)), \

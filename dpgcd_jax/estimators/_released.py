@@ -188,6 +188,15 @@ class FeatureRelease:
       values = jnp.full(P, bounds.bound_at_rank(key, statistic, self.epsilon, self.rank, padding=self.padding))
     return jnp.where(true, values, jnp.ones_like(values))
 
+  def release(self, key: jax.Array, features: Any) -> Released:
+    """The bounds released on the host, before the runs (the CV estimators, sparse features;
+    a fit on a dense layout makes this release in its runs' program: `Releases`). `features`:
+    scipy.sparse (n, p) or the layout `bounds` reads."""
+    if self.how == DECLARED:
+      return self.finish(self.declared)
+    return self.finish(_bounds(self, key, sparse_lib.from_matrix(features) if sparse_lib.is_sparse(features)
+                                            else features))
+
   @property
   def ledger(self) -> ledger_lib.Ledger:
     """Its privacy ledger (host; empty when declared)."""
@@ -338,20 +347,18 @@ def _target_bound(release: TargetRelease, key: jax.Array, y: jax.Array) -> jax.A
 
 def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, num_features: int,
                            feature_bound: Any, scaling: str, epsilon: float, delta: float) -> Released:
-  """The (p,) public feature bounds, released on the host before the runs (the CV estimators,
-  sparse features; a fit on a dense layout makes the same release inside its program: `Releases`).
+  """The (p,) public feature bounds, released on the host (`FeatureRelease.release`).
 
   `features`: the training features of `num_examples = n` records and `num_features = p`
   features, either scipy.sparse (n, p) or the dense layout of
   [`dpgcd_jax.problem.columns`][] ((P, N): transposed, possibly with an intercept row and
   zero padding, which the releases exclude); only the mechanisms read them.
   """
-  XT = sparse_lib.from_matrix(features) if sparse_lib.is_sparse(features) else features
-  release = feature_release(num_examples=num_examples, num_features=num_features, shape=XT.shape, dtype=XT.dtype,
-                            feature_bound=feature_bound, scaling=scaling, epsilon=epsilon, delta=delta)
-  if release.how == DECLARED:
-    return release.finish(release.declared)
-  return release.finish(_bounds(release, key, XT))
+  shape = features.shape[::-1] if sparse_lib.is_sparse(features) else features.shape
+  dtype = jax.dtypes.canonicalize_dtype(features.dtype)
+  return feature_release(num_examples=num_examples, num_features=num_features, shape=shape, dtype=dtype,
+                         feature_bound=feature_bound, scaling=scaling, epsilon=epsilon, delta=delta
+                         ).release(key, features)
 
 
 def release_target_bound(key: jax.Array, y: np.ndarray, *, target_bound: Any, epsilon: float, dtype: Any) -> Released:
