@@ -100,6 +100,16 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
       raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
 
 
+def compute_dtype(dtype: Any) -> np.dtype:
+  """The float dtype a problem computes in, for features of `dtype`: JAX's canonical dtype
+  (float64 only with x64), at least float32. A half-precision float is promoted: the exact
+  counts and sums the sensitivities rest on need float32's 24-bit significand (float16 counts
+  are inexact past 2048, and neighbouring counts could land 2 apart)."""
+  floating = jnp.issubdtype(dtype, jnp.floating)
+  dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype if floating else jnp.result_type(float)))
+  return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
 def on_device(x: Any, dtype: Any) -> jax.Array:
   """`x` as a device array of `dtype`: a host value by `jax.device_put` (no program compiled per
   shape, unlike `jnp.asarray(x, dtype)` when it converts), a JAX array (or tracer) by `jnp.asarray`."""

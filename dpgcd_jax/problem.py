@@ -177,8 +177,7 @@ def make_problem(
     _check_dense_type(X)
     X = X if isinstance(X, jax.Array) else np.asarray(X)
     _validate.check_finite_array("X", X, ndim=2)
-    floating = jnp.issubdtype(X.dtype, jnp.floating)
-    dtype = jax.dtypes.canonicalize_dtype(X.dtype if floating else jnp.result_type(float))
+    dtype = _validate.compute_dtype(X.dtype)
     n, p = X.shape
   _validate.check_finite_array("y", y, ndim=1)
   y = jnp.asarray(y, dtype)
@@ -319,8 +318,8 @@ def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_boun
 
   `feature_bound=None`: the bound is released inside the fit, by the `prelude` of
   [`dpgcd_jax.solvers.budget.private_fit`][] (the estimators: one program for the release and
-  the runs). `XT` is then left as it is, the smoothness is NaN (a run without that release
-  fails closed) and `smoothness_source` is "data".
+  the runs). `XT` is then left as it is, the smoothness is NaN (`run` on it raises, naming
+  this) and `smoothness_source` is "data".
   """
   loss = losses_lib.get(loss)
   P, N = XT.shape
@@ -423,8 +422,11 @@ def check_smoothness(problem: Problem) -> None:
   total = M + l2
   if np.all(total > 0):
     return
-  cols = np.flatnonzero(total <= 0)[:5].tolist()
-  if source == "declared":
+  cols = np.flatnonzero(~(total > 0))[:5].tolist()  # NaN too
+  if np.any(np.isnan(total)):
+    why = ("the smoothness is NaN: a problem from from_columns(feature_bound=None) gets its bounds "
+           "released inside fit (pass them to from_columns for run)")
+  elif source == "declared":
     why = "declared smoothness + l2 is not positive"
   elif not loss.is_glm and np.any(M < 0):
     why = (f"the curvature of loss {loss.name!r} at w = 0 is negative: is the loss convex? "

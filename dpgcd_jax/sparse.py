@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
+from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 
 Array = jax.Array
@@ -228,15 +229,17 @@ def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
                      f"infinite entries in X.")
   n, p = csc.shape
   if dtype is None:
-    dtype = csc.dtype if np.issubdtype(csc.dtype, np.floating) else jnp.result_type(float)
+    dtype = _validate.compute_dtype(csc.dtype)
   counts = np.diff(csc.indptr)
   k = max(int(counts.max(initial=0)), 1)
   cols = np.repeat(np.arange(p, dtype=np.int32), counts)
   pad = lambda a, value, t: np.concatenate([a.astype(t), np.full(k, value, t)])
+  with np.errstate(over="ignore"):  # no warning that depends on the data: an entry beyond the dtype's range is inf
+    vals = pad(csc.data, 0, np.dtype(dtype))
   return SparseColumns(
       rows=jnp.asarray(pad(csc.indices, 0, np.int32)),
       cols=jnp.asarray(pad(cols, p - 1, np.int32)),
-      vals=jnp.asarray(pad(csc.data, 0, np.dtype(dtype))),
+      vals=jnp.asarray(vals),
       indptr=jnp.asarray(csc.indptr.astype(np.int32)),
       shape=(p, n),
       max_column_nnz=k,

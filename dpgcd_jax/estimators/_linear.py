@@ -372,15 +372,15 @@ class DPGCDBase(BaseEstimator):
 
   def _train(self, layout: Any, n: int, targets: np.ndarray, features: _released.FeatureRelease,
              target: _released.TargetRelease | None, hyper: Hyper, key: jax.Array, *, epsilon: float,
-             delta: float, prior: ledger_lib.Ledger
-             ) -> tuple[np.ndarray, Any, Hyper, _released.Released, _released.Released | None]:
+             delta: float) -> tuple[np.ndarray, Any, Hyper, _released.Released, _released.Released | None]:
     """The releases `features` and `target`, then one private run per target through the
     solver's `fit` (the one path) on the `_layout`: one compiled program on a dense layout (the
-    releases are its prelude, `_released.Releases`); sparse features get their bounds released
-    first, on the host, then declared to the runs' program.
+    releases are its prelude, `_released.Releases`, whose ledger the solver's `fit` composes
+    with the runs); sparse features get their bounds released first, on the host (the `prior`
+    of the `fit`), then declared to the runs' program.
 
-    Returns the (targets, p [+ 1]) weights in units of the target, the privacy report of
-    `prior` and the runs, the hyperparameters as run (the step size capped when "auto" caps
+    Returns the (targets, p [+ 1]) weights in units of the target, the privacy report of the
+    releases and the runs, the hyperparameters as run (the step size capped when "auto" caps
     it), the feature bounds and the target bound (`_released.Released`, or None).
     """
     p = int(features.num_features)
@@ -389,10 +389,10 @@ class DPGCDBase(BaseEstimator):
     # it runs on clip_1(x_ij / B_j) = clip_{B_j}(x_ij) / B_j with bound 1 (B public), so that the
     # radius is in units of the bounds; the weights come back in raw units (post-processing).
     unit = self.solver == "dp_fw"
-    released = None
+    released, prior = None, ledger_lib.Ledger()
     if sparse.is_sparse(layout):
       released = features.release(split_keys(key, 3)[0], layout)
-      bound = released.bound
+      bound, prior = released.bound, released.ledger
       if unit:
         layout, bound = clip_features(layout, bound) @ scipy_sparse().diags((1.0 / bound).astype(layout.dtype)), \
             np.ones_like(bound)
@@ -577,13 +577,11 @@ class DPGCDBase(BaseEstimator):
                                          feature_bound=self.feature_bound, scaling=self.scaling, epsilon=epsilon,
                                          delta=data.delta)
     target = self._target_release(n, stored[1], dtype)
-    prior = features.ledger if target is None else features.ledger + target.ledger
     # No warning that depends on the data: a |y_i| above the run dtype's largest float becomes
     # inf when the targets are cast (then clipped to [-T, T] in the run).
     with np.errstate(over="ignore"):
       W, report, hyper, released, target_released = self._train(layout, n, data.targets, features, target, hyper,
-                                                                 data.key, epsilon=epsilon, delta=data.delta,
-                                                                 prior=prior)
+                                                                 data.key, epsilon=epsilon, delta=data.delta)
     self.solver_params_ = params
     notes = [released.note] + ([] if target_released is None else [target_released.note])
     notes += self._notes(len(data.targets), hyper, data.delta) + ([] if note is None else [note])

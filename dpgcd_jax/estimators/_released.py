@@ -311,14 +311,19 @@ class Releases:
   `split(key, 3)`: the feature bounds' key, the target bound's and the runs'. The runs see the
   features clipped to `[-B_j, B_j]` with `M_j = beta B_j^2` (with `unit`, for DP-FW: divided
   by `B_j` too, `M_j = beta`) and, with a target release, the targets clipped to `[-T, T]` in
-  units of `T`. `released` is `((P,) bounds, T or None)`. Their ledgers are the fit's `prior`.
-  `in_place`: the layout's buffer becomes the clipped features (the estimator gives it up).
+  units of `T`. `released` is `((P,) bounds, T or None)`; `ledger` is both releases' (`fit`
+  composes it with the runs). `in_place`: the layout's buffer becomes the clipped features (the
+  estimator gives it up).
   """
 
   features: FeatureRelease
   target: TargetRelease | None
   unit: bool = False
   in_place: bool = True
+
+  @property
+  def ledger(self) -> ledger_lib.Ledger:
+    return self.features.ledger if self.target is None else self.features.ledger + self.target.ledger
 
   def __call__(self, problem: problem_lib.Problem, key: jax.Array, targets: jax.Array | None
                ) -> tuple[problem_lib.Problem, jax.Array, jax.Array | None, tuple[jax.Array, jax.Array | None]]:

@@ -282,15 +282,22 @@ class Prelude(Protocol):
 
   `prelude(problem, key, targets) -> (problem, key, targets, released)`: the problem the runs
   see (e.g. its features clipped to a released bound and `M_j = beta B_j^2`), the runs' key,
-  the targets (or None) and the released public values (`Result.released`). Its releases are
-  accounted by the caller (their ledger is in `fit`'s `prior`). For a solver that reads the
-  smoothness, the problem it returns must have a public one (`smoothness_source` "declared" or
-  "feature_bound", checked when the program is traced). `in_place`: the caller gives up the
-  features' buffer, which then holds the prelude's features (no second copy of X).
+  the targets (or None) and the released public values (`Result.released`). `ledger`: its
+  releases' privacy ledger (host), which `fit` composes with the runs in the one ledger it
+  calibrates. For a solver that reads the smoothness, the problem it returns must have a public
+  one (`smoothness_source` "declared" or "feature_bound", checked when the program is traced).
+  A prelude is trusted code: the check reads that label, not the values, so a prelude must
+  compute the runs' smoothness from public values and its own accounted releases only (the
+  package's two, `budget.FeatureBoundRelease` and the estimators' `Releases`, do).
+  `in_place`: the caller gives up the features' buffer, which then holds the prelude's features
+  (no second copy of X).
   """
 
   @property
   def in_place(self) -> bool: ...
+
+  @property
+  def ledger(self) -> Any: ...
 
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Any]: ...

@@ -93,6 +93,10 @@ class FeatureBoundRelease:
   epsilon: Any
   in_place = False
 
+  @property
+  def ledger(self) -> ledger_lib.Ledger:
+    return ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1))
+
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:
     key_bound, key_run = jax.random.split(key)
@@ -139,8 +143,8 @@ def private_fit(
       (e.g. one-vs-rest), and `solver_ledger` must count the K runs.
     prelude: None, or the releases to make before the runs in the runs' program (a
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], e.g. the estimators' feature and target bounds), whose
-      ledger is in `prior`; it sets the problem's public smoothness (a problem whose
-      smoothness source is "data" then gets no release of its own). Without it, a problem
+      `ledger` joins the one ledger (after `prior`); it sets the problem's public smoothness (a
+      problem whose smoothness source is "data" then gets no release of its own). Without it, a problem
       with no public smoothness gets a feature bound released by
       [`FeatureBoundRelease`][dpgcd_jax.solvers.budget.FeatureBoundRelease], a share `bound_share` of `epsilon`.
     **options: the run's static options (validated), as in the solvers' `run`.
@@ -154,11 +158,11 @@ def private_fit(
   _config.enable_compilation_cache()
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
                                         uses_smoothness=solver.uses_smoothness, released=prelude is not None)
-  # The bound's epsilon as the mechanism runs it (in the features' dtype), and so as it is accounted.
-  bound_epsilon = float(problem.XT.dtype.type(float(epsilon) * float(bound_share))) if needs_bound else 0.0
+  if needs_bound:  # its epsilon as the mechanism runs it (in the features' dtype), and so as it is accounted
+    prelude = FeatureBoundRelease(problem.XT.dtype.type(float(epsilon) * float(bound_share)))
   spent = ledger_lib.Ledger() if prior is None else prior
-  if needs_bound:
-    spent = spent + ledger_lib.Ledger.of(("feature bound", events.PureDp(bound_epsilon), 1))
+  if prelude is not None:
+    spent = spent + prelude.ledger
   if targets is not None:
     targets = _validate.on_device(targets, problem.y.dtype)
     if targets.ndim != 2 or targets.shape[1] != problem.num_examples:
@@ -166,10 +170,8 @@ def private_fit(
                        f"targets.shape={targets.shape}.")
 
   scale, report = calibrated(lambda scale: spent + solver_ledger(scale), epsilon, delta,
-                             key=cache_key + (bound_epsilon,) + prior_key)
+                             key=cache_key + prior_key + (None if prelude is None else prelude.ledger,))
   params = base.cast_params(solver, problem, params_at(scale))
-  if needs_bound:
-    prelude = FeatureBoundRelease(problem.XT.dtype.type(bound_epsilon))
 
   def run(key: Array) -> Result:
     return base.compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,
@@ -183,7 +185,7 @@ def private_fit(
   if not solver.uses_smoothness:
     note = "smoothness: not used"
   elif prelude is not None and not needs_bound:
-    note = "smoothness: M_j = beta B_j^2 from the feature bounds released before the run (their entries above)"
+    note = "smoothness: M_j = beta B_j^2 from public feature bounds B_j (declared, or released: entries above)"
   else:
     note = _smoothness_note(problem, needs_bound)
   return result._replace(privacy=report.with_notes(note))

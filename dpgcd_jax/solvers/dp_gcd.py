@@ -289,7 +289,7 @@ def fit(
       the result's leaves get a leading axis K.
     prelude: None, or releases to make before the runs, in their program (a
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
-      estimators' bounds), whose ledger is in `prior`.
+      estimators' bounds), whose `ledger` joins the one ledger.
     clipping_mode: "coordinate" (the paper's) or "derivative" (GLM losses: the scalar
       `phi'` is clipped, the same sensitivity; see [`run`][dpgcd_jax.solvers.dp_gcd.run]). A problem without a public
       smoothness gets its feature bound released first, so "derivative" applies to it.

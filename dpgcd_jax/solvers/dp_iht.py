@@ -305,7 +305,7 @@ def fit(
     targets: None, or (K, n) targets on the same features: one run per row, composed.
     prelude: None, or releases to make before the runs, in their program (a
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
-      estimators' bounds), whose ledger is in `prior`.
+      estimators' bounds), whose `ledger` joins the one ledger.
     clipping_mode: see [`run`][dpgcd_jax.solvers.dp_iht.run].
 
   Returns:

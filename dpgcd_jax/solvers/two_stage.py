@@ -345,7 +345,7 @@ def fit(
       with its own support), composed.
     prelude: None, or releases to make before the runs, in their program (a
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
-      estimators' bounds), whose ledger is in `prior`.
+      estimators' bounds), whose `ledger` joins the one ledger.
 
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.

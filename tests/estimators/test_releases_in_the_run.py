@@ -150,6 +150,7 @@ def test_dp_fw_in_x64_with_float64_features_fits():
 @dataclasses.dataclass(frozen=True)
 class _ReleasesNothing:
   in_place = False
+  ledger = dg.privacy.Ledger()
 
   def __call__(self, problem, key, targets):
     return problem, key, targets, None
@@ -166,3 +167,47 @@ def test_a_prelude_that_leaves_the_smoothness_private_is_refused(make_kwargs):
     warnings.simplefilter("ignore", dg.PrivacyLeakWarning)
     with pytest.raises(ValueError, match="public smoothness.*smoothness_source='data"):
       dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, prelude=_ReleasesNothing())
+
+
+def test_fit_accounts_the_ledger_of_a_prelude_it_is_given():
+  """A prelude's releases join the one ledger by its `ledger` (the second review: passed
+  without `prior`, a prelude's release went unaccounted and the report said epsilon 1)."""
+  from dpgcd_jax.solvers import budget  # pylint: disable=import-outside-toplevel
+  X, y = _data(n=200, p=6, seed=5)
+  problem = dg.make_problem(X, y - 0.5, "squared")
+  result = dg.dp_gcd.fit(problem, jax.random.key(1), epsilon=1.0, delta=1e-5, passes=10,
+                         prelude=budget.FeatureBoundRelease(np.float32(0.5)))
+  entries = {e.label: e.event for e in result.privacy.entries}
+  assert entries["feature bound"] == dg.privacy.PureDp(0.5)
+  assert result.privacy.epsilon <= 1.0 + 1e-9
+
+
+def test_half_precision_features_compute_in_float32():
+  """float16 counts are inexact past 2048 (neighbouring counts could land 2 apart, sensitivity 1
+  accounted): a problem computes in float32 at least (the second review)."""
+  X, y = _data(n=100, p=3, seed=6)
+  problem = dg.make_problem(X.astype(np.float16), y - 0.5, "squared")
+  assert problem.XT.dtype == np.float32 and problem.y.dtype == np.float32
+
+
+@pytest.mark.parametrize("estimator", [dg.estimators.DPGCDClassifierCV, dg.estimators.DPGCDRegressorCV])
+def test_a_sparse_entry_beyond_the_float32_range_warns_nothing_in_the_cv_estimators(estimator):
+  X, y = _data(n=300, p=5, seed=7)
+  X = np.where(np.abs(X) > 1.0, X, 0.0)
+  X[5, 2] = 1e39
+  y = y if estimator is dg.estimators.DPGCDClassifierCV else X[:, 0] - X[:, 4]
+  with warnings.catch_warnings():
+    warnings.simplefilter("error", RuntimeWarning)
+    estimator(feature_bound=3.0, epsilon=1.0, random_state=0, param_grid={"clip": [0.5, 1.0]}).fit(
+        scipy.sparse.csr_matrix(X), y)
+
+
+def test_run_on_a_layout_without_its_bounds_raises_naming_the_cause():
+  X, _ = _data(n=50, p=3, seed=8)
+  layout = dg.problem.columns(X, np.float32)
+  problem = dg.problem.from_columns(layout, np.zeros(50), "squared", feature_bound=None, num_examples=50,
+                                    num_features=3)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.PrivacyLeakWarning)
+    with pytest.raises(ValueError, match="smoothness is NaN.*from_columns"):
+      dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(0.5, 1.0, 1.0, 1.0), passes=2)
