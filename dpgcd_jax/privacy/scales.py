@@ -286,9 +286,10 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
       of the unpadded data, so the release (and its noise draws, of shape (p,)) is the
       unpadded one for the same key. A traced `num_features` (one program for every `p` of
       a layout) keeps the `P` rows: the first `p` are the release above (JAX's partitionable
-      threefry (`jax_threefry_partitionable`, the default of recent JAX versions) draws entry `j` from `j` alone: the same draws and indices, the
-      noisy counts equal up to float rounding; with `jax_threefry_partitionable=False` the
-      draws differ, equally private), the rest NaN.
+      threefry, `jax_threefry_partitionable`, the default of recent JAX versions, draws entry
+      `j` from `j` alone: the same draws and indices, the noisy counts equal up to float
+      rounding; with `jax_threefry_partitionable=False` the draws differ, equally private),
+      the rest NaN.
 
   Returns:
     (p,) bounds `B_j`, grid values ((P,) for a traced `num_features`, NaN beyond `p`).
