@@ -39,6 +39,7 @@ import jax
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import mechanisms
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import accounting
@@ -46,6 +47,7 @@ from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
 from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_gcd
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
 
@@ -89,7 +91,7 @@ def default_grid(n: int, p: int, epsilon: float) -> dict[str, list[Any]]:
   repetitions), and on breast_cancer a 3 x 3 grid that adds `clip` in {0.03, 0.1, 0.3}
   lost 0.01 to 0.05 of accuracy against this one (epsilon = 5 and 1).
   """
-  steps = _linear.auto_max_iter(n, p, epsilon)
+  steps = _linear.auto_greedy_steps(n, epsilon)
   return {"max_iter": sorted({max(1, round(steps / 3)), steps, min(3000, 3 * steps)})}
 
 
@@ -203,16 +205,19 @@ class _SearchMixin(_linear.DPGCDBase):
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
     steps = sorted({h.max_iter * len(targets) for h in hypers})
     selection_name, update_name = self._mechanisms()
+    released_curvature = self._curvature_option() == "released"
 
     def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
       parts = tuple(accounting.gcd_ledger(u * math.sqrt(t), u * math.sqrt(t), steps=t,
                                           selection=selection_name, update=update_name)
+                    + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
+                        u * math.sqrt(t) * dp_gcd.CURVATURE_RATIO), t)) if released_curvature else ledger_lib.Ledger())
                     for t in steps)
       return parts + (ledger_lib.Ledger.of(("score", events.Laplace(math.sqrt(2.0) / u), 1)),)
 
     u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
-        cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name))
+        cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())

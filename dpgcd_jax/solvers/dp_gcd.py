@@ -44,6 +44,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
@@ -55,6 +56,7 @@ from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import greedy
 
 Array = jax.Array
+CURVATURE_RATIO = 2.0
 
 
 class Params(NamedTuple):
@@ -69,12 +71,16 @@ class Params(NamedTuple):
       thresholds; `inf` disables clipping (only with zero noise).
     selection_noise: `b` >= 0, selection noise in units of `Delta_bar`.
     update_noise: `s` >= 0, update noise in units of `Delta_j`.
+    curvature_noise: >= 0, the noise of the released curvature of the selected coordinate
+      (`curvature="released"`, [`dpgcd_jax.curvature`][]) in units of its sensitivity;
+      unused with `curvature="public"`.
   """
 
   step_size: Any = 1.0
   clip: Any = jnp.inf
   selection_noise: Any = 0.0
   update_noise: Any = 0.0
+  curvature_noise: Any = 0.0
 
 
 State = _coordinate.State
@@ -103,6 +109,7 @@ def step(
     update: str = "laplace",
     rule: str = "gs-s",
     clipping_mode: str = "coordinate",
+    curvature: str = "public",
 ) -> tuple[State, Info]:
   """One DP-GCD iteration (pure, jittable): the new state and the selected coordinate.
 
@@ -112,7 +119,7 @@ def step(
     problem: from [`dpgcd_jax.make_problem`][].
     params: [`Params`][dpgcd_jax.solvers.dp_gcd.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_gcd.run] validates and
       casts them).
-    selection, update, rule, clipping_mode: static; see [`run`][dpgcd_jax.solvers.dp_gcd.run].
+    selection, update, rule, clipping_mode, curvature: static; see [`run`][dpgcd_jax.solvers.dp_gcd.run].
 
   Returns:
     `(State, Info)`.
@@ -124,11 +131,32 @@ def step(
     thresholds = jnp.where(mask, thresholds, 1.0)  # the exact sums is decided by the true ones
   gradient = lambda touched=False: problem_lib.clipped_gradient(  # noqa: E731
       problem, state.w, state.margins, thresholds, clipping_mode, touched)
+
+  def update_at(key_update, j, g_j, ok=True):
+    """The private step of the selected `j`: by `gamma / M_j` (public), or by `gamma / hat M_j`
+    with `hat M_j` released (`curvature="released"`, [`dpgcd_jax.curvature`][])."""
+    M_step = M
+    if curvature == "released":
+      privatize = lambda k, value, multiplier, sens: greedy.privatize(k, value, multiplier, sens, update=update)
+      M_j = curvature_lib.released_smoothness(privatize, jax.random.fold_in(key, 2), problem, j,
+                                              params.curvature_noise)
+      M_step = M.at[j].set(M_j)
+    return greedy.private_update(key_update, j, g_j, state.w, M_step, thresholds, problem.mean_count,
+                                 problem.penalty, params.step_size, params.update_noise, ok, update=update)
+
   if not _closed_form_applies(problem, selection):
-    j, new_wj = greedy.private_coordinate_step(
-        key, gradient(), state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
-        params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
-        column_mask=problem.column_mask)
+    if curvature == "public":
+      j, new_wj = greedy.private_coordinate_step(
+          key, gradient(), state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
+          params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
+          column_mask=problem.column_mask)
+    else:  # the same draws as private_coordinate_step, the step from the released curvature
+      key_select, key_update = jax.random.split(key)
+      g = gradient()
+      j, ok = greedy.select_checked(key_select, g, state.w, M, problem.penalty, params.selection_noise,
+                                    greedy.selection_sensitivity(thresholds, M, problem.mean_count, mask),
+                                    selection=selection, rule=rule, column_mask=mask)
+      new_wj = update_at(key_update, j, g[j], ok)
     return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
   # Sparse features with empty ones, no penalty: the closed-form draw of the empty features'
   # noise (greedy, "Sparse features") when l2 = 0 (a public value), else the full path.
@@ -146,9 +174,7 @@ def step(
     return j, g[j]
 
   j, g_j = jax.lax.cond(problem.l2 == 0, stored, full, None)
-  new_wj = greedy.private_update(key_update, j, g_j, state.w, M, thresholds, problem.mean_count, problem.penalty,
-                                 params.step_size, params.update_noise, update=update)
-  return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
+  return _coordinate.set_coordinate(problem, state, j, update_at(key_update, j, g_j)), Info(j)
 
 
 def _closed_form_applies(problem: problem_lib.Problem, selection: Any) -> bool:
@@ -162,7 +188,8 @@ def _closed_form_applies(problem: problem_lib.Problem, selection: Any) -> bool:
           and type(mechanisms.selection(selection)) in (mechanisms.LaplaceNoisyMax, mechanisms.GumbelMax))
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"), padded=True)
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise", "curvature_noise"),
+                     padded=True)
 
 
 def run(
@@ -177,6 +204,7 @@ def run(
     clipping_mode: str = "coordinate",
     store_objective: bool = False,
     secure_noise: bool = False,
+    curvature: str = "public",
 ) -> base.Result:
   """Runs `passes` DP-GCD iterations (one iteration = one pass over the data) under jit.
 
@@ -197,6 +225,10 @@ def run(
       exact discrete counterparts on a public grid ("laplace" -> "discrete_laplace",
       "gaussian" -> "discrete_gaussian"; "gumbel" raises), see `dpgcd_jax.mechanisms`.
       The multipliers keep their meaning (the same events bound the discrete mechanisms).
+    curvature: "public" (steps `gamma / M_j` from the problem's public smoothness) or
+      "released": each iteration also releases the second moment of the selected feature with
+      the update mechanism at `params.curvature_noise` and steps by `gamma / hat M_j`
+      ([`dpgcd_jax.curvature`][]; needs a GLM loss with a public feature bound).
 
   Returns:
     A [`dpgcd_jax.Result`][]: the final iterate and the trace (selected coordinates,
@@ -214,8 +246,9 @@ def run(
   selection, update = _resolve(selection, update, secure_noise)
   _check_names(selection, update, rule)
   problem_lib.check_clipping_mode(problem, clipping_mode)
+  curvature_lib.check(problem, curvature)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
-                  selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)
+                  selection=selection, update=update, rule=rule, clipping_mode=clipping_mode, curvature=curvature)
 
 
 def _resolve(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
@@ -251,6 +284,8 @@ def fit(
     prelude: Any = None,
     secure_noise: bool = False,
     clipping_mode: str = "coordinate",
+    curvature: str = "public",
+    curvature_ratio: float = CURVATURE_RATIO,
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD: the private path from data to model, with default arguments.
 
@@ -296,6 +331,12 @@ def fit(
     secure_noise: floating-point-safe noise (see [`run`][dpgcd_jax.solvers.dp_gcd.run]); the ledger then holds the
       discrete mechanisms' events (`PureDp` selection, `DiscreteLaplace` or
       `DiscreteGaussian` update) and calibrates them.
+    curvature: "public" or "released" (see [`run`][dpgcd_jax.solvers.dp_gcd.run]): with "released" the ledger
+      gains the entry "curvature", the update mechanism at `curvature_ratio` times the update
+      multiplier, once per iteration.
+    curvature_ratio: the curvature release's multiplier over the update's, > 0 (default
+      `CURVATURE_RATIO = 2`: Gaussian updates at equal selection and update multipliers give
+      the curvature a ninth of the run's zCDP budget).
 
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
@@ -307,19 +348,27 @@ def fit(
   selection, update = _resolve(selection, update, secure_noise)
   _check_names(selection, update, rule)
   released = problem.smoothness_source == "data"  # fit releases a feature bound first
-  problem_lib.check_clipping_mode(
-      dataclasses.replace(problem, smoothness_source="feature_bound") if released else problem,
-      clipping_mode)
+  bounded = dataclasses.replace(problem, smoothness_source="feature_bound") if released else problem
+  problem_lib.check_clipping_mode(bounded, clipping_mode)
+  curvature_lib.check(bounded, curvature)
+  _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
+  r_curv = float(curvature_ratio) * r_upd if curvature == "released" else 0.0
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs
+
+  def solver_ledger(scale: float) -> Any:
+    ledger = accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps, selection=selection, update=update)
+    if curvature == "released":
+      ledger = ledger.add("curvature", mechanisms.update(update).event(scale * r_curv), steps)
+    return ledger
+
   return budget.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size(scale * r_upd) if callable(step_size) else step_size,
-                                     clip, scale * r_sel, scale * r_upd),
-      solver_ledger=lambda scale: accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps,
-                                                        selection=selection, update=update),
-      cache_key=("dp_gcd", steps, selection, update, share), store_objective=store_objective,
-      prior=prior, prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude,
-      selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)
+                                     clip, scale * r_sel, scale * r_upd, scale * r_curv),
+      solver_ledger=solver_ledger, cache_key=("dp_gcd", steps, selection, update, share, curvature, r_curv),
+      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,), targets=targets,
+      prelude=prelude, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode,
+      curvature=curvature)

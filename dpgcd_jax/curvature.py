@@ -1,0 +1,105 @@
+"""Privately released coordinate curvature: the step `1 / M_j` of the selected coordinate.
+
+For a GLM loss `phi(<x, w>, y)` with `phi'' <= beta` the coordinate smoothness is
+`M_j = beta m_j + l2` with `m_j = (1/n) sum_i x_ij^2`, and greedy coordinate descent's
+theory step is `1 / M_j`. A public feature bound `|x_ij| <= B_j` only gives
+`m_j <= B_j^2`: for a binary word of frequency `q` that is `1 / q` too large, so every step
+is `1 / q` too short. DP-GCD therefore releases, at each iteration, the second moment of the
+coordinate it has just selected (and only that one), and steps by the released value:
+
+$$
+\\tilde m_{j_t} = \\frac1n \\sum_i \\big(x_{ij_t}^2 - B_{j_t}^2 / 2\\big) + \\frac{B_{j_t}^2}{2} + \\xi_t,
+\\qquad
+\\hat M_{j_t} = \\beta \\, \\mathrm{clip}\\big(\\tilde m_{j_t},\\ \\sigma_{j_t},\\ B_{j_t}^2\\big) + \\lambda_2 ,
+$$
+
+with `xi_t` the update mechanism's noise (Gaussian, Laplace or their discrete versions) at
+the multiplier `curvature_noise` times the sensitivity `Delta^M_j` below, and `sigma_j` that
+noise's scale (multiplier times sensitivity).
+
+Sensitivity (replace-one, `n` public). The features are clipped to the public bounds, so
+`x_ij^2 - B_j^2 / 2` lies in `[-B_j^2 / 2, B_j^2 / 2]`: the mean of these values, computed by
+[`dpgcd_jax.clipping.clipped_mean`][] (exact fixed-point sum, one rounding), moves by at most
+`Delta^M_j = mean_sensitivity(B_j^2 / 2, n)` (`B_j^2 / n` plus the rounding term) when one
+record is replaced; adding the public `B_j^2 / 2` is post-processing. The index `j_t` is a
+release of the same iteration (the selection), so the query is chosen adaptively from
+released values only: one curvature release per iteration is the update mechanism at
+multiplier `curvature_noise`, composed over the `T` iterations in the run's ledger (entry
+"curvature", [`dpgcd_jax.solvers.dp_gcd.fit`][]).
+
+The clip to `[sigma_j, B_j^2]` is post-processing: `B_j^2` is the public upper bound (the
+release never makes a step shorter than the public one), and the floor `sigma_j` (the noise
+scale, a public quantity) bounds every step by `1 / (beta sigma_j)`: an estimate below the
+noise is mostly noise, and a step from it would be unbounded.
+
+Why lazily (one release per iteration) rather than all `p` moments at once: the `p` moments
+form a vector of l2 sensitivity `sqrt(p) B^2 / n`, so releasing all of them at one budget
+costs a noise `sqrt(p / T)` times larger per moment than `T` releases of one moment each
+(`T` = 10-20 iterations, `p` in the thousands: 15-30x), and DP-GCD only ever steps on the
+`T` coordinates it selects. A shared scale (one number for every feature) cannot suit the
+intercept and rare words together. Measured: `benchmarks/results/high_dim.md`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from dpgcd_jax import clipping
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import sparse
+
+Array = jax.Array
+OPTIONS = ("public", "released")
+
+
+def column_squares(problem: problem_lib.Problem, j: Array) -> Array:
+  """`x_ij^2` of the (clipped) feature `j` for every stored record, (N,), padded records 0."""
+  XT = problem.XT
+  if isinstance(XT, sparse.SparseColumns):
+    rows, vals = XT.column(j)
+    return jnp.zeros(XT.shape[1], XT.dtype).at[rows].add(vals * vals)
+  return jnp.square(jax.lax.dynamic_index_in_dim(XT, j, axis=0, keepdims=False))
+
+
+def moment_sensitivity(bound_sq: Array, num_examples: int | Array) -> Array:
+  """`Delta^M_j`: the replace-one sensitivity of the computed second moment (module docstring)."""
+  return clipping.mean_sensitivity(bound_sq / 2, num_examples)
+
+
+def second_moment(problem: problem_lib.Problem, j: Array, bound_sq: Array) -> Array:
+  """`(1/n) sum_i x_ij^2` over the true records, as the shifted exact mean of the module docstring."""
+  squares = column_squares(problem, j)
+  half = bound_sq / 2
+  true = jnp.arange(squares.shape[0]) < problem.mean_count
+  shifted = jnp.where(true, squares - half, 0.0)
+  return clipping.clipped_mean(shifted[None, :], half[None], count=problem.mean_count)[0] + half
+
+
+def released_smoothness(privatize: Any, key: Array, problem: problem_lib.Problem, j: Array, multiplier: Array) -> Array:
+  """`hat M_j` (module docstring): the released curvature of the selected coordinate `j`.
+
+  `privatize(key, value, multiplier, sensitivity)` is the run's update mechanism
+  ([`dpgcd_jax.solvers.greedy.privatize`][] with its `update`); NaN (a failed discrete draw, an
+  invalid multiplier) propagates: the step is then NaN (fail closed).
+  """
+  beta = jnp.asarray(problem.curvature, problem.smoothness.dtype)
+  bound_sq = problem.smoothness[j] / beta  # M_j = beta B_j^2: the public bound's square
+  sensitivity = moment_sensitivity(bound_sq, problem.mean_count)
+  noisy = privatize(key, second_moment(problem, j, bound_sq), multiplier, sensitivity)
+  floor = jnp.minimum(multiplier * sensitivity, bound_sq)
+  return beta * jnp.clip(noisy, floor, bound_sq) + problem.l2
+
+
+def check(problem: problem_lib.Problem, curvature: Any) -> str:
+  """`curvature` validated against the problem: "released" needs a GLM loss with a public
+  feature bound (the bound on `x_ij^2` the sensitivity uses)."""
+  if not (isinstance(curvature, str) and curvature in OPTIONS):
+    raise ValueError(f"Expected curvature in {OPTIONS}, got curvature={curvature!r}.")
+  if curvature == "released" and not (problem.loss.is_glm and problem.smoothness_source == "feature_bound"):
+    raise ValueError(f"Expected a GLM loss with a public feature bound (make_problem(..., feature_bound=B)) "
+                     f"with curvature='released', got loss {problem.loss.name!r} with "
+                     f"smoothness_source={problem.smoothness_source!r}; use curvature='public'.")
+  return curvature
