@@ -8,9 +8,10 @@ is `1 / q` too short. DP-GCD therefore releases, at each iteration, the second m
 coordinate it has just selected (and only that one), and steps by the released value:
 
 $$
-\\tilde m_{j_t} = \\frac1n \\sum_i \\big(x_{ij_t}^2 - B_{j_t}^2 / 2\\big) + \\frac{B_{j_t}^2}{2} + \\xi_t,
+\\tilde m_{j_t} = \\Big[\\frac1n \\sum_i \\big(x_{ij_t}^2 - B_{j_t}^2 / 2\\big) + \\xi_t\\Big] + \\frac{B_{j_t}^2}{2},
 \\qquad
-\\hat M_{j_t} = \\beta \\, \\mathrm{clip}\\big(\\tilde m_{j_t},\\ \\sigma_{j_t},\\ B_{j_t}^2\\big) + \\lambda_2 ,
+\\hat M_{j_t} = \\beta \\, \\mathrm{clip}\\big(\\tilde m_{j_t} + 3 \\sigma_{j_t},\\ \\sigma_{j_t},\\ B_{j_t}^2\\big)
+  + \\lambda_2 ,
 $$
 
 with `xi_t` the update mechanism's noise (Gaussian, Laplace or their discrete versions) at
@@ -21,16 +22,22 @@ Sensitivity (replace-one, `n` public). The features are clipped to the public bo
 `x_ij^2 - B_j^2 / 2` lies in `[-B_j^2 / 2, B_j^2 / 2]`: the mean of these values, computed by
 [`dpgcd_jax.clipping.clipped_mean`][] (exact fixed-point sum, one rounding), moves by at most
 `Delta^M_j = mean_sensitivity(B_j^2 / 2, n)` (`B_j^2 / n` plus the rounding term) when one
-record is replaced; adding the public `B_j^2 / 2` is post-processing. The index `j_t` is a
+record is replaced. The noise is added to that shifted mean itself; the public `B_j^2 / 2` is
+added to the noisy value (post-processing). Adding it before the noise would put one more
+float rounding, of up to an ulp of `B_j^2`, inside the query: measured 1.0125 x the bound at
+n = 10^6 (tested). The index `j_t` is a
 release of the same iteration (the selection), so the query is chosen adaptively from
 released values only: one curvature release per iteration is the update mechanism at
 multiplier `curvature_noise`, composed over the `T` iterations in the run's ledger (entry
 "curvature", [`dpgcd_jax.solvers.dp_gcd.fit`][]).
 
-The clip to `[sigma_j, B_j^2]` is post-processing: `B_j^2` is the public upper bound (the
-release never makes a step shorter than the public one), and the floor `sigma_j` (the noise
-scale, a public quantity) bounds every step by `1 / (beta sigma_j)`: an estimate below the
-noise is mostly noise, and a step from it would be unbounded.
+The shift and the clip are post-processing. The shift by `MARGIN = 3` noise scales makes the
+released moment an upper confidence bound: overestimating `M_j` only shortens the step, while
+underestimating it by a factor `r` makes the step `r` times the theory step, which overshoots
+(measured on a dense 4-feature regression, n = 300, eps = 5: R^2 from -1.9 to 0.93 over keys
+without the shift, 0.85 to 0.99 with it, `T` from 5 to 50). `B_j^2` is the public upper bound
+(the release never makes a step shorter than the public one), and the floor `sigma_j` (the
+noise scale, a public quantity) bounds every step by `1 / (beta sigma_j)`.
 
 Why lazily (one release per iteration) rather than all `p` moments at once: the `p` moments
 form a vector of l2 sensitivity `sqrt(p) B^2 / n`, so releasing all of them at one budget
@@ -53,6 +60,7 @@ from dpgcd_jax import sparse
 
 Array = jax.Array
 OPTIONS = ("public", "released")
+MARGIN = 3.0  # the upper-confidence shift of the released moment, in units of its noise scale
 
 
 def column_squares(problem: problem_lib.Problem, j: Array) -> Array:
@@ -69,13 +77,14 @@ def moment_sensitivity(bound_sq: Array, num_examples: int | Array) -> Array:
   return clipping.mean_sensitivity(bound_sq / 2, num_examples)
 
 
-def second_moment(problem: problem_lib.Problem, j: Array, bound_sq: Array) -> Array:
-  """`(1/n) sum_i x_ij^2` over the true records, as the shifted exact mean of the module docstring."""
+def shifted_moment(problem: problem_lib.Problem, j: Array, bound_sq: Array) -> Array:
+  """`(1/n) sum_i (x_ij^2 - B_j^2 / 2)` over the true records: the exact clipped mean the
+  release perturbs (module docstring); the second moment is this plus `B_j^2 / 2`."""
   squares = column_squares(problem, j)
   half = bound_sq / 2
   true = jnp.arange(squares.shape[0]) < problem.mean_count
   shifted = jnp.where(true, squares - half, 0.0)
-  return clipping.clipped_mean(shifted[None, :], half[None], count=problem.mean_count)[0] + half
+  return clipping.clipped_mean(shifted[None, :], half[None], count=problem.mean_count)[0]
 
 
 def released_smoothness(privatize: Any, key: Array, problem: problem_lib.Problem, j: Array, multiplier: Array) -> Array:
@@ -88,9 +97,9 @@ def released_smoothness(privatize: Any, key: Array, problem: problem_lib.Problem
   beta = jnp.asarray(problem.curvature, problem.smoothness.dtype)
   bound_sq = problem.smoothness[j] / beta  # M_j = beta B_j^2: the public bound's square
   sensitivity = moment_sensitivity(bound_sq, problem.mean_count)
-  noisy = privatize(key, second_moment(problem, j, bound_sq), multiplier, sensitivity)
-  floor = jnp.minimum(multiplier * sensitivity, bound_sq)
-  return beta * jnp.clip(noisy, floor, bound_sq) + problem.l2
+  noisy = privatize(key, shifted_moment(problem, j, bound_sq), multiplier, sensitivity) + bound_sq / 2
+  scale = multiplier * sensitivity
+  return beta * jnp.clip(noisy + MARGIN * scale, jnp.minimum(scale, bound_sq), bound_sq) + problem.l2
 
 
 def check(problem: problem_lib.Problem, curvature: Any) -> str:

@@ -83,15 +83,16 @@ def check_param_grid(param_grid: Any, allowed: Sequence[str]) -> list[dict[str, 
   return candidates
 
 
-def default_grid(n: int, p: int, epsilon: float) -> dict[str, list[Any]]:
-  """`max_iter` in {T / 3, T, 3 T}, `T` the "auto" rule of the estimators.
+def default_grid(n: int, epsilon: float, unit: float = _linear.AUTO_STEPS_UNIT) -> dict[str, list[Any]]:
+  """`max_iter` in {T / 3, T, 3 T}, `T` the "auto" rule of the estimators
+  ([`auto_greedy_steps`][dpgcd_jax.estimators._linear.auto_greedy_steps] with `unit`).
 
-  Public: `n` (training rows), `p` (coordinates), `epsilon`. Three candidates: every
+  Public: `n` (training rows), `epsilon`. Three candidates: every
   candidate costs budget (the noise per repetition grows with the mean number of
   repetitions), and on breast_cancer a 3 x 3 grid that adds `clip` in {0.03, 0.1, 0.3}
   lost 0.01 to 0.05 of accuracy against this one (epsilon = 5 and 1).
   """
-  steps = _linear.auto_greedy_steps(n, epsilon)
+  steps = _linear.auto_greedy_steps(n, epsilon, unit)
   return {"max_iter": sorted({max(1, round(steps / 3)), steps, min(3000, 3 * steps)})}
 
 
@@ -184,7 +185,7 @@ class _SearchMixin(_linear.DPGCDBase):
                        f"for n={n}.")
     grid = self.param_grid
     if grid is None:
-      grid = default_grid(n - n_val, p + bool(self.fit_intercept), epsilon)
+      grid = default_grid(n - n_val, epsilon, self._steps_unit)
     candidates = check_param_grid(grid, SEARCHABLE)
     mean = float(len(candidates) if self.mean_repetitions is None else self.mean_repetitions)
     shape = float(self.repetition_shape)
@@ -217,7 +218,8 @@ class _SearchMixin(_linear.DPGCDBase):
 
     u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
-        cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature))
+        cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature,
+                   dp_gcd.CURVATURE_RATIO))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())

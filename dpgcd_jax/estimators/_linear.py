@@ -72,9 +72,12 @@ PENALTIES = ("l1", "l2", "elasticnet", None)
 CLIPPINGS = ("derivative", "coordinate")
 AUTO = _released.AUTO
 AUTO_CLIP = 0.1
+# The classifier's clip when DP-GCD steps by the released curvature (measured: `released_step_size`).
+AUTO_CLIP_RELEASED = 0.25
 AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module of DPGCDRegressor)
 AUTO_MARGIN_STEP = 0.5
 AUTO_STEPS_UNIT = 80.0
+AUTO_STEPS_UNIT_REGRESSION = 25.0  # a real target carries more signal per record than a label
 AUTO_STEPS_MIN, AUTO_STEPS_MAX = 5, 100
 
 # The private solvers an estimator can run (``solver=``), and the keys of ``solver_params`` each
@@ -115,23 +118,45 @@ def auto_max_iter(n: int, p: int, epsilon: float) -> int:
   return int(min(1000, max(10, round(n * epsilon / math.sqrt(p)))))
 
 
-def auto_greedy_steps(n: int, epsilon: float) -> int:
-  """Default `T` of DP-GCD: `round(sqrt(n epsilon / AUTO_STEPS_UNIT))` in
-  [AUTO_STEPS_MIN, AUTO_STEPS_MAX] (public: `n`, `epsilon`).
+def auto_greedy_steps(n: int, epsilon: float, unit: float = AUTO_STEPS_UNIT) -> int:
+  """Default `T` of DP-GCD: `round(sqrt(n epsilon / unit))` in [AUTO_STEPS_MIN, AUTO_STEPS_MAX]
+  (public: `n`, `epsilon`; `unit`: `AUTO_STEPS_UNIT` for a classifier,
+  `AUTO_STEPS_UNIT_REGRESSION` for a regressor).
 
   Greedy steps past the coordinates that matter only add noise, and each step's share of the
   budget shrinks as `1 / sqrt(T)`: `T` grows with the signal the budget can resolve, not with
   `p`. Measured (`benchmarks/bench_high_dim.py`, sparse binary, text-like and dense sets,
   `p` = 5000 and 20000, `n` from 2000 to 128000, eps = 1, curvature released): the best
   `T` of {5, 10, 20, 40, 80} was about 10 at `n eps = 8000` and 20 at 32000; the older
-  rule `n eps / sqrt(p)` gave 113 and 453 there, and a model near `w = 0`.
+  rule `n eps / sqrt(p)` gave 113 and 453 there, and a model near `w = 0`. A regressor's
+  real target resolves more steps: on a raw 5-feature regression (n = 5000, eps = 2, test
+  R^2 over 3 keys) T = 11 gave 0.79-0.81 and T = 20 0.96-0.97 (`unit` 25: T = 20).
   """
-  return int(min(AUTO_STEPS_MAX, max(AUTO_STEPS_MIN, round(math.sqrt(n * epsilon / AUTO_STEPS_UNIT)))))
+  return int(min(AUTO_STEPS_MAX, max(AUTO_STEPS_MIN, round(math.sqrt(n * epsilon / unit)))))
 
 
 def auto_step_size(clip: float, curvature: float) -> float:
-  """Default `gamma = max(1, AUTO_MARGIN_STEP beta / clip)` (see the class docstring)."""
+  """Default `gamma = max(1, AUTO_MARGIN_STEP beta / clip)` with steps from the public bounds
+  (see the class docstring)."""
   return max(1.0, AUTO_MARGIN_STEP * curvature / clip)
+
+
+def released_step_size(clip: float) -> float:
+  """Default `gamma = min(2, max(1, AUTO_MARGIN_STEP / clip))` when DP-GCD steps by the released
+  curvature `1 / hat M_j` (the theory step).
+
+  At `w = 0` the derivatives are about `AUTO_MARGIN_STEP` in size (`|phi'(0)| = 1/2` for the
+  logistic loss; a target in units of its bound), so a clip `c` below it shrinks every
+  gradient, hence every step, by `c / AUTO_MARGIN_STEP`: `gamma` undoes that shrink, up to 2,
+  the stability limit of a step `gamma / M_j` on a coordinate of curvature `M_j` (the released
+  `hat M_j` is an upper confidence bound, [`dpgcd_jax.curvature`][]). Measured
+  (`benchmarks/bench_high_dim.py` cells, accuracy over 2 keys, eps = 1): clip 0.25 with
+  `gamma = 2` gave text-like n = 32000 0.59 / 0.64, binary 8000 0.75 / 0.66, binary 32000
+  0.77 / 0.74, dense standardized 4000 0.72 / 0.75; clip 0.1 (`gamma` 1.25 or 2: with every
+  derivative clipped the model only scales) gave 0.51 / 0.52 (the majority class), 0.72 /
+  0.67, 0.62 / 0.58 and 0.71 / 0.74; clip 0.25 with `gamma = 1` 0.51 / 0.52 on text.
+  """
+  return min(2.0, max(1.0, AUTO_MARGIN_STEP / clip))
 
 
 def _known_curvature(loss: losses_lib.Loss) -> float:
@@ -265,6 +290,8 @@ class DPGCDBase(BaseEstimator):
 
   _curvature = 1.0
   _auto_clip = AUTO_CLIP
+  _auto_clip_released = AUTO_CLIP_RELEASED
+  _steps_unit = AUTO_STEPS_UNIT
   _noise_cap: float | None = None
 
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
@@ -315,7 +342,9 @@ class DPGCDBase(BaseEstimator):
     values = {k: override.get(k, getattr(self, k)) for k in Hyper._fields}
     for name in ("max_iter", "step_size", "clip"):
       _check_auto(name, values[name], integer=name == "max_iter")
-    clip = self._auto_clip if values["clip"] == AUTO else float(values["clip"])
+    released = self.solver == "dp_gcd" and self._curvature_option() == "released"
+    auto_clip = self._auto_clip_released if released else self._auto_clip
+    clip = auto_clip if values["clip"] == AUTO else float(values["clip"])
     p += bool(self.fit_intercept)
     if values["step_size"] != AUTO:
       step = float(values["step_size"])
@@ -324,6 +353,8 @@ class DPGCDBase(BaseEstimator):
       # at most about AUTO_MARGIN_STEP (measured in AUTO_RADIUS's setting: step 1 / 0.5 / 0.25 /
       # auto gave R^2 -2.7 / -0.17 / 0.25 / 0.56 at epsilon = 1, 0.44 / 0.78 / 0.85 / 0.90 at 5).
       step = auto_step_size(clip, self._curvature) / self._solver_params(p)["sparsity"]
+    elif released:
+      step = released_step_size(clip)
     else:
       step = auto_step_size(clip, self._curvature)
     if values["max_iter"] != AUTO:
@@ -331,7 +362,7 @@ class DPGCDBase(BaseEstimator):
     elif self.solver == "dp_cd":  # passes of p coordinate updates: about as many updates as DP-GCD's T
       steps = max(1, round(auto_max_iter(n, p, epsilon) / p))
     elif self.solver == "dp_gcd":
-      steps = auto_greedy_steps(n, epsilon)
+      steps = auto_greedy_steps(n, epsilon, self._steps_unit)
     else:
       steps = auto_max_iter(n, p, epsilon)
     return Hyper(steps, step, clip)
@@ -972,7 +1003,8 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     return [np.asarray(y, float)], ()
 
   _noise_cap = _released.NOISE_CAP
-  _auto_clip = AUTO_CLIP_REGRESSION
+  _auto_clip = _auto_clip_released = AUTO_CLIP_REGRESSION
+  _steps_unit = AUTO_STEPS_UNIT_REGRESSION
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef[0], float(intercept[0])

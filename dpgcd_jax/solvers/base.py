@@ -224,7 +224,7 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
   passes = check_run_inputs(problem, key, passes, dense_only=solver.dense_only)
   params = cast_params(solver, problem, params)
   if solver.uses_smoothness:
-    warn_if_not_public(problem, tuple(getattr(params, name) for name in solver.noises))
+    warn_if_not_public(problem, tuple(v for name in solver.noises if (v := getattr(params, name)) is not None))
     if problem.smoothness_source == "data":  # run is not private here (it warned when noisy)
       problem_lib.check_smoothness(problem)
   return compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,
@@ -422,9 +422,11 @@ def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negativ
   """Validates a hyperparameter NamedTuple and casts its leaves to `dtype` arrays.
 
   `positive` fields must be > 0 (`clip` may be inf), `non_negative` ones (the noise
-  multipliers) >= 0 and finite. `clip` must have shape () or (p,) and be finite when any
-  noise is added (an infinite clip means an infinite sensitivity).
+  multipliers) >= 0 and finite, or `None` for a multiplier the run's options do not use (no
+  leaf: it stays `None`). `clip` must have shape () or (p,) and be finite when any noise is
+  added (an infinite clip means an infinite sensitivity).
   """
+  non_negative = tuple(name for name in non_negative if getattr(params, name) is not None)
   for name in positive + non_negative:
     _validate.check_positive(name, getattr(params, name), allow_zero=name in non_negative,
                              allow_inf=name == "clip")

@@ -35,6 +35,7 @@ the same `T` mechanism invocations as `steps=T`.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 from typing import NamedTuple
 
@@ -73,14 +74,15 @@ class Params(NamedTuple):
     update_noise: `s` >= 0, update noise in units of `Delta_j`.
     curvature_noise: >= 0, the noise of the released curvature of the selected coordinate
       (`curvature="released"`, [`dpgcd_jax.curvature`][]) in units of its sensitivity;
-      unused with `curvature="public"`.
+      required there. With `curvature="public"` it is unused and may stay `None` (the
+      default: no leaf, so `jax.vmap` over a `Params` of the four other fields still works).
   """
 
   step_size: Any = 1.0
   clip: Any = jnp.inf
   selection_noise: Any = 0.0
   update_noise: Any = 0.0
-  curvature_noise: Any = 0.0
+  curvature_noise: Any = None
 
 
 State = _coordinate.State
@@ -247,8 +249,27 @@ def run(
   _check_names(selection, update, rule)
   problem_lib.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
+  _check_curvature_noise(params, curvature)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
                   selection=selection, update=update, rule=rule, clipping_mode=clipping_mode, curvature=curvature)
+
+
+def _check_curvature_noise(params: Any, curvature: str) -> None:
+  """`curvature="released"` needs `params.curvature_noise` (a ValueError naming it), and warns
+  (`PrivacyLeakWarning`) when it is 0 while the other multipliers add noise: the moments
+  would be released exactly."""
+  if curvature != "released":
+    return
+  noise = params[4] if len(params) > 4 else None
+  if noise is None:
+    raise ValueError("Expected params.curvature_noise (a multiplier >= 0) with curvature='released', "
+                     "got curvature_noise=None.")
+  others = params[2:4]
+  if all(_validate.is_concrete(v) for v in (noise, *others)) and np.all(np.asarray(noise) == 0) and any(
+      np.any(np.asarray(v) > 0) for v in others):
+    warnings.warn("run with curvature='released' and curvature_noise=0 while the selection or update adds "
+                  "noise: the selected features' second moments are released exactly (not private).",
+                  _validate.PrivacyLeakWarning, stacklevel=3)
 
 
 def _resolve(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:

@@ -23,7 +23,7 @@ from dpgcd_jax.estimators import _linear
 EPSILON = 5.0
 # The events each solver's runs add to the ledger (the declared bounds add none).
 EVENTS = {
-    "dp_gcd": {"selection", "update"},
+    "dp_gcd": {"selection", "update", "curvature"},  # the selected features' curvature, released
     "dp_fw": {"vertex selection"},
     "dp_iht": {"support selection", "update"},
     "two_stage": {"support selection", "selection", "update"},

@@ -1,0 +1,93 @@
+"""When does private high-dimensional learning pay? (dpgcd_jax.experiments.high_dim)
+
+Cells `(set, p, n)`, eps = 1, delta = 1/n^2, `SEEDS` seeds; columns: majority class,
+non-private L1 logistic regression (best of a C grid on the test rows: NOT private), the
+estimators' defaults (DP-GCD, its CV version, DP-FW, DP-IHT) and an oracle grid of DP-GCD
+runs (T x clip, best on the test rows: NOT private). Only `classes` and public declarations
+(`feature_bound=1` for the binary sets) are given. Writes `benchmarks/results/high_dim.md`,
+`high_dim.json` and `high_dim.png` (accuracy against `n eps`).
+
+Run: ``python benchmarks/bench_high_dim.py [--quick]`` (full: about an hour on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import time
+
+import numpy as np
+
+from dpgcd_jax.experiments import high_dim
+
+OUT = pathlib.Path(__file__).parent / "results"
+COLUMNS = ("majority", "l1", "dp_gcd", "dp_gcd_cv", "dp_fw", "dp_iht", "oracle")
+FULL = ([("binary", 5000, n) for n in (2000, 8000, 32000, 128000)] + [("binary", 20000, n) for n in (8000, 32000)]
+        + [("text", 5000, n) for n in (8000, 32000, 128000)] + [("dense_std", 5000, n) for n in (2000, 4000, 16000)]
+        + [("dense", 5000, n) for n in (4000, 16000)])
+QUICK = [("binary", 5000, 8000), ("text", 5000, 32000), ("dense_std", 5000, 4000)]
+
+
+def table(rows: list[dict]) -> str:
+  keys = sorted({(r["set"], r["p"], r["n"]) for r in rows}, key=lambda k: (k[0], k[1], k[2]))
+  head = "| set | p | n | " + " | ".join(COLUMNS) + " | DP-GCD fit (s) |"
+  lines = [head, "|" + "---|" * (len(COLUMNS) + 4)]
+  for key in keys:
+    cell = [r for r in rows if (r["set"], r["p"], r["n"]) == key]
+    mean = lambda c, cell=cell: np.mean([r[c] for r in cell if c in r]) if any(c in r for r in cell) else float("nan")
+    lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(f"{mean(c):.3f}" for c in COLUMNS)
+                 + f" | {mean('dp_gcd_seconds'):.1f} |")
+  return "\n".join(lines)
+
+
+def figure(rows: list[dict], path: pathlib.Path) -> None:
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  sets = sorted({(r["set"], r["p"]) for r in rows})
+  fig, axes = plt.subplots(1, len(sets), figsize=(4 * len(sets), 3.4), squeeze=False)
+  for ax, (name, p) in zip(axes[0], sets, strict=True):
+    cell = [r for r in rows if (r["set"], r["p"]) == (name, p)]
+    ns = sorted({r["n"] for r in cell})
+    for column, style in (("majority", "k:"), ("l1", "k--"), ("oracle", "c-."), ("dp_gcd", "b-o"),
+                          ("dp_gcd_cv", "g-s"), ("dp_fw", "r-^"), ("dp_iht", "m-v")):
+      ys = [np.mean([r[column] for r in cell if r["n"] == n and column in r] or [np.nan]) for n in ns]
+      label = column + (" (NOT private)" if column in ("l1", "oracle") else "")
+      ax.plot([n * r_eps for n, r_eps in zip(ns, [cell[0]["epsilon"]] * len(ns), strict=True)], ys, style,
+              label=label)
+    ax.set_xscale("log")
+    ax.set_title(f"{name}, p = {p}")
+    ax.set_xlabel("n epsilon")
+    ax.set_ylabel("test accuracy")
+  axes[0][0].legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--quick", action="store_true")
+  parser.add_argument("--seeds", type=int, default=2)
+  args = parser.parse_args()
+  cells = QUICK if args.quick else FULL
+  name = "high_dim_quick" if args.quick else "high_dim"
+  rows = []
+  for set_name, p, n in cells:
+    for seed in range(args.seeds):
+      start = time.perf_counter()
+      rows.append(high_dim.run(set_name, n=n, p=p, seed=seed, columns=COLUMNS))
+      print(rows[-1], f"{time.perf_counter() - start:.0f} s", flush=True)
+      (OUT / f"{name}.json").write_text(json.dumps(rows, indent=1))
+  text = (f"# High-dimensional benchmark (`python benchmarks/bench_high_dim.py{' --quick' if args.quick else ''}`)\n\n"
+          f"eps = 1, delta = 1/n^2, mean of {args.seeds} seeds, 4000 test rows. `l1` and `oracle` are NOT private "
+          f"(chosen on the test rows); every other column is private end to end.\n\n" + table(rows) + "\n")
+  (OUT / f"{name}.md").write_text(text)
+  figure(rows, OUT / f"{name}.png")
+  print(text)
+
+
+if __name__ == "__main__":
+  main()
