@@ -404,6 +404,45 @@ def snap(value: Array, gran: Array) -> Array:
   return jnp.round(value / gran)
 
 
+SCALE_MARGIN = 2.0**-16
+"""Relative margin of `integer_scale_above`."""
+
+
+def integer_scale_above(scale: Array) -> tuple[Array, Array]:
+  """`(t, valid)`: an int32 scale `t > scale`, strictly above the EXACT real that `scale` computes.
+
+  `t = floor(scale * (1 + 2^-16)) + 1`, in float32 or wider. Why the margin: `scale` is a
+  short float expression of public reals (a noise multiplier cast to float32, a square root,
+  a product, a quotient: at most four operations, each within 2 ulps, so within a relative
+  `2^-20` of the exact real in float32). The factor `1 + 2^-16` (exact in float32) is larger
+  than that error and than the rounding of the product itself, so `scale * (1 + 2^-16)` is
+  above the exact real, and `floor(.) + 1` strictly above it: the noise is never below the
+  accounted one (the relative cost, `2^-16`, is below the integer rounding's). `valid` is
+  False for a non-finite scale or one outside `[1, MAX_SCALE]` (`t` is then 1: the caller
+  fails closed).
+  """
+  scale = jnp.asarray(scale)
+  scale = scale.astype(jnp.promote_types(scale.dtype, jnp.float32))
+  return integer_scale(scale * (1.0 + SCALE_MARGIN), jnp.ones((), scale.dtype))
+
+
+QUERY_LIMIT = 2**29
+"""The clamp of `count_query`: a query plus any noise the
+samplers draw (`|z| < 65 MAX_SCALE < 2^22`) stays inside int32."""
+
+
+def count_query(counts: Array, rank: Array) -> Array:
+  """The exact integer query `clip(N - rank, -2^29, 2^29)` (int32) of counts `N` at a public rank.
+
+  Sensitivity: if every count moves by at most 1 between neighbours, so does its query
+  (subtracting a public integer, then clipping, are 1-Lipschitz maps of the integers). All of
+  it is int32 arithmetic: exact at any `n < 2^31` (a count in float32 rounds to even above
+  `2^24`, and neighbouring counts could then land 2 apart). `counts - rank` does not wrap
+  for `0 <= N, rank < 2^31`.
+  """
+  return jnp.clip(jnp.asarray(counts, _I32) - jnp.asarray(rank, _I32), -QUERY_LIMIT, QUERY_LIMIT)
+
+
 # ----------------------------------------------------------------------------------------
 # Closed-form PMFs (host side, NumPy; for tests and documentation).
 # ----------------------------------------------------------------------------------------

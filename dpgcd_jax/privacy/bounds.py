@@ -5,17 +5,36 @@ thresholds) to be public. Without a declaration, `fit` releases a bound `B` on t
 features with this mechanism, clips every entry of `X` to `[-B, B]` (a per-record
 transformation with the released `B`) and uses `M_j = beta B^2`.
 
-Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23): per record the statistic
-`s_i = max_j |x_ij|`; for the public geometric grid `b_k = 2^{k/4}`, `k = -64..64`
-(`2^-16 .. 2^16`), the counts `c_k = #{i : s_i <= b_k}` (sensitivity 1 under
-replace-one), the noisy threshold `T = ceil(q n) + Lap(2 / epsilon)` and noisy counts
-`c_k + Lap(4 / epsilon)`; `B` is the first `b_k` whose noisy count reaches `T` (the
-largest grid point if none does). This is `epsilon`-DP (pure), whatever the data; every
-query after the first success is ignored, so drawing all the noise at once is the same
-mechanism. The noise makes `B` land somewhat below the `q`-quantile at small
-`n epsilon` (more records clipped: bias, not a privacy loss); features above `2^16` are
-always clipped. A declared bound (`make_problem(..., feature_bound=B)`) is free and exact:
-prefer it whenever the features have a known range.
+Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23, on integers): per record the
+statistic `s_i = max_j |x_ij|`; for the public geometric grid `b_k = 2^{k/4}`,
+`k = -64..64` (`2^-16 .. 2^16`), the counts `c_k = #{i : s_i <= b_k}` and the exact integer
+queries `Q_k = clip(c_k - ceil(q n))` (sensitivity 1 under replace-one:
+`dpgcd_jax.discrete_noise.count_query`); an integer noisy threshold `rho`, discrete
+Laplace of scale `t_1 > 2 / epsilon`, and integer noises `nu_k`, discrete Laplace of scale
+`t_2 > 4 / epsilon` (`dpgcd_jax.discrete_noise.discrete_laplace`, the scales rounded up:
+[`above_threshold_scales`][dpgcd_jax.privacy.bounds.above_threshold_scales]); `B` is the
+first `b_k` with `Q_k + nu_k >= rho`, compared exactly in int32 (the largest grid point if
+none). This is `epsilon`-DP (pure), whatever the data; every query after the first success
+is ignored, so drawing all the noise at once is the same mechanism. The noise makes `B` land
+somewhat below the `q`-quantile at small `n epsilon` (more records clipped: bias, not a
+privacy loss); features above `2^16` are always clipped. A declared bound
+(`make_problem(..., feature_bound=B)`) is free and exact: prefer it whenever the features
+have a known range.
+
+Proof (the continuous proof, with sums over integers). Let `D'` be a neighbour, `Q'_k` its
+queries (`|Q'_k - Q_k| <= 1`), and fix the output `k`. `P_D(k) = sum_rho P(rho) prod_{j<k}
+P(nu_j < rho - Q_j) P(nu_k >= rho - Q_k)`. Substitute `rho = rho' - 1` (an integer shift):
+`P(rho' - 1) <= e^{1 / t_1} P(rho')`; for `j < k`, `rho' - 1 - Q_j <= rho' - Q'_j`, so each
+factor is at most `P(nu_j < rho' - Q'_j)`; and `rho' - 1 - Q_k >= rho' - Q'_k - 2`, so
+`P(nu_k >= rho' - 1 - Q_k) <= P(nu_k >= rho' - Q'_k - 2) <= e^{2 / t_2} P(nu_k >= rho' - Q'_k)`
+(the discrete Laplace's `P(Z >= a) <= e^{c / t} P(Z >= a + c)`). Hence
+`P_D(k) <= e^{1 / t_1 + 2 / t_2} P_D'(k) < e^{epsilon} P_D'(k)`; the output "none above"
+(released as the top point) has the bound `e^{1 / t_1}` the same way. Every value is an
+integer, so no float rounding enters (a float Laplace is not pure DP: its finite range makes
+events of probability 0 on one side). A sampler cap (probability `< 1e-18`, independent of
+the data) or a scale out of the sampler's range (`4 / epsilon >= MAX_SCALE`, i.e.
+`epsilon` below about 1.2e-4) releases NaN; the samplers' law deviates from the exact one elsewhere by
+less than `e^-64` per draw (`dpgcd_jax.discrete_noise`), not charged.
 """
 
 from __future__ import annotations
@@ -26,6 +45,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from dpgcd_jax import discrete_noise
 
 Array = jax.Array
 GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
@@ -60,24 +81,40 @@ def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *,
   then that of the unpadded statistic for the same key (the noise draws do not depend on `n`),
   and so is the privacy argument of the module docstring.
 
-  Arithmetic: each query is the exact integer `N_k - rank`, clamped to `[-2^23, 2^23]` (a
-  1-Lipschitz map: sensitivity still 1) so that it is exact in float32 at every `n` (a count
-  above 2^24 would otherwise round, and neighbouring counts could land 2 apart); the mechanism
-  compares `query_k + Lap(4 / epsilon) >= Lap(2 / epsilon)`, AboveThreshold on those queries.
+  Arithmetic: int32 throughout (module docstring): the counts, the queries
+  `clip(N_k - rank, -2^29, 2^29)` (1-Lipschitz: sensitivity still 1), the discrete Laplace
+  noises and the comparison `query_k + nu_k >= rho`, exact at every `n < 2^31`.
   """
-  dtype = record_max_abs.dtype
   if isinstance(padding, int) and not 0 <= padding < record_max_abs.shape[0]:
     raise ValueError(f"Expected 0 <= padding < {record_max_abs.shape[0]} (the statistic's length), got "
                      f"padding={padding}.")
-  grid = jnp.asarray(GRID, dtype)
+  grid = jnp.asarray(GRID, record_max_abs.dtype)
   # #{i : s_i <= b_k}: O(n K) comparisons, exact integers, no sort (a small program to compile).
   counts = jnp.sum(record_max_abs[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding
-  limit = 1 << 23
-  queries = jnp.clip(counts - jnp.asarray(rank, jnp.int32), -limit, limit).astype(dtype)
-  key_threshold, key_counts = jax.random.split(key)
-  epsilon = jnp.asarray(epsilon, dtype)
-  threshold = 2.0 / epsilon * jax.random.laplace(key_threshold, (), dtype)
-  noisy = queries + 4.0 / epsilon * jax.random.laplace(key_counts, grid.shape, dtype)
-  above = noisy >= threshold
-  index = jnp.where(jnp.any(above), jnp.argmax(above), grid.shape[0] - 1)
-  return jnp.where(epsilon > 0, grid[index], jnp.nan)
+  index = _above_threshold(key, discrete_noise.count_query(counts, rank), epsilon)
+  return jnp.where(index >= 0, grid[jnp.maximum(index, 0)], jnp.nan)
+
+
+@jax.jit
+def _above_threshold(key: Array, queries: Array, epsilon: Any) -> Array:
+  """AboveThreshold on the (K,) int32 queries: the first `k` with `Q_k + nu_k >= rho` (`K - 1`
+  if none), -1 when not valid (module docstring). Jitted: one program for every `n`."""
+  t_threshold, t_query, valid = above_threshold_scales(epsilon)
+  # One draw of K + 1 independent entries (one sampler in the program): the threshold's, then the queries'.
+  z = discrete_noise.discrete_laplace(key, jnp.append(t_threshold, jnp.full(queries.shape, t_query)),
+                                      (queries.size + 1,))
+  above = queries + z[1:] >= z[0]
+  index = jnp.where(jnp.any(above), jnp.argmax(above), queries.size - 1)
+  return jnp.where(valid & jnp.all(z != discrete_noise.FAILED), index, -1)
+
+
+def above_threshold_scales(epsilon: Any) -> tuple[Array, Array, Array]:
+  """`(t_1, t_2, valid)`: the int32 discrete Laplace scales `t_1 > 2 / epsilon` (threshold) and
+  `t_2 > 4 / epsilon` (queries), rounded up from the float quotients
+  (`dpgcd_jax.discrete_noise.integer_scale_above`; `epsilon` in float32 or wider, whatever
+  the features' dtype). `valid` is False for `epsilon <= 0`, NaN, or a scale out of the
+  sampler's range. Jittable."""
+  epsilon = jnp.asarray(epsilon, jnp.promote_types(jnp.result_type(epsilon), jnp.result_type(float)))
+  t_threshold, ok_threshold = discrete_noise.integer_scale_above(2.0 / epsilon)
+  t_query, ok_query = discrete_noise.integer_scale_above(4.0 / epsilon)
+  return t_threshold, t_query, ok_threshold & ok_query

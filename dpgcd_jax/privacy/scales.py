@@ -14,16 +14,20 @@ $$
 
 Feature `j` runs a binary search for the smallest `k` with `N_jk >= t` on the index range
 `[lo_j, hi_j] = [0, K - 1]`. In round `r` every feature queries its midpoint
-`m_j = floor((lo_j + hi_j) / 2)` and the round releases the vector of noisy counts
+`m_j = floor((lo_j + hi_j) / 2)` and the round releases the vector of noisy integer queries
 
 $$
-\\tilde N_j^{(r)} = N_{j m_j} + \\sigma Z_j, \\qquad Z_j \\sim \\mathcal N(0, 1)
-\\text{ i.i.d.}, \\qquad \\sigma = s \\sqrt{p},
+\\tilde Q_j^{(r)} = \\mathrm{clip}(N_{j m_j} - \\lceil t \\rceil) + Z_j, \\qquad
+Z_j \\sim \\mathcal N_{\\mathbb Z}(0, \\sigma^2) \\text{ i.i.d.}, \\qquad \\sigma > s \\sqrt{p},
 $$
 
-then `hi_j = m_j` if `tilde N_j >= t` else `lo_j = m_j + 1` (a feature with
-`lo_j = hi_j` stays put). The release is `B_j = b_{lo_j}`: the grid point where the noisy
-count of records below it first reaches `q n` (the top point `b_{K-1}` when none does).
+(`clip` to `[-2^29, 2^29]`, `dpgcd_jax.discrete_noise.count_query`; `Z_j` the exact
+discrete Gaussian of `dpgcd_jax.discrete_noise.discrete_gaussian`, of integer `sigma`
+rounded up from `s sqrt(p)`: [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma]), then
+`hi_j = m_j` if `tilde Q_j >= 0` (i.e. the noisy count reaches `t`) else `lo_j = m_j + 1` (a
+feature with `lo_j = hi_j` stays put). The release is `B_j = b_{lo_j}`: the grid point where
+the noisy count of records below it first reaches `q n` (the top point `b_{K-1}` when none
+does).
 
 Sparse `X` ([`dpgcd_jax.sparse.SparseColumns`][]): zeros are values too. `|0| <= b_k` for
 every grid point, so feature `j` contributes `n - nnz_j` to every `N_jk` (`nnz_j` stored
@@ -32,18 +36,21 @@ A feature with more than `(1 - q) n` zeros has `q`-quantile 0 and gets `B_j = b_
 
 Sensitivity (replace-one neighbours, `n` public). Replacing record `i` by `i'` changes
 `N_jk` by `1[|x'_ij| <= b_k] - 1[|x_ij| <= b_k]` in `{-1, 0, 1}`, for every `j` and
-`k`. Whatever the queried indices `m_j` (one per feature), the vector `(N_{j m_j})_j`
-moves by at most 1 in each of its `p` coordinates: l2 sensitivity `sqrt(p)`, attained
-(e.g. a record moved from below `b_0` to above `b_{K-1}` in every feature). The indices
-`m_j` are functions of the earlier rounds' releases only, so round `r` is the Gaussian
-mechanism with multiplier `s = sigma / sqrt(p)` conditionally on the past: event
-`Gaussian(s)`, i.e. `(1 / s)`-GDP and `1 / (2 s^2)`-zCDP. The `L` rounds compose
-adaptively: `Gaussian(s)` with count `L`, i.e. `(sqrt(L) / s)`-GDP, `rho = L / (2 s^2)`
-zCDP; `B` is post-processing. [`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger] is that ledger entry, to be
-added to the
-ledger of the run that uses `B` (one composition, one calibration);
-[`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales] gives the `s` at which the scales alone are
-`(epsilon, delta)`-DP.
+`k`, and so every query (`count_query` is 1-Lipschitz on the integers). Whatever the queried
+indices `m_j` (one per feature), the integer vector `(Q_{j m_j})_j` moves by at most 1 in
+each of its `p` coordinates: l2 sensitivity `sqrt(p)`, attained (e.g. a record moved from
+below `b_0` to above `b_{K-1}` in every feature). Guarantee: the discrete Gaussian mechanism
+on an integer of sensitivity `D` has Renyi divergence at most `alpha D^2 / (2 sigma^2)`
+(Canonne, Kamath & Steinke 2020, Thm 4) and independent coordinates add theirs, so one
+round has `alpha p / (2 sigma^2) < alpha / (2 s^2)` at every order: the event
+`DiscreteGaussian(s)` (`1 / (2 s^2)`-zCDP; no GDP or PLD route claims it: the ledger
+composes it by RDP). The indices `m_j` are functions of the earlier rounds' releases only,
+so this holds conditionally on the past and the `L` rounds compose adaptively:
+`DiscreteGaussian(s)` with count `L`, `rho = L / (2 s^2)`; `B` is post-processing.
+[`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger] is that ledger entry, to be added to
+the ledger of the run that uses `B` (one composition, one calibration);
+[`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales] gives the `s` at which the
+scales alone are `(epsilon, delta)`-DP.
 
 Why this mechanism. Two alternatives were measured on the same data (50,000 x 200 down to
 400 x 30, scales over 5 decades, `q = 0.9`; `benchmarks/bench_scales.py`): (a) one Gaussian
@@ -58,8 +65,19 @@ reads ONE count; it was as good as (a) at large `n` and informative from 2-4x sm
 than (a), and (b) was worst below 20,000 rows. Resolution is cheap: halving the grid step
 costs one more round (8 rounds for eighth octaves, measured no better than quarter octaves).
 
-Floating point: only grid points are released (the noisy counts enter comparisons only), so
-the attack on the low-order bits of released noisy floats (Mironov 2012) has nothing to read.
+Floating point: none on the data's side. Counts, queries, noise and comparisons are int32
+(exact at any `n < 2^31`; float32 counts round to even above `2^24`, which doubled the
+sensitivity), the samplers use integer arithmetic only, and the one float, the public
+`sigma`, is rounded up (`dpgcd_jax.discrete_noise.integer_scale_above`). A float Gaussian
+would not do, in any mode: JAX's float32 normal takes `2^23` values, none above 5.3, so a
+count more than `5.3 sigma` below the threshold never crosses it on `D` and can on `D'`,
+and the mass of such events (about `2^-23` per draw, `L p` draws) is far above any useful
+delta. What is left: a sampler cap (probability `< 1e-18` per draw, drawn before and apart
+from the data) releases `B_j = NaN`, and the samplers' law deviates from the exact one
+elsewhere by less than `e^-64` per draw (`dpgcd_jax.discrete_noise`), not charged (as
+for the secure solvers). The sampler's range `sigma <= MAX_SCALE` (32767) bounds `s sqrt(p)`:
+beyond, every `B_j` is NaN, and [`scales_informative`][dpgcd_jax.privacy.scales.scales_informative]
+is False. Only grid points are released (the noisy queries enter comparisons only).
 
 When it pays. A query's noise `sigma` must be small against `(1 - q) n`, the count gap
 between the `q`-quantile and the empty region above the data. Measured
@@ -73,7 +91,9 @@ such `n` is, for one release,
 | 30 | 15,000 | 7,000 | 2,000 |
 | 200 | 30-50,000 | 15,000 | 7,000 |
 
-(it grows as `sqrt(p) / epsilon`, up to the log factor of delta).
+(it grows as `sqrt(p) / epsilon`, up to the log factor of delta; measured with the continuous
+Gaussian's calibration, whose GDP accounting needs 5-9% less noise than the discrete one's RDP
+accounting at these budgets: the rule below follows `sigma`).
 [`scales_informative`][dpgcd_jax.privacy.scales.scales_informative]
 decides it from public `n`, `p`, `epsilon`, `delta` with the rule
 `(1 - q) n >= INFORMATIVE_RATIO * sigma` (ratio 2, a little conservative against the table);
@@ -95,7 +115,7 @@ Examples:
 
 References:
   * Karp, Kleinberg. Noisy binary search and its applications. SODA 2007.
-  * Dong, Roth, Su. Gaussian Differential Privacy. JRSS B 2022.
+  * Canonne, Kamath, Steinke. The Discrete Gaussian for Differential Privacy. NeurIPS 2020.
   * Bun, Steinke. Concentrated Differential Privacy. TCC 2016.
   * Durfee, Rogers. Practical Differentially Private Top-k Selection with Pay-what-you-get
     Composition. NeurIPS 2019 (bounded range, alternative (b)).
@@ -112,6 +132,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import discrete_noise
 from dpgcd_jax import sparse as sparse_lib
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
@@ -133,7 +154,8 @@ class Search(NamedTuple):
   Attributes:
     index: (p,) the released grid index `lo_j` of every feature.
     queried: (L, p) the index `m_j` queried in every round.
-    released: (L, p) the noisy counts `N_{j m_j} + sigma Z_j` of every round.
+    released: (L, p) int32, the noisy queries `clip(N_{j m_j} - ceil(t)) + Z_j` of every round
+      (the noisy count minus the rank; the search goes left where it is `>= 0`).
   """
 
   index: Array  # type: ignore[assignment]  # public field; shadows tuple.index (mypy flags the name)
@@ -210,51 +232,67 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
   return jnp.cumsum(hist, axis=1)[:, :K]
 
 
+def count_sigma(noise: Any, num_features: Any) -> tuple[Array, Array]:
+  """`(sigma, valid)`: the int32 standard deviation of every count's discrete Gaussian noise.
+
+  `sigma > noise * sqrt(p)`, strictly, rounded up from the float product
+  (`dpgcd_jax.discrete_noise.integer_scale_above`): the run's noise is never below the
+  accounted one. `valid` is False for a NaN, negative or infinite `noise`, or a `sigma`
+  outside the sampler's range `[1, MAX_SCALE]`. Jittable (`noise` and `num_features` traced).
+  """
+  dtype = jnp.result_type(float)
+  return discrete_noise.integer_scale_above(jnp.asarray(noise, dtype) * jnp.sqrt(jnp.asarray(num_features, dtype)))
+
+
+@jax.jit
 def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any, *, num_features: Any = None) -> Search:
   """The mechanism on exact counts: per feature, a noisy binary search for `N_jk >= t`.
 
-  Jittable and vmappable (over `key`, `noise` and `threshold`). Every round releases
-  `N_{j m_j} + noise * sqrt(p) * Z_j` (see the module docstring for the guarantee:
-  `Gaussian(noise)` per round, [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] rounds).
+  Jitted (one program per shape of `counts`: the samplers take seconds to compile) and
+  vmappable (over `key`, `noise` and `threshold`). Every round releases the
+  integer queries `clip(N_{j m_j} - ceil(t)) + Z_j`, `Z_j` discrete Gaussian of
+  `sigma = count_sigma(noise, p) > noise sqrt(p)`, and compares them with 0 exactly (see the
+  module docstring for the guarantee: `DiscreteGaussian(noise)` per round,
+  [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] rounds).
 
   Args:
     key: a JAX PRNG key.
     counts: (p, K) exact counts from [`grid_counts`][dpgcd_jax.privacy.scales.grid_counts].
-    noise: the multiplier `s >= 0` (`sigma = s sqrt(p)`); NaN or negative: every index is
-      -1 (fail closed). `s = 0` is the exact, non-private search.
-    threshold: `t = q n`.
+    noise: the multiplier `s >= 0`; NaN, negative, or too large for the sampler
+      (`s sqrt(p) >= MAX_SCALE`): every index is -1 (fail closed). `s = 0` is the exact,
+      non-private search.
+    threshold: `t = q n` (public): `N >= t` iff `N >= ceil(t)` for an integer count `N`.
     num_features: None, or the number `p` of true features (a traced int may be given) when
-      `counts` has more rows: the noise is `s sqrt(p)`; the other rows are searched with the
+      `counts` has more rows: the noise is `sigma(s, p)`; the other rows are searched with the
       same noise and carry nothing (the caller drops them).
 
   Returns:
-    A [`Search`][dpgcd_jax.privacy.scales.Search].
-
-  Precision: the counts are compared in the default float dtype, exact for `n < 2^24` in
-  float32 (`2^53` in float64); above, a count's rounding can add up to 1 to the
-  sensitivity of a query (not accounted: use x64 for such `n`).
+    A [`Search`][dpgcd_jax.privacy.scales.Search]; a feature whose draw hit a sampler cap
+    (probability `< 1e-18`, independent of the data) has index -1.
   """
   p, K = counts.shape
   rounds = max(1, math.ceil(math.log2(K)))
-  dtype = jnp.result_type(float)
-  noise = jnp.asarray(noise, dtype)
-  sigma = noise * jnp.sqrt(jnp.asarray(p if num_features is None else num_features, dtype))
-  threshold = jnp.asarray(threshold, dtype)
+  noise = jnp.asarray(noise, jnp.result_type(float))
+  sigma, in_range = count_sigma(noise, p if num_features is None else num_features)
+  exact = noise == 0.0
+  rank = jnp.ceil(jnp.asarray(threshold, noise.dtype)).astype(jnp.int32)
   rows = jnp.arange(p)
 
   def one_round(carry, key_r):
-    lo, hi = carry
+    lo, hi, failed = carry
     mid = (lo + hi) // 2
-    released = counts[rows, mid].astype(dtype) + sigma * jax.random.normal(key_r, (p,), dtype)
-    left = released >= threshold
+    z = discrete_noise.discrete_gaussian(key_r, sigma, (p,))
+    failed = failed | (z == discrete_noise.FAILED)
+    released = discrete_noise.count_query(counts[rows, mid], rank) + jnp.where(exact | failed, 0, z)
+    left = released >= 0
     active = lo < hi
     hi = jnp.where(active & left, mid, hi)
     lo = jnp.where(active & ~left, mid + 1, lo)
-    return (lo, hi), (mid, released)
+    return (lo, hi, failed), (mid, released)
 
-  start = (jnp.zeros(p, jnp.int32), jnp.full(p, K - 1, jnp.int32))
-  (lo, _), (queried, released) = jax.lax.scan(one_round, start, jax.random.split(key, rounds))
-  valid = noise >= 0.0  # False for NaN too.
+  start = (jnp.zeros(p, jnp.int32), jnp.full(p, K - 1, jnp.int32), jnp.zeros(p, bool))
+  (lo, _, failed), (queried, released) = jax.lax.scan(one_round, start, jax.random.split(key, rounds))
+  valid = exact | (in_range & ~failed)  # False for a NaN or negative noise too.
   return Search(jnp.where(valid, lo, -1), queried, released)
 
 
@@ -263,9 +301,8 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
                            num_features: int | Array | None = None) -> Array:
   """Private per-feature bounds `B_j` from the public `grid` (module docstring); jittable.
 
-  The release is `Gaussian(noise)` composed [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] times
-  (`(sqrt(L) / noise)`-GDP,
-  `rho = L / (2 noise^2)` zCDP) for replace-one neighbours with `n` public:
+  The release is `DiscreteGaussian(noise)` composed [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds]
+  times (`rho = L / (2 noise^2)` zCDP) for replace-one neighbours with `n` public:
   [`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger]. Vmappable over `key`, `noise` and `quantile`.
 
   Args:
@@ -273,9 +310,9 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
     XT: (p, n) dense features (records are columns, as a problem's `XT`) or
       [`dpgcd_jax.sparse.SparseColumns`][].
     noise: the multiplier `s` (e.g. from [`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales]); the count
-      noise is
-      `s sqrt(p)`. NaN or negative gives `B = NaN` (fail closed); 0 is the exact,
-      non-private rounded quantile.
+      noise is the discrete Gaussian of integer `sigma > s sqrt(p)`. NaN, negative or beyond
+      the sampler's range (`s sqrt(p) >= MAX_SCALE`) gives `B = NaN` (fail closed); 0 is the
+      exact, non-private rounded quantile.
     quantile: `q` in (0, 1): `B_j` estimates the `q`-quantile of `|x_ij|` rounded up to
       the grid (the top of the grid when it lies above).
     grid: the public grid (default [`GRID`][dpgcd_jax.privacy.scales.GRID]).
@@ -287,8 +324,8 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
       unpadded one for the same key. A traced `num_features` (one program for every `p` of
       a layout) keeps the `P` rows: the first `p` are the release above (JAX's partitionable
       threefry, `jax_threefry_partitionable`, the default of recent JAX versions, draws entry
-      `j` from `j` alone: the same draws and indices, the noisy counts equal up to float
-      rounding; with `jax_threefry_partitionable=False` the draws differ, equally private),
+      `j` from `j` alone, and every loop of the samplers is masked per entry: the same draws
+      and indices; with `jax_threefry_partitionable=False` the draws differ, equally private),
       the rest NaN.
 
   Returns:
@@ -322,12 +359,12 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
 
 
 def scales_ledger(noise: float, *, grid: Any = GRID, label: str = LABEL) -> ledger_lib.Ledger:
-  """The ledger entry of one release at multiplier `noise`: `(label, Gaussian(noise), L)`.
+  """The ledger entry of one release at multiplier `noise`: `(label, DiscreteGaussian(noise), L)`.
 
   Add it to the ledger of the run that uses the scales (`solver_ledger + scales_ledger(s)`):
-  the ledger composes both by the best route (here exact GDP for the scales alone).
+  the ledger composes both by the best valid route (RDP: the discrete Gaussian has no GDP claim).
   """
-  return ledger_lib.Ledger.of((label, events.Gaussian(noise), num_rounds(grid)))
+  return ledger_lib.Ledger.of((label, events.DiscreteGaussian(noise), num_rounds(grid)))
 
 
 def scales_rho(noise: float, *, grid: Any = GRID) -> float:
@@ -352,14 +389,14 @@ def calibrate_scales(epsilon: float, delta: float, *, grid: Any = GRID) -> float
   _validate.check_positive("epsilon", epsilon)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   rounds = num_rounds(grid)
-  scale, _ = calibration.calibrate(
-      lambda s: ledger_lib.Ledger.of((LABEL, events.Gaussian(s), rounds)), float(epsilon),
-      float(delta), key=("feature scales", rounds))
+  scale, _ = calibration.calibrate(lambda s: scales_ledger(s, grid=grid), float(epsilon), float(delta),
+                                   key=("feature scales", "discrete_gaussian", rounds))
   return float(scale)
 
 
 def count_noise(p: int, epsilon: float, delta: float, *, grid: Any = GRID) -> float:
-  """`sigma = s sqrt(p)`: the standard deviation of every released count at this budget."""
+  """`s sqrt(p)`: the standard deviation of every released count at this budget (before the
+  rounding up to the integer [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma])."""
   p = _validate.check_int("p", p)
   return calibrate_scales(epsilon, delta, grid=grid) * math.sqrt(p)
 
@@ -370,7 +407,8 @@ def scales_informative(n: int, p: int, epsilon: float, delta: float | None = Non
 
   True iff `(1 - q) n >= INFORMATIVE_RATIO * sigma` (`= 2 sigma`) with `sigma` the count
   noise of [`count_noise`][dpgcd_jax.privacy.scales.count_noise] (`delta` defaults to `1 / n^2`, the estimators'
-  default).
+  default), and `sigma` is inside the discrete sampler's range (`MAX_SCALE`; beyond, the
+  release is NaN).
   From the boundary on, one release put at least about 90% of the features within 2x of their
   true `q`-quantile (Gaussian-like features with scales over 5 decades,
   `benchmarks/results/scales.md`). Below it, ask for public bounds. Heavy tails or many
@@ -384,23 +422,32 @@ def scales_informative(n: int, p: int, epsilon: float, delta: float | None = Non
     quantile: `q`.
     grid: the public grid.
   """
+  sigma = _count_noise_at(n, p, epsilon, delta, quantile, grid)
+  in_range = (1.0 + discrete_noise.SCALE_MARGIN) * sigma <= discrete_noise.MAX_SCALE - 1
+  return (1.0 - quantile) * n >= INFORMATIVE_RATIO * sigma and in_range
+
+
+def _count_noise_at(n: int, p: int, epsilon: float, delta: float | None, quantile: float, grid: Any) -> float:
   n = _validate.check_int("n", n, low=2)
   _validate.check_number("quantile", quantile, low=0.0, high=1.0, low_open=True, high_open=True)
-  delta = 1.0 / n**2 if delta is None else delta
-  return (1.0 - quantile) * n >= INFORMATIVE_RATIO * count_noise(p, epsilon, delta, grid=grid)
+  return count_noise(p, epsilon, 1.0 / n**2 if delta is None else delta, grid=grid)
 
 
 def min_informative_n(p: int, epsilon: float, delta: float | None = None, *,
                       quantile: float = DEFAULT_QUANTILE, grid: Any = GRID) -> int:
-  """The smallest `n` for which `scales_informative` holds (`delta = 1/n^2` if None)."""
+  """The smallest `n` with `(1 - q) n >= INFORMATIVE_RATIO * sigma` (`delta = 1/n^2` if None):
+  where [`scales_informative`][dpgcd_jax.privacy.scales.scales_informative] holds when `sigma`
+  is inside the sampler's range (a condition on `p` and the budget that no `n` changes much)."""
+  informative = lambda n: (1.0 - quantile) * n >= INFORMATIVE_RATIO * _count_noise_at(n, p, epsilon, delta,
+                                                                                       quantile, grid)
   lo, hi = 1, 2
-  while not scales_informative(hi, p, epsilon, delta, quantile=quantile, grid=grid):
+  while not informative(hi):
     lo, hi = hi, hi * 2
     if hi > 2**62:
       raise ValueError(f"Expected a budget that is informative at some n, got epsilon={epsilon!r}.")
   while hi - lo > max(1, hi // 1000):  # 0.1% precision is enough
     mid = (lo + hi) // 2
-    if scales_informative(mid, p, epsilon, delta, quantile=quantile, grid=grid):
+    if informative(mid):
       hi = mid
     else:
       lo = mid

@@ -1,0 +1,140 @@
+"""Issue 29 (F1, F2, M1, M2): the feature scales and AboveThreshold are exact integer mechanisms.
+
+Counts stay integers at any n (F2), their noise is the exact discrete sampler's, with no float
+range (F1, M1), their ledgers hold discrete events only, and every noise scale is rounded up (M2).
+Float32 throughout (the suite's default): the old float32 search fails each of these.
+"""
+
+from fractions import Fraction
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dpgcd_jax as dg
+from dpgcd_jax import discrete_noise as dn
+from dpgcd_jax.estimators import _released
+from dpgcd_jax.privacy import bounds
+from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import scales
+
+K, P = 128, 5  # one shape for every search here: one compiled program
+BIG = 2**24
+
+
+def _constant_counts(value):
+  return jnp.full((P, K), value, jnp.int32)  # every queried count is `value`, whatever the path
+
+
+def test_count_queries_move_by_exactly_one_above_2_24():
+  counts = np.array([BIG - 1, BIG, BIG + 1, BIG + 2, BIG + 3, 2**30, 2**31 - 2], np.int64)
+  clamp = lambda x: np.clip(x, -dn.QUERY_LIMIT, dn.QUERY_LIMIT)
+  for rank in (0, BIG + 1, 2**30):
+    query = lambda c: dn.count_query(jnp.asarray(c, jnp.int32), rank)  # noqa: B023
+    assert query(counts).dtype == jnp.int32
+    np.testing.assert_array_equal(query(counts), clamp(counts - rank))
+    diff = np.asarray(query(counts + 1), np.int64) - np.asarray(query(counts), np.int64)
+    np.testing.assert_array_equal(diff, clamp(counts + 1 - rank) - clamp(counts - rank))  # 1, or 0 clamped
+
+
+def test_the_exact_search_compares_counts_above_2_24_as_integers():
+  # 2^24 + 3 < 2^24 + 4: every round goes right. In float32 the count rounds to 2^24 + 4 (to
+  # even) and every round went left.
+  search = scales.noisy_search(jax.random.key(0), _constant_counts(BIG + 3), 0.0, float(BIG + 4))
+  np.testing.assert_array_equal(search.index, K - 1)
+  search = scales.noisy_search(jax.random.key(0), _constant_counts(BIG + 4), 0.0, float(BIG + 4))
+  np.testing.assert_array_equal(search.index, 0)
+
+
+def test_neighbouring_counts_above_2_24_release_queries_exactly_one_apart():
+  for key in jax.random.split(jax.random.key(1), 3):
+    a = scales.noisy_search(key, _constant_counts(BIG + 1), 0.3, float(BIG))
+    b = scales.noisy_search(key, _constant_counts(BIG + 2), 0.3, float(BIG))
+    np.testing.assert_array_equal(np.asarray(b.released, float) - np.asarray(a.released, float), 1.0)
+    assert a.released.dtype == jnp.int32
+
+
+def test_the_scales_noise_is_the_exact_discrete_gaussian_draw():
+  counts = jnp.asarray(np.random.default_rng(0).integers(0, 400, (P, K)).cumsum(axis=1), jnp.int32)
+  key, noise, threshold = jax.random.key(2), 3.0, 900.0
+  search = scales.noisy_search(key, counts, noise, threshold)
+  sigma, valid = scales.count_sigma(noise, P)
+  assert bool(valid) and int(sigma) == int(np.floor(noise * np.sqrt(P))) + 1
+  draw = jax.jit(lambda k: dn.discrete_gaussian(k, sigma, (P,)))
+  for r, key_r in enumerate(jax.random.split(key, scales.num_rounds())):
+    query = dn.count_query(counts[jnp.arange(P), search.queried[r]], int(np.ceil(threshold)))
+    np.testing.assert_array_equal(search.released[r] - query, draw(key_r))
+
+
+def test_above_threshold_draws_exact_discrete_laplace_on_integer_queries():
+  statistic = jnp.asarray(np.abs(np.random.default_rng(1).standard_cauchy(3000)), jnp.float32)
+  epsilon, rank = np.float32(0.05), 2700
+  t_threshold, t_query, valid = bounds.above_threshold_scales(epsilon)
+  assert bool(valid) and (int(t_threshold), int(t_query)) == (41, 81)
+  counts = jnp.sum(statistic[None, :] <= jnp.asarray(bounds.GRID, jnp.float32)[:, None], axis=1, dtype=jnp.int32)
+  draw = jax.jit(lambda k: dn.discrete_laplace(k, jnp.append(t_threshold, jnp.full(bounds.GRID.size, t_query)),
+                                               (bounds.GRID.size + 1,)))
+  for key in jax.random.split(jax.random.key(3), 5):
+    z = np.asarray(draw(key))
+    above = np.asarray(dn.count_query(counts, rank)) + z[1:] >= z[0]
+    want = bounds.GRID[np.argmax(above) if above.any() else bounds.GRID.size - 1]
+    assert float(bounds.bound_at_rank(key, statistic, epsilon, rank)) == np.float32(want)
+
+
+def test_noise_scales_are_rounded_up_from_the_accounted_reals():
+  rng = np.random.default_rng(4)
+  multipliers = np.float32(10.0 ** rng.uniform(-1, 3, 300))
+  for p in (1, 2, 3, 30, 200, 1000):
+    # sigma^2 > s^2 p, in exact rationals (s: the float32 value the ledger accounts).
+    sigmas, valid = scales.count_sigma(multipliers, p)
+    for s, sigma, ok in zip(multipliers, np.asarray(sigmas), np.asarray(valid), strict=True):
+      assert not ok or Fraction(int(sigma)) ** 2 > Fraction(float(s)) ** 2 * p, (s, p, sigma)
+  # Edge cases: s sqrt(p) an integer, or one float32 step either side of one.
+  for p, k in ((4, 8), (9, 30), (2, 7), (100, 5000)):
+    for s in np.nextafter(np.float32(k / np.sqrt(p)), np.float32([0.0, np.inf])).tolist() + [k / np.sqrt(p)]:
+      sigma = int(scales.count_sigma(np.float32(s), p)[0])
+      assert Fraction(sigma) ** 2 > Fraction(float(np.float32(s))) ** 2 * p
+  epsilons = np.float32(10.0 ** rng.uniform(-3, 1, 3000))
+  t_threshold, t_query, valid = bounds.above_threshold_scales(epsilons)
+  assert np.all(np.asarray(valid))
+  for eps, t1, t2 in zip(epsilons, np.asarray(t_threshold), np.asarray(t_query), strict=True):
+    assert Fraction(int(t1)) * Fraction(float(eps)) > 2 and Fraction(int(t2)) * Fraction(float(eps)) > 4
+  # The policy matters: the plain float32 quotient 2 / eps is below the real one for many eps.
+  assert sum(Fraction(float(np.float32(2) / e)) < 2 / Fraction(float(e)) for e in epsilons[:300]) > 50
+
+
+def test_the_scales_ledger_holds_discrete_events_only():
+  ledger = scales.scales_ledger(5.0)
+  assert [(type(e.event), e.count) for e in ledger.entries] == [(events.DiscreteGaussian, scales.num_rounds())]
+  release = _released.feature_release(num_examples=50_000, num_features=30, shape=(32, 65536), dtype=np.float32,
+                                      feature_bound=None, scaling="private", epsilon=1.0, delta=1e-9)
+  assert release.how == "private"
+  assert {type(e.event) for e in release.ledger.entries} == {events.DiscreteGaussian}
+  # One bound (AboveThreshold): exact pure DP.
+  release = _released.feature_release(num_examples=500, num_features=30, shape=(32, 512), dtype=np.float32,
+                                      feature_bound=None, scaling="bound", epsilon=1.0, delta=1e-6)
+  assert [type(e.event) for e in release.ledger.entries] == [events.PureDp]
+
+
+def test_out_of_range_scales_fail_closed_and_are_not_informative():
+  counts = _constant_counts(100)
+  too_noisy = float(dn.MAX_SCALE) / np.sqrt(P)  # sigma > MAX_SCALE
+  for noise in (too_noisy, np.inf, np.nan, -1.0):
+    np.testing.assert_array_equal(scales.noisy_search(jax.random.key(0), counts, noise, 50.0).index, -1)
+  statistic = jnp.ones(100, jnp.float32)
+  for epsilon in (1e-4, 0.0, -1.0, np.nan):  # 4 / 1e-4 > MAX_SCALE
+    assert np.isnan(float(bounds.bound_at_rank(jax.random.key(0), statistic, epsilon, 90)))
+  # A count noise beyond the sampler's range is not informative, however large n.
+  assert scales.count_noise(10**6, 0.1, 1e-12) > dn.MAX_SCALE
+  assert not scales.scales_informative(10**9, 10**6, 0.1, 1e-12)
+  assert scales.min_informative_n(10**6, 0.1, 1e-12) < 10**9  # the noise rule alone
+
+
+def test_a_secure_fit_with_private_scales_lists_no_float_mechanism():
+  rng = np.random.default_rng(5)
+  X = rng.normal(size=(2000, 6))
+  model = dg.estimators.DPGCDClassifier(classes=[0, 1], epsilon=3.0, delta=1e-6, scaling="private",
+                                        secure_noise=True, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+  kinds = {e.label: type(e.event) for e in model.privacy_.entries}
+  assert kinds["feature bounds"] is events.DiscreteGaussian
+  assert not {events.Gaussian, events.Laplace, events.BoundedRange} & set(kinds.values()), model.privacy_
