@@ -28,8 +28,13 @@ _EXPORTS = {
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
     "two_stage": "dpgcd_jax.solvers.two_stage:",
+    "scoring": "dpgcd_jax.scoring:",
     "seeding": "dpgcd_jax.seeding:",
     # Names.
+    "Accountant": "dpgcd_jax.privacy.accountant",
+    "private_accuracy": "dpgcd_jax.scoring",
+    "private_log_loss": "dpgcd_jax.scoring",
+    "private_r2": "dpgcd_jax.scoring",
     "PrivacyLeakWarning": "dpgcd_jax._validate",
     "Loss": "dpgcd_jax.losses",
     "custom_loss": "dpgcd_jax.losses",
@@ -60,6 +65,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax import mechanisms  # noqa: F401
   from dpgcd_jax import penalties  # noqa: F401
   from dpgcd_jax import privacy  # noqa: F401
+  from dpgcd_jax import scoring  # noqa: F401
   from dpgcd_jax import seeding  # noqa: F401
   from dpgcd_jax import transforms  # noqa: F401
   from dpgcd_jax._validate import PrivacyLeakWarning  # noqa: F401
@@ -70,9 +76,13 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax.losses import Loss  # noqa: F401
   from dpgcd_jax.losses import custom_loss  # noqa: F401
   from dpgcd_jax.losses import glm_loss  # noqa: F401
+  from dpgcd_jax.privacy.accountant import Accountant  # noqa: F401
   from dpgcd_jax.problem import Problem  # noqa: F401
   from dpgcd_jax.problem import make_problem  # noqa: F401
   from dpgcd_jax.problem import objective  # noqa: F401
+  from dpgcd_jax.scoring import private_accuracy  # noqa: F401
+  from dpgcd_jax.scoring import private_log_loss  # noqa: F401
+  from dpgcd_jax.scoring import private_r2  # noqa: F401
   from dpgcd_jax.seeding import fresh_key  # noqa: F401
   from dpgcd_jax.solvers import dp_cd  # noqa: F401
   from dpgcd_jax.solvers import dp_fw  # noqa: F401

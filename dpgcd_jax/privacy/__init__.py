@@ -9,6 +9,9 @@
   any noise scale.
 * [`dpgcd_jax.privacy.tuning`][]: private hyperparameter tuning (Papernot & Steinke 2022),
   `RepeatAndSelect`.
+* [`dpgcd_jax.privacy.accountant`][]: [`Accountant`][dpgcd_jax.privacy.Accountant], one total
+  `(epsilon, delta)` across every private step on one data set (refuses a step before it
+  reads the data).
 * [`dpgcd_jax.privacy.accounting`][]: the solvers' calibrations (`calibrate_gcd` ...), thin
   wrappers over the ledger.
 * [`dpgcd_jax.privacy.scales`][]: private per-feature scales (a noisy binary search on a
@@ -26,6 +29,9 @@ from dpgcd_jax import _lazy
 
 # name -> the module defining it.
 _EXPORTS = {
+    "Accountant": "dpgcd_jax.privacy.accountant",
+    "BudgetError": "dpgcd_jax.privacy.accountant",
+    "current_accountant": "dpgcd_jax.privacy.accountant",
     "Calibration": "dpgcd_jax.privacy.accounting",
     "calibrate_cd": "dpgcd_jax.privacy.baseline_accounting",
     "calibrate_gcd": "dpgcd_jax.privacy.accounting",
@@ -70,6 +76,9 @@ __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
   from dpgcd_jax.privacy import scales  # noqa: F401
+  from dpgcd_jax.privacy.accountant import Accountant  # noqa: F401
+  from dpgcd_jax.privacy.accountant import BudgetError  # noqa: F401
+  from dpgcd_jax.privacy.accountant import current_accountant  # noqa: F401
   from dpgcd_jax.privacy.accounting import Calibration  # noqa: F401
   from dpgcd_jax.privacy.accounting import calibrate_gcd  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_epsilon  # noqa: F401

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from typing import NamedTuple
+from typing import overload
 
 from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _routes
@@ -90,7 +91,18 @@ class Ledger:
     """A new ledger with one more entry."""
     return Ledger(self.entries + (Entry(label, event, count),))
 
-  def __add__(self, other: Ledger) -> Ledger:
+  @overload
+  def __add__(self, other: Ledger) -> Ledger: ...
+
+  @overload
+  def __add__(self, other: PrivacyReport) -> PrivacyReport: ...
+
+  def __add__(self, other: Ledger | PrivacyReport) -> Ledger | PrivacyReport:
+    """`self` then `other`: a ledger with both entries; with a report, a report (the ledger's
+    releases join the report's at the report's delta, as `report + report` composes in
+    [`PrivacyReport`][dpgcd_jax.privacy.ledger.PrivacyReport])."""
+    if isinstance(other, PrivacyReport):
+      return other._compose(self, first=True)
     if not isinstance(other, Ledger):
       return NotImplemented
     return Ledger(self.entries + other.entries)
@@ -219,6 +231,46 @@ class PrivacyReport:
   def with_not_private(self, *steps: str) -> PrivacyReport:
     """A copy that records data-dependent steps outside the guarantee."""
     return dataclasses.replace(self, not_private=self.not_private + tuple(steps))
+
+  def __add__(self, other: PrivacyReport | Ledger) -> PrivacyReport:
+    """Sequential composition of two computations on the same data (`clf1.privacy_ + clf2.privacy_`).
+
+    The sum's entries are both ledgers' (this one's first), composed exactly by the ledger's
+    routes at the stated delta `delta_1 + delta_2` (a bare [`Ledger`][dpgcd_jax.privacy.Ledger]
+    states no delta: it adds its entries, and its slack to the delta). Its epsilon is the smaller of two valid
+    certificates at that delta: the composed ledger's `epsilon(delta_1 + delta_2)` (route
+    named), and basic composition `epsilon_1 + epsilon_2` (route "basic": an
+    `(eps_1, delta_1)`-DP then an adaptively chosen `(eps_2, delta_2)`-DP release is
+    `(eps_1 + eps_2, delta_1 + delta_2)`-DP, Dwork & Roth 2014, Thm 3.16), which a
+    route's discretization can exceed by a hair. Notes and `not_private` steps are merged (each
+    once, in order): the sum is end to end only when both are.
+    """
+    if not isinstance(other, (PrivacyReport, Ledger)):
+      return NotImplemented
+    return self._compose(other)
+
+  def __radd__(self, other: int) -> PrivacyReport:
+    """`0 + report` is the report, so that `sum(reports)` composes a list of reports."""
+    if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+      return self
+    return NotImplemented
+
+  def _compose(self, other: PrivacyReport | Ledger, *, first: bool = False) -> PrivacyReport:
+    """`self + other` (`first=True`: `other + self`, the other's entries first)."""
+    if isinstance(other, Ledger):  # its own certificate: (sum of the pure epsilons, its slack)
+      pure = sum(e.event.pure_epsilon * e.count for e in other.entries
+                 if e.count and not isinstance(e.event, ev.DeltaSlack))
+      other = PrivacyReport(other.entries, pure, other.slack, "basic")
+    a, b = (other, self) if first else (self, other)
+    ledger = Ledger(a.entries + b.entries)
+    delta = min(a.delta + b.delta, 1.0)
+    # delta = 1 certifies nothing: every computation is (0, 1)-DP.
+    epsilon, route = ledger.epsilon_and_route(delta) if 0.0 < delta < 1.0 else (0.0 if delta else math.inf, "basic")
+    if a.epsilon + b.epsilon < epsilon:
+      epsilon, route = a.epsilon + b.epsilon, "basic"
+    merge = lambda x, y: x + tuple(s for s in dict.fromkeys(y) if s not in x)
+    return PrivacyReport(ledger.entries, epsilon, delta, route, merge(a.notes, b.notes),
+                         merge(a.not_private, b.not_private))
 
   def __str__(self) -> str:
     rows = [("label", "event", "count")]
