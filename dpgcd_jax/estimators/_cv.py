@@ -243,13 +243,13 @@ class _SearchMixin(_linear.DPGCDBase):
     index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
     self.best_params_, self.best_score_ = dict(candidates[index]), score
     notes = [released.note] + ([] if target is None else [target.note])
-    self.privacy_ = report.with_notes(
+    self._record(report.with_notes(
         *notes,
         f"selection: K ~ TNB(shape={shape:g}, mean={mean:g}) repetitions over {len(candidates)} "
         f"candidates, each trained on {n - n_val} rows (noise multiplier {u:.4g} sqrt(T)) and "
         f"scored on {n_val} other rows (Laplace, epsilon {math.sqrt(2.0) / u:.4g}); only the best "
         f"is released", *self._notes(len(targets), hypers[index], delta)[1:]
-    ).with_not_private(*not_private)
+    ).with_not_private(*not_private))
     noise = u * math.sqrt(hypers[index].max_iter * len(targets))
     self._set_model(W, released, hypers[index], n - n_val, noise, target)
     return self
@@ -284,12 +284,12 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
                scaling=_linear.AUTO, clipping="coordinate", secure_noise=False,
                max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, solver="dp_gcd",
-               solver_params=None, random_state=None):
+               solver_params=None, random_state=None, accountant=None):
     super().__init__(classes=classes, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
-                     random_state=random_state)
+                     random_state=random_state, accountant=accountant)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape
@@ -325,12 +325,13 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
                target_bound=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=_linear.AUTO, clipping="coordinate",
                secure_noise=False, max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO,
-               solver="dp_gcd", solver_params=None, random_state=None):
+               solver="dp_gcd", solver_params=None, random_state=None, accountant=None):
     super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
                      alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip,
-                     solver=solver, solver_params=solver_params, random_state=random_state)
+                     solver=solver, solver_params=solver_params, random_state=random_state,
+                     accountant=accountant)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape

@@ -56,6 +56,7 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _released
+from dpgcd_jax.privacy import accountant as accountant_lib
 from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.problem import make_problem
@@ -297,7 +298,8 @@ class DPGCDBase(BaseEstimator):
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=AUTO, clipping="coordinate",
                secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd",
-               solver_params=None, random_state=None):
+               solver_params=None, random_state=None, accountant=None):
+    self.accountant = accountant
     self.penalty = penalty
     self.alpha = alpha
     self.l1_ratio = l1_ratio
@@ -316,9 +318,11 @@ class DPGCDBase(BaseEstimator):
     self.random_state = random_state
 
   def _check_params(self) -> None:
-    _validate.check_number("epsilon", self.epsilon, low=0.0, low_open=True)
+    accountant_lib.check_real("epsilon", self.epsilon, low=0.0, low_open=True)
+    if not (self.accountant is None or isinstance(self.accountant, accountant_lib.Accountant)):
+      raise ValueError(f"Expected accountant to be a dpgcd_jax.Accountant or None, got accountant={self.accountant!r}.")
     if self.delta is not None:
-      _validate.check_number("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
+      accountant_lib.check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
     if not (self.penalty is None or (isinstance(self.penalty, str) and self.penalty in PENALTIES)):
       raise ValueError(f"Expected penalty in {PENALTIES}, got penalty={self.penalty!r}.")
     _validate.check_number("alpha", self.alpha, low=0.0)
@@ -606,9 +610,41 @@ class DPGCDBase(BaseEstimator):
     key = key_from(self.random_state)
     X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                          ensure_min_samples=2, y_numeric=not isinstance(self, ClassifierMixin))
-    targets, not_private = self._targets(y)
     delta = 1.0 / X.shape[0] ** 2 if self.delta is None else float(self.delta)
+    acct = accountant_lib.resolve(self.accountant)
+    if acct is not None:  # before any private computation (the labels' encoding included)
+      acct.check(float(self.epsilon), delta, f"{type(self).__name__}.fit")
+    targets, not_private = self._targets(y)
     return Prepared(X, np.stack(targets), not_private, delta, key)
+
+  def _record(self, report: Any) -> None:
+    """`privacy_ = report`, charged first to the accountant (`accountant=`, else the active one)."""
+    acct = accountant_lib.resolve(self.accountant)
+    if acct is not None:
+      acct.spend(report, f"{type(self).__name__}.fit")
+    self.privacy_ = report
+
+  def private_score(self, X: Any, y: Any, *, epsilon: float, key: jax.Array | None = None,
+                    target_bound: Any = None) -> Any:
+    """A private score of the fitted model on `(X, y)`: accuracy (classifier) or R^2 (regressor,
+    with a public `target_bound`, default the fitted one when it was declared), a
+    [`dpgcd_jax.scoring.PrivateScore`][] whose `report` is charged to the accountant.
+
+    The data read here must be a split the model was not fitted on, or its budget adds to the
+    fit's (the accountant composes both). `key`: a JAX key (default: a fresh OS-seeded one).
+    """
+    from dpgcd_jax import scoring  # the scores need the fitted model only here
+
+    key = key_from(None) if key is None else key
+    if isinstance(self, ClassifierMixin):
+      return scoring.private_accuracy(np.asarray(y), self.predict(X), epsilon=epsilon, key=key,
+                                      accountant=self.accountant)
+    bound = self.target_bound if target_bound is None else target_bound
+    if bound is None:
+      raise ValueError("Expected a public target_bound for a regressor's private R^2 (declare it in the "
+                       "estimator or pass target_bound=), got target_bound=None.")
+    return scoring.private_r2(np.asarray(y, float), self.predict(X), epsilon=epsilon, key=key, target_bound=bound,
+                              accountant=self.accountant)
 
   def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DPGCDBase:
     """Fits the model privately; `privacy_` reports the total `(epsilon, delta)`.
@@ -648,7 +684,7 @@ class DPGCDBase(BaseEstimator):
     self.solver_params_ = params
     notes = [released.note] + ([] if target_released is None else [target_released.note])
     notes += self._notes(len(data.targets), hyper, data.delta) + ([] if note is None else [note])
-    self.privacy_ = report.with_notes(*notes).with_not_private(*data.not_private)
+    self._record(report.with_notes(*notes).with_not_private(*data.not_private))
     self._set_model(W, released, hyper, n, self._update_noise(report), target_released)
     return self
 
@@ -836,6 +872,10 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     random_state: None (default: a fresh key from the operating system's entropy), an int
       (reproducibility only: the same int replays the same noise), a NumPy `RandomState` /
       `Generator`, or a JAX key.
+    accountant: a [`dpgcd_jax.Accountant`][dpgcd_jax.privacy.accountant.Accountant] holding the
+      budget of the data set across fits and scores, or None (default: the one active in a
+      `with accountant:` block, if any). `fit` is refused before any private computation when
+      `(epsilon, delta)` would exceed what remains; its `privacy_` is charged to it.
 
   Attributes:
     coef_, intercept_: the private model.
@@ -864,12 +904,12 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   def __init__(self, *, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
                delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
                clipping="coordinate", secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO,
-               solver="dp_gcd", solver_params=None, random_state=None):
+               solver="dp_gcd", solver_params=None, random_state=None, accountant=None):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
-                     random_state=random_state)
+                     random_state=random_state, accountant=accountant)
     self.classes = classes
 
   def _check_params(self) -> None:
@@ -971,12 +1011,12 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
                alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None, fit_intercept=True,
                feature_bound=None, scaling=AUTO, clipping="coordinate", secure_noise=False,
                max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd", solver_params=None,
-               random_state=None):
+               random_state=None, accountant=None):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
-                     random_state=random_state)
+                     random_state=random_state, accountant=accountant)
     self.loss = loss
     self.huber_delta = huber_delta
     self.target_bound = target_bound
