@@ -328,7 +328,7 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
   started = time.perf_counter()
   runs: list[dict] = []
   skipped: list[dict] = []
-  best, greedy, private_rows, info = [], [], [], {}
+  best, greedy, private_rows, defaults, info = [], [], [], [], {}
   keys = seed_keys(preset.seeds)
   jobs = len(preset.datasets) * len(preset.algorithms) * len(preset.passes)
   bar = tqdm.tqdm(total=jobs, disable=not progress, desc="sweep", unit="job")
@@ -366,9 +366,12 @@ def run_experiment(preset: Preset, *, algorithms: Sequence[str] | None = None,
           continue
         for passes in preset.passes:
           private_rows.append(private_lib.private_row(ALGORITHMS[algo_name], pprep, spec, passes, preset))
+      bar.set_postfix_str(f"{name}: the estimator's defaults, end to end")
+      defaults.append(private_lib.defaults_row(pprep, spec, preset))
     info[name]["seconds"] = time.perf_counter() - t0
   bar.close()
-  return dict(runs=runs, best=best, greedy=greedy, private=private_rows, skipped=skipped, datasets=info,
+  return dict(runs=runs, best=best, greedy=greedy, private=private_rows, defaults=defaults, skipped=skipped,
+              datasets=info,
               epsilon=EPSILON, preset=dataclasses.asdict(preset), seconds=time.perf_counter() - started,
               versions=versions())
 

@@ -11,6 +11,7 @@ import pytest
 from scipy import stats as sp_stats
 
 from dpgcd_jax import data
+from dpgcd_jax.estimators import _linear
 from dpgcd_jax.experiments import __main__ as cli
 from dpgcd_jax.experiments import grids
 from dpgcd_jax.experiments import prepared as prepared_lib
@@ -252,6 +253,20 @@ def test_private_column_spends_at_most_the_budget(prepared):
   # Features are clipped to the public bound and M_j = beta B^2.
   np.testing.assert_allclose(problem.smoothness, problem.curvature * 9.0)
   assert float(jnp.max(jnp.abs(problem.XT))) <= 3.0
+
+
+def test_defaults_column_is_the_estimator_end_to_end_within_the_budget(prepared):
+  """The main job's defaults row: the estimator's own fit (its ledger at epsilon = 1), the
+  paper's objective measured on its models, and a table section that names it."""
+  spec = private.PublicSpec(3.0, 4.5, False, "test: B = 3 on standardized columns")
+  with jax.enable_x64(True):
+    public = private.prepare(prepared.dataset, spec)
+    row = private.defaults_row(public, spec, TINY)
+  assert row["epsilon"] <= 1.0 + 1e-9 and len(row["errors"]) == TINY.seeds
+  assert all(np.isfinite(row["errors"])) and row["min"] <= row["median"] <= row["max"]
+  assert row["steps"] >= _linear.AUTO_STEPS_MIN
+  table = report.defaults_table(dict(defaults=[row], epsilon=1.0, preset=dict(seeds=TINY.seeds)))
+  assert any(line.startswith(f"| {row['dataset']} | {row['steps']} |") for line in table)
 
 
 def test_capped_objective_is_the_objective_when_nothing_is_capped(prepared):
