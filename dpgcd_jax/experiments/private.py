@@ -316,7 +316,9 @@ def defaults_row(prepared: PublicPrepared, spec: PublicSpec, preset: Preset) -> 
   elif public.l2:
     kwargs.update(penalty="l2", alpha=public.l2)
   X, y = public.X, np.asarray(public.y)
-  errors, steps, epsilons = [], 0, []
+  errors: list[float] = []
+  epsilons: list[float] = []
+  steps = 0
   for s in range(preset.seeds):
     if public.loss.name == "logistic":
       model = dg.DPGCDClassifier(classes=[-1, 1], random_state=s, **kwargs).fit(X, y)
@@ -324,7 +326,8 @@ def defaults_row(prepared: PublicPrepared, spec: PublicSpec, preset: Preset) -> 
       model = dg.DPGCDRegressor(target_bound=3.0 * spec.target_scale, random_state=s, **kwargs).fit(X, y)
     w = np.ravel(model.coef_)
     errors.append(float(prepared_lib.relative_error(prepared, w)))
-    steps, epsilons = int(model.n_iter_), epsilons + [float(model.privacy_.epsilon)]
+    steps = int(model.n_iter_)
+    epsilons.append(float(model.privacy_.epsilon))
   errs = np.asarray(errors)
   return dict(dataset=public.name.removesuffix("_public"), steps=steps, median=float(np.median(errs)),
               min=float(errs.min()), max=float(errs.max()), errors=errors, epsilon=max(epsilons),
