@@ -155,7 +155,13 @@ def released_step_size(clip: float) -> float:
   `gamma = 2` gave text-like n = 32000 0.59 / 0.64, binary 8000 0.75 / 0.66, binary 32000
   0.77 / 0.74, dense standardized 4000 0.72 / 0.75; clip 0.1 (`gamma` 1.25 or 2: with every
   derivative clipped the model only scales) gave 0.51 / 0.52 (the majority class), 0.72 /
-  0.67, 0.62 / 0.58 and 0.71 / 0.74; clip 0.25 with `gamma = 1` 0.51 / 0.52 on text.
+  0.67, 0.62 / 0.58 and 0.71 / 0.74; clip 0.25 with `gamma = 1` 0.51 / 0.52 on text; clip
+  0.5 (`gamma = 1`) 0.65 / 0.66, 0.73 / 0.69, 0.77 / 0.75 and 0.57 / 0.59 (dense). Binary
+  features do best at clip 0.5: their terms `phi' x_ij` are 0 or `phi' B_j`, so a lower clip
+  turns the gradient into a count of signs that does not shrink as the model fits (the docs
+  example: 0.68 at clip 0.22, 0.77 at 0.5, 4 keys); dense features, whose terms are mostly
+  far below `B_j`, at 0.1-0.25 (less noise, little signal lost). 0.25 keeps every cell
+  above the majority class; declare `clip=0.5` for binary features.
   """
   return min(2.0, max(1.0, AUTO_MARGIN_STEP / clip))
 
@@ -799,23 +805,19 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   `dpgcd_jax.estimators._linear`; the whole fit is `(epsilon, delta)`-DP.
 
   Defaults that learn (computed from public quantities only: `n`, `p`, `epsilon`, `B`).
-  With a bound `B`, `M_j = beta B^2` is a worst case: for standardized features the true
-  curvature is about `beta`, `B^2` times less, so the safe step `1 / M_j` is short. What
-  limits a private fit is noise: the noise on `g_j` scales with the threshold
-  `C_j = clip B_j` and does not shrink with the gradient. A small `clip` (default 0.1, well
-  below `|phi'(0)| = 1/2` for the logistic loss) clips most per-example terms to
-  `+-clip B_j`: `g_j` becomes `clip B_j` times an average of signs, whose
-  signal-to-noise ratio no longer depends on `clip`, with several times less noise than
-  `clip = 1`. One step then moves the margin `<x, w>` of a point with `|x_j| <= B_j` by
-  at most `step_size clip / beta`: "auto" takes `step_size = max(1, 0.5 beta / clip)`,
-  a margin move of at most about 0.5 per step (`step_size` 1.25 for the logistic loss at
-  `clip = 0.1`, i.e. above the worst-case `1 / M_j`). The number of steps trades progress
-  against the noise per step (which grows like `sqrt(T)` under composition) and, with many
-  coordinates, against noisy selections among them: "auto" takes `n epsilon / sqrt(p)` in
-  [10, 1000], an empirical rule within a factor of about 2 of the best `T` on breast_cancer
-  (p = 30), 4-feature blobs and a 5000 x 2000 synthetic set, at epsilon from 0.1 to 5. On
-  breast_cancer (70/30 split, standardized, epsilon = 1, 10 seeds) the defaults reach a mean
-  test accuracy of about 0.94 (non-private logistic regression: 0.97); `tests` check >= 0.90.
+  With a bound `B`, `M_j = beta B^2` is a worst case: for a binary word of frequency `q` the
+  true curvature `beta mean_i x_ij^2` is `q` times that, so the step `1 / M_j` is `1 / q` too
+  short. DP-GCD therefore releases the selected feature's curvature at each step
+  (`solver_params={"curvature": "released"}`, the default; [`dpgcd_jax.curvature`][]) and steps
+  by `gamma / hat M_j`. "auto" then takes `T = sqrt(n epsilon / 80)` greedy steps in [5, 100]
+  ([`auto_greedy_steps`][dpgcd_jax.estimators._linear.auto_greedy_steps]: steps past the
+  features that matter add noise, so `T` follows the budget, not `p`), clip 0.25 and
+  `step_size = min(2, 0.5 / clip)` ([`released_step_size`][dpgcd_jax.estimators._linear.released_step_size]:
+  a compromise between binary features, which do best at clip 0.5, and dense ones, at 0.1-0.25).
+  With `curvature="public"` and for the other solvers: clip 0.1 and
+  `step_size = max(1, 0.5 beta / clip)` (a margin move of at most about 0.5 per step), and
+  `T = n epsilon / sqrt(p)` in [10, 1000] (DP-CD: that many coordinate updates).
+  Measured: `benchmarks/results/high_dim_quick.md` and the docs page "High dimension".
 
   Args:
     penalty: "l1", "l2", "elasticnet" or None; the intercept is never penalized.
@@ -844,16 +846,15 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       `clip B_j`) or "derivative" (the scalar `phi'` clipped at `clip`: the same
       sensitivity `2 clip B_j / n`; measured less accurate here, see DPGCDRegressor).
     secure_noise: floating-point-safe noise (`dpgcd_jax.discrete_noise`): report-noisy-max
-      with discrete Laplace noise and discrete Gaussian updates on a public grid, accounted
-      as such. Several times slower per step. Not covered: the released bounds' mechanisms
-      (their noisy counts are only compared, never released), the CV estimators' validation
-      scores (float Laplace), and float rounding before the snap (module docstring of
-      `dpgcd_jax.discrete_noise`).
-    max_iter: DP-GCD steps `T`, or "auto": `round(n epsilon / sqrt(p))` in [10, 1000]
-      (`p` counts the intercept).
+      with discrete Laplace noise and discrete Gaussian updates (and curvature releases) on a
+      public grid, accounted as such. Several times slower per step. The released bounds and
+      scales are exact integer mechanisms in every mode. Not covered: the CV estimators'
+      validation scores (float Laplace), and float rounding before the snap (module docstring
+      of `dpgcd_jax.discrete_noise`).
+    max_iter: DP-GCD steps `T`, or "auto" (see above).
     step_size: `gamma` in units of `1 / M_j`, or "auto" (see above).
     clip: bound on `|phi'|` (per-example gradient `phi' x_ij` clipped at `clip B_j`), or
-      "auto" = 0.1 (see above).
+      "auto" (see above).
     solver: the private solver of the runs: "dp_gcd" (default), "dp_fw" (DP Frank-Wolfe on the
       l1 ball, [`dpgcd_jax.solvers.dp_fw`][]; penalty None or "l2", step_size "auto"),
       "dp_iht" (private iterative hard thresholding, [`dpgcd_jax.solvers.dp_iht`][]),
