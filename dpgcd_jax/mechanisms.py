@@ -10,10 +10,8 @@ A mechanism is a small frozen (hashable, static under `jax.jit`) object with
   budget between a selection and an update, `selection_share` of
   [`dpgcd_jax.privacy.calibrate_gcd`][]). The accounting reads the costs, never this module.
 
-The two float selections also expose `noisy_scores` (the criteria whose argmax `select` is) and
-`max_of_zero_scores` (the largest criterion of `m` coordinates with score 0, in one closed-form
-draw): DP-GCD on sparse features with mostly empty columns uses them
-([`dpgcd_jax.solvers.greedy.select_stored`][]).
+The two float selections also expose `noisy_scores`, the criteria whose argmax `select` is (one
+draw per coordinate, for every coordinate: one law on dense and sparse features alike).
 
 Solvers and the accounting look mechanisms up by object or by name (`"laplace"`,
 `"gumbel"`, `"gaussian"` are sugar for the objects below). Adding a mechanism is one
@@ -150,25 +148,6 @@ class LaplaceNoisyMax(_Costed):
       return score(g + jnp.sqrt(M) * z, w, M, penalty)
     return score(g, w, M, penalty) + z  # report-noisy-max
 
-  def max_of_zero_scores(self, key: Array, count: Array, scale: Array, rule: str, penalty: Any,
-                         dtype: Any) -> Array:
-    """The largest of `count` criteria of `noisy_scores` at `g_j = 0` with no penalty, in one draw.
-
-    Their criteria are iid: `|u_j + z_j| = |z_j|` (inside `|.|`), an exponential of mean
-    `scale`, whose maximum has CDF `(1 - exp(-x / scale))^count`; or `z_j` (report-noisy-max),
-    a Laplace of CDF `F`, whose maximum has CDF `F^count`. Inverted at a uniform `v`:
-    `F(x) = v^(1 / count)`, computed as `exp(log(v) / count)` and its complement by `expm1`.
-    `-inf` when `count = 0`.
-    """
-    v = jax.random.uniform(key, (), dtype, minval=jnp.finfo(dtype).tiny)  # v > 0: every quantile finite
-    log_cdf = jnp.log(v) / count  # log F(max) <= 0
-    tail = -jnp.expm1(log_cdf)  # 1 - F(max)
-    if _inside(rule, penalty):
-      top = -scale * jnp.log(tail)
-    else:  # Laplace quantile: scale log(2 F) below the median, -scale log(2 (1 - F)) above
-      top = jnp.where(log_cdf < -jnp.log(2.0), scale * (jnp.log(2.0) + log_cdf), -scale * jnp.log(2.0 * tail))
-    return jnp.where(count > 0, top, -jnp.inf)
-
 
 def _inside(rule: str, penalty: Any) -> bool:
   """Whether `LaplaceNoisyMax` adds its noise inside `|.|` (GS-s with a differentiable penalty)."""
@@ -190,14 +169,6 @@ class GumbelMax(_Costed):
     """The criteria whose argmax `select` returns (one Gumbel draw per coordinate)."""
     del rule
     return score(g, w, M, penalty) + scale * draw(jax.random.gumbel, key, g.shape, g.dtype)
-
-  def max_of_zero_scores(self, key: Array, count: Array, scale: Array, rule: str, penalty: Any,
-                         dtype: Any) -> Array:
-    """The largest of `count` criteria at score 0: `scale (G + log count)`, the maximum of `count`
-    iid `scale G_j` (Gumbel max-stability); `-inf` when `count = 0`."""
-    del rule, penalty
-    top = scale * (jax.random.gumbel(key, (), dtype) + jnp.log(jnp.asarray(count, dtype)))
-    return jnp.where(count > 0, top, -jnp.inf)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -141,6 +141,7 @@ def make_problem(
     penalty: penalties.Penalty | None = None,
     smoothness: Any | None = None,
     feature_bound: Any | None = None,
+    sparse_capacity: tuple[int, int] | None = None,
 ) -> Problem:
   """Validates the inputs and builds a [`Problem`][dpgcd_jax.problem.Problem].
 
@@ -158,6 +159,9 @@ def make_problem(
       private: warns). See the module docstring.
     feature_bound: public bound `B > 0` on `|x_ij|` (scalar or (p,)): features are clipped
       to it and `M_j = beta B_j^2` (needs a loss with a known curvature bound `beta`).
+    sparse_capacity: sparse `X` only: `(capacity, window)`, public upper bounds on the stored
+      entries of `X` and of one of its columns, that fix the stored shapes
+      ([`dpgcd_jax.sparse.from_matrix`][]); default (None) their public buckets.
 
   Raises:
     ValueError: naming the argument, for NaN / infinite data, mismatched shapes, a loss
@@ -171,9 +175,12 @@ def make_problem(
     if not loss.is_glm:
       raise ValueError(f"Expected a GLM loss (phi(<x, w>, y)) with sparse X, got loss {loss.name!r}: "
                        f"pass a dense X (e.g. X.toarray()) for other losses.")
-    sparse_XT = sparse.from_matrix(X)
+    capacity, window = (None, None) if sparse_capacity is None else sparse_capacity
+    sparse_XT = sparse.from_matrix(X, capacity=capacity, window=window)
     dtype, (p, n) = sparse_XT.dtype, sparse_XT.shape
   else:
+    if sparse_capacity is not None:
+      raise ValueError(f"Expected sparse_capacity=None with a dense X, got sparse_capacity={sparse_capacity!r}.")
     _check_dense_type(X)
     X = X if isinstance(X, jax.Array) else np.asarray(X)
     _validate.check_finite_array("X", X, ndim=2)
@@ -553,11 +560,8 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
 
 
 def clipped_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
-                     mode: str = "coordinate", touched: bool = False) -> Array:
+                     mode: str = "coordinate") -> Array:
   """Gradient of `f` with coordinate-wise per-example clipping of the data term.
-
-  `touched=True`, sparse features with [`stored`][dpgcd_jax.sparse.StoredColumns] columns only: the (S,)
-  coordinates `problem.XT.stored.touched`, in O(nnz).
 
   `mode="derivative"` (GLM losses with bounded features, [`check_clipping_mode`][dpgcd_jax.problem.check_clipping_mode])
   clips
@@ -578,8 +582,6 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
     grads_t = per_example_gradients_t(problem, w, margins)
     return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1, count=problem.mean_count) + problem.l2 * w
   if isinstance(XT, sparse.SparseColumns):
-    if touched:
-      return XT.clipped_mean(dphi, thresholds, touched=True) + problem.l2 * w[XT.touched]
     return XT.clipped_mean(dphi, thresholds) + problem.l2 * w
   return _blocked_clipped_mean(XT, dphi, thresholds, problem.mean_count) + problem.l2 * w
 

@@ -9,19 +9,26 @@ non-zeros). [`dpgcd_jax.make_problem`][] accepts `scipy.sparse` matrices (any fo
   a zero entry contributes `clip(0) = 0` exactly, so the sum over the stored entries (a
   segment sum by column) equals the dense result; O(nnz);
 - the margins `z = Xw` (segment sum by row) and their update after `w_j` changes: the
-  column's entries, found through column pointers, in O(max column nnz);
+  column's entries, found through column pointers, in O(K) (the column window, below);
 - the smoothness `M_j = beta mean_i x_ij^2`, the feature clipping to a bound and the
   per-record statistic of [`dpgcd_jax.privacy.bounds`][], all O(nnz).
 
-Memory: O(nnz) (three arrays of nnz entries, plus column pointers). Only GLM losses
+Memory: O(nnz) (three arrays of `capacity + K` entries, plus column pointers). Only GLM losses
 `phi(<x, w>, y)` have this structure; DP-SGD and custom per-example losses need dense rows.
 
-When `nnz` is at most about `p / 2` (a public rule on the shapes,
-[`touched_slots`][dpgcd_jax.sparse.touched_slots]: then at least half the features have no stored
-entry), [`StoredColumns`][dpgcd_jax.sparse.StoredColumns] also lists which features have entries, so that DP-GCD
-computes the clipped gradient of those features only (O(nnz), not O(p)) and draws the
-selection noise of the empty ones in closed form ([`dpgcd_jax.solvers.greedy`][], "Sparse
-features"): the same distribution of every release, without `p` noise draws per step.
+Shapes: `p` and `n` are public; the stored entries are padded with zeros to a capacity, and
+every column is read through a window of `K` entries ([`from_matrix`][dpgcd_jax.sparse.from_matrix]).
+Declared (`capacity=`, `window=`, e.g. from a public bound on the non-zeros of a record), they
+make every shape, hence the program that runs and its running time, a function of public values
+only. By default they are the buckets ([`dpgcd_jax.problem.bucket`][]) of `nnz` and of the
+largest column's count, which the shapes then reveal (through memory and running time; a
+neighbour moves `nnz` by at most `p`). No released value depends on the padding: the padded
+entries are exact zeros, every operation reads them as zeros, and the noise of every release is
+drawn over the `p` features (a public shape), so the same key gives the same release, bit for
+bit, at any capacity and window.
+
+DP-GCD runs one selection path whatever the data ([`dpgcd_jax.solvers.dp_gcd`][]): the noise of
+all `p` features is drawn at every step, O(nnz + p) per iteration.
 """
 
 from __future__ import annotations
@@ -41,47 +48,25 @@ from dpgcd_jax import clipping
 Array = jax.Array
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["touched", "slot", "empty", "num_empty"],
-                   meta_fields=[])
-@dataclasses.dataclass(frozen=True)
-class StoredColumns:
-  """Which features have stored entries (built on the host from the column pointers).
-
-  Attributes:
-    touched: (S,) the features with at least one stored entry, ascending, then zeros; `S =`
-      [`touched_slots`][dpgcd_jax.sparse.touched_slots]`(nnz)`, a public shape.
-    slot: (nnz + K,) the position in `touched` of each stored entry's feature (non-decreasing;
-      the `K` padding entries, whose values are 0, get `S - 1`).
-    empty: (p,) the features without a stored entry, ascending, then zeros.
-    num_empty: their number, a traced count (never a shape): the first `p - num_empty` slots
-      of `touched` are features.
-  """
-
-  touched: Array
-  slot: Array
-  empty: Array
-  num_empty: Array
-
-
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["rows", "cols", "vals", "indptr", "stored"],
-    meta_fields=["shape", "max_column_nnz"],
+    data_fields=["rows", "cols", "vals", "indptr"],
+    meta_fields=["shape", "window"],
 )
 @dataclasses.dataclass(frozen=True)
 class SparseColumns:
   """The transposed features `X^T` (shape (p, n)) as column-sorted coordinates (a pytree).
 
   Attributes:
-    rows: (nnz + K,) example index of every stored entry, sorted by feature (column of X).
-    cols: (nnz + K,) feature index of every entry.
-    vals: (nnz + K,) values; the last `K = max_column_nnz` are zero padding, so that a window
-      of `K` entries from any column's start stays in bounds.
+    rows: (capacity + K,) example index of every stored entry, sorted by feature (column of X).
+    cols: (capacity + K,) feature index of every entry.
+    vals: (capacity + K,) values; the first `nnz` are the stored entries, the rest zero padding
+      (example 0, feature `p - 1`): a public length (module docstring), and a window of `K`
+      entries from any column's start stays in bounds.
     indptr: (p + 1,) column pointers: feature j's entries are `indptr[j]:indptr[j + 1]`.
     shape: `(p, n)`, as `XT` of a dense problem.
-    max_column_nnz: `K`, the largest number of entries of one feature.
-    stored: [`StoredColumns`][dpgcd_jax.sparse.StoredColumns] when `2 S <= p`
-      ([`touched_slots`][dpgcd_jax.sparse.touched_slots]), else None.
+    window: `K`, a public number of entries at least the largest number of entries of one
+      feature (declared, or a bucket: [`from_matrix`][dpgcd_jax.sparse.from_matrix]).
   """
 
   rows: Array
@@ -89,24 +74,21 @@ class SparseColumns:
   vals: Array
   indptr: Array
   shape: tuple[int, int]
-  max_column_nnz: int
-  stored: StoredColumns | None = None
+  window: int
 
   @property
   def dtype(self) -> Any:
     return self.vals.dtype
 
   @property
-  def nnz(self) -> int:
-    return int(self.vals.shape[0]) - self.max_column_nnz
+  def capacity(self) -> int:
+    """The public number of entry slots before the window's padding (at least `nnz`)."""
+    return int(self.vals.shape[0]) - self.window
 
   @property
-  def touched(self) -> Array:
-    """`stored.touched`, the (S,) features with stored entries; ValueError when they are not listed."""
-    if self.stored is None:
-      raise ValueError("Expected SparseColumns that list their touched features (2 touched_slots(nnz) <= p), "
-                       "got stored=None.")
-    return self.stored.touched
+  def nnz(self) -> Array:
+    """The number of stored entries, a traced count (`indptr[p]`; never a shape)."""
+    return self.indptr[-1]
 
   def margins(self, w: Array) -> Array:
     """`X w`, (n,)."""
@@ -114,7 +96,7 @@ class SparseColumns:
 
   def column(self, j: Array) -> tuple[Array, Array]:
     """Example indices and values of feature `j` (`K` of them, zero-padded)."""
-    k = self.max_column_nnz
+    k = self.window
     start = self.indptr[j]
     rows = jax.lax.dynamic_slice(self.rows, (start,), (k,))
     vals = jax.lax.dynamic_slice(self.vals, (start,), (k,))
@@ -125,21 +107,16 @@ class SparseColumns:
     rows, vals = self.column(j)
     return margins.at[rows].add(change * vals)
 
-  def clipped_mean(self, dphi: Array, thresholds: Array, touched: bool = False) -> Array:
+  def clipped_mean(self, dphi: Array, thresholds: Array) -> Array:
     """`(1/n) sum_i clip(dphi_i x_ij, -C_j, C_j)` for every j, over the stored entries.
 
     Exact up to one rounding, as [`dpgcd_jax.clipping.clipped_mean`][] (same grid, so the
     same value as the dense path): the quantized entries are summed by column exactly (at most
     `n` terms below `2^(k+1)`: in float64 for float32 data, where `n 2^(k+1) <= 2^53`; in
-    int64 for float64 data), then scaled once. A zero entry quantizes to 0. A non-finite
-    `dphi_i` counts as 0 (the guard on the derivative, [`dpgcd_jax.clipping`][]).
-
-    `touched=True` (needs `stored`): the (S,) means of the features `stored.touched` only,
-    the same values, in O(nnz) (a feature without entries has mean 0 exactly).
+    int64 for float64 data), then scaled once. A zero entry (a padded one too) quantizes to 0. A
+    non-finite `dphi_i` counts as 0 (the guard on the derivative, [`dpgcd_jax.clipping`][]).
     """
     n, p = self.shape[1], self.shape[0]
-    count = self.touched.shape[0] if touched else p
-    segments = lambda X: X.stored.slot if touched else X.cols  # noqa: E731  (the operand's: no closed-over array)
 
     def exact(thresholds, X, dphi):
       scale = clipping.grid_scale(thresholds, clipping.grid_bits(X.dtype, n))
@@ -148,12 +125,12 @@ class SparseColumns:
         # float32 data: every partial sum is an integer below n 2^(k+1) <= 2^53 (exact in float64,
         # in any order, and 1.5x faster than int64 on CPU); float64 data: int64.
         exact = jnp.float64 if X.dtype == jnp.float32 else jnp.int64
-        total = jax.ops.segment_sum(q.astype(exact), segments(X), num_segments=count, indices_are_sorted=True)
-      return clipping.exact_mean(total, scale[X.stored.touched] if touched else scale, n, X.dtype)
+        total = jax.ops.segment_sum(q.astype(exact), X.cols, num_segments=p, indices_are_sorted=True)
+      return clipping.exact_mean(total, scale, n, X.dtype)
 
     def plain(thresholds, X, dphi):
       grads = clipping.clip_coordinates(dphi[X.rows] * X.vals, thresholds[X.cols])
-      return jax.ops.segment_sum(grads, segments(X), num_segments=count) / n
+      return jax.ops.segment_sum(grads, X.cols, num_segments=p) / n
 
     return clipping.when_finite(thresholds, exact, plain, self, clipping.finite_or_zero(dphi))
 
@@ -199,12 +176,29 @@ def _is_bcoo(X: Any) -> bool:
   return type(X).__name__ == "BCOO" and hasattr(X, "indices") and hasattr(X, "data")
 
 
-def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
+def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
+                window: int | None = None) -> SparseColumns:
   """[`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of the transpose of an (n, p) scipy.sparse or BCOO matrix.
 
-  Duplicate entries are summed. Raises ValueError for a matrix that is not 2-D, has no rows
-  or columns, or holds NaN or infinite values (checked on the stored entries only).
+  Duplicate entries are summed. The entries are stored in `capacity + window` slots (rounded
+  up to a multiple of `SLOT_ALIGNMENT`), the padding being exact zeros (module docstring, "Shapes").
+
+  Args:
+    X: the (n, p) matrix.
+    dtype: the stored dtype (default: the compute dtype of `X`'s).
+    capacity: a public upper bound on the stored entries `nnz` (declared: the shapes are then
+      functions of public values only); default the public bucket of `nnz`,
+      [`dpgcd_jax.problem.bucket`][]`(nnz)`.
+    window: `K`, a public upper bound on the entries of one feature (at most `n` always holds);
+      default `min(n, bucket(largest column count))`.
+
+  Raises:
+    ValueError: for a matrix that is not 2-D, has no rows or columns, or holds NaN or infinite
+      values (checked on the stored entries only), or whose entries exceed a declared `capacity`
+      or `window`.
   """
+  from dpgcd_jax import problem as problem_lib  # here: problem imports this module
+
   if _is_bcoo(X):
     if X.n_batch or X.n_dense or X.ndim != 2:
       raise ValueError(f"Expected X to be a 2-D BCOO matrix without batch or dense dimensions, "
@@ -219,6 +213,10 @@ def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
     X = scipy.sparse.coo_matrix((np.asarray(X.data), (indices[:, 0], indices[:, 1])), shape=X.shape)
   if X.ndim != 2:
     raise ValueError(f"Expected X to have 2 dimensions, got X.shape={X.shape}.")
+  if capacity is not None:
+    capacity = _validate.check_int("capacity", capacity, low=0)
+  if window is not None:
+    window = _validate.check_int("window", window, low=1)
   csc = scipy.sparse.csc_matrix(X)
   csc.sum_duplicates()
   csc.sort_indices()
@@ -231,9 +229,17 @@ def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
   if dtype is None:
     dtype = _validate.compute_dtype(csc.dtype)
   counts = np.diff(csc.indptr)
-  k = max(int(counts.max(initial=0)), 1)
+  largest = int(counts.max(initial=0))
+  if capacity is not None and csc.nnz > capacity:
+    raise ValueError(f"Expected at most capacity={capacity} stored entries in X (declared), got {csc.nnz}.")
+  if window is not None and largest > window:
+    raise ValueError(f"Expected at most window={window} stored entries in every column of X (declared), got "
+                     f"a column with {largest}.")
+  k = min(n, problem_lib.bucket(max(largest, 1))) if window is None else window
+  size = problem_lib.bucket(max(csc.nnz, 1)) if capacity is None else capacity
+  total = -(-(size + k) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT  # slots: capacity and window, aligned
   cols = np.repeat(np.arange(p, dtype=np.int32), counts)
-  pad = lambda a, value, t: np.concatenate([a.astype(t), np.full(k, value, t)])
+  pad = lambda a, value, t: np.concatenate([a.astype(t), np.full(total - csc.nnz, value, t)])
   with np.errstate(over="ignore"):  # no warning that depends on the data: an entry beyond the dtype's range is inf
     vals = pad(csc.data, 0, np.dtype(dtype))
   return SparseColumns(
@@ -242,26 +248,8 @@ def from_matrix(X: Any, dtype: Any = None) -> SparseColumns:
       vals=jnp.asarray(vals),
       indptr=jnp.asarray(csc.indptr.astype(np.int32)),
       shape=(p, n),
-      max_column_nnz=k,
-      stored=_stored_columns(counts, k, touched_slots(csc.nnz)) if 2 * touched_slots(csc.nnz) <= p else None,
+      window=k,
   )
 
 
 SLOT_ALIGNMENT = 128  # XLA's CPU loops over a few 100k entries ran 2.5x slower at 99,997 than at 100,096
-
-
-def touched_slots(nnz: int) -> int:
-  """`S`: the public number of touched slots of [`StoredColumns`][dpgcd_jax.sparse.StoredColumns], `max(nnz, 1)`
-  rounded up to a multiple of `SLOT_ALIGNMENT`; the features are listed when `2 S <= p` (then the
-  closed-form selection draws at most half the noises of the full one)."""
-  return -(-max(nnz, 1) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT
-
-
-def _stored_columns(counts: np.ndarray, k: int, size: int) -> StoredColumns:
-  """[`StoredColumns`][dpgcd_jax.sparse.StoredColumns] of `size` touched slots from the per-feature entry counts."""
-  p = counts.shape[0]
-  touched, empty = np.flatnonzero(counts > 0), np.flatnonzero(counts == 0)
-  slot = np.concatenate([np.repeat(np.arange(touched.shape[0]), counts[touched]), np.full(k, size - 1)])
-  grow = lambda a, length: np.pad(a, (0, length - a.shape[0])).astype(np.int32)
-  return StoredColumns(touched=jnp.asarray(grow(touched, size)), slot=jnp.asarray(slot.astype(np.int32)),
-                       empty=jnp.asarray(grow(empty, p)), num_empty=jnp.asarray(np.int32(empty.shape[0])))

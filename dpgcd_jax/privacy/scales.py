@@ -198,11 +198,10 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
   K = g.size
   if isinstance(XT, sparse_lib.SparseColumns):
     p, n = XT.shape
-    nnz = XT.nnz
-    vals, cols = XT.vals[:nnz], XT.cols[:nnz]
+    vals, cols = XT.vals, XT.cols
+    stored = (jnp.arange(vals.shape[0]) < XT.nnz).astype(jnp.int32)  # not the padding (a public length)
     bins = jnp.searchsorted(jnp.asarray(g, vals.dtype), jnp.abs(vals), side="left")
-    hist = jax.ops.segment_sum(jnp.ones(nnz, jnp.int32), cols * (K + 1) + bins,
-                               num_segments=p * (K + 1)).reshape(p, K + 1)
+    hist = jax.ops.segment_sum(stored, cols * (K + 1) + bins, num_segments=p * (K + 1)).reshape(p, K + 1)
     zeros = n - jnp.diff(XT.indptr).astype(jnp.int32)
     hist = hist.at[:, 0].add(zeros)
   else:

@@ -27,6 +27,14 @@ The coordinate smoothness `M` must be public: [`fit`][dpgcd_jax.solvers.dp_gcd.f
 declared feature bound, or from a privately released one, see [`dpgcd_jax.problem`][]).
 The objective values in the trace are NOT private.
 
+One path: which code runs, and every shape, is a function of public inputs only (the shapes
+`(n, p)` and, for sparse features, the public capacity and window of
+[`dpgcd_jax.sparse.from_matrix`][]; the options; the dtype). In particular the selection draws the
+noise of all `p` coordinates on dense and sparse features alike, whichever features have stored
+entries: one float law of the released index for every data set (the law the privacy argument
+of [`dpgcd_jax.solvers.greedy`][] is about, with the same float32 sampler), where a data-dependent
+switch between two samplers of different float laws would not be covered by it.
+
 One iteration reads every example once, so `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_gcd.run] and
 [`fit`][dpgcd_jax.solvers.dp_gcd.fit]) is the number of iterations `T`; [`dpgcd_jax.privacy.calibrate_gcd`][] counts
 the same `T` mechanism invocations as `steps=T`.
@@ -47,9 +55,7 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import mechanisms
-from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
-from dpgcd_jax import sparse
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import base
@@ -131,10 +137,9 @@ def step(
   mask = problem.column_mask
   if mask is not None:  # padded features (zero columns): a finite threshold, so that the choice of
     thresholds = jnp.where(mask, thresholds, 1.0)  # the exact sums is decided by the true ones
-  gradient = lambda touched=False: problem_lib.clipped_gradient(  # noqa: E731
-      problem, state.w, state.margins, thresholds, clipping_mode, touched)
+  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
 
-  def update_at(key_update, j, g_j, ok=True):
+  def update_at(key_update, j, g_j, ok):
     """The private step of the selected `j`: by `gamma / M_j` (public), or by `gamma / hat M_j`
     with `hat M_j` released (`curvature="released"`, [`dpgcd_jax.curvature`][])."""
     M_step = M
@@ -146,48 +151,20 @@ def step(
     return greedy.private_update(key_update, j, g_j, state.w, M_step, thresholds, problem.mean_count,
                                  problem.penalty, params.step_size, params.update_noise, ok, update=update)
 
-  if not _closed_form_applies(problem, selection):
-    if curvature == "public":
-      j, new_wj = greedy.private_coordinate_step(
-          key, gradient(), state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
-          params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
-          column_mask=problem.column_mask)
-    else:  # the same draws as private_coordinate_step, the step from the released curvature
-      key_select, key_update = jax.random.split(key)
-      g = gradient()
-      j, ok = greedy.select_checked(key_select, g, state.w, M, problem.penalty, params.selection_noise,
-                                    greedy.selection_sensitivity(thresholds, M, problem.mean_count, mask),
-                                    selection=selection, rule=rule, column_mask=mask)
-      new_wj = update_at(key_update, j, g[j], ok)
-    return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
-  # Sparse features with empty ones, no penalty: the closed-form draw of the empty features'
-  # noise (greedy, "Sparse features") when l2 = 0 (a public value), else the full path.
-  key_select, key_update = jax.random.split(key)
-  sensitivity = greedy.selection_sensitivity(thresholds, M, problem.mean_count)
-
-  def stored(_):
-    return greedy.select_stored(key_select, gradient(touched=True), state.w, M, problem.XT.stored, problem.penalty,
-                                params.selection_noise, sensitivity, selection=selection, rule=rule)
-
-  def full(_):
-    g = gradient()
-    j = greedy.select(key_select, g, state.w, M, problem.penalty, params.selection_noise, sensitivity,
-                      selection=selection, rule=rule)
-    return j, g[j]
-
-  j, g_j = jax.lax.cond(problem.l2 == 0, stored, full, None)
-  return _coordinate.set_coordinate(problem, state, j, update_at(key_update, j, g_j)), Info(j)
-
-
-def _closed_form_applies(problem: problem_lib.Problem, selection: Any) -> bool:
-  """Whether `step` may draw the empty features' selection noise in closed form (static):
-  sparse features listing their empty ones (`XT.stored`: `nnz` at most about `p / 2`), no penalty,
-  unpadded, and the package's own float selections (a subclass or another mechanism object
-  may change the draws the closed form reproduces: it runs the full path)."""
-  XT = problem.XT
-  return (isinstance(XT, sparse.SparseColumns) and XT.stored is not None and isinstance(problem.penalty, penalties.Zero)
-          and problem.column_mask is None
-          and type(mechanisms.selection(selection)) in (mechanisms.LaplaceNoisyMax, mechanisms.GumbelMax))
+  # One path for every problem, dense or sparse, whatever its entries (module docstring, "One
+  # path"): the selection draws the noise of all `p` coordinates.
+  if curvature == "public":
+    j, new_wj = greedy.private_coordinate_step(
+        key, g, state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
+        params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
+        column_mask=mask)
+  else:  # the same draws as private_coordinate_step, the step from the released curvature
+    key_select, key_update = jax.random.split(key)
+    j, ok = greedy.select_checked(key_select, g, state.w, M, problem.penalty, params.selection_noise,
+                                  greedy.selection_sensitivity(thresholds, M, problem.mean_count, mask),
+                                  selection=selection, rule=rule, column_mask=mask)
+    new_wj = update_at(key_update, j, g[j], ok)
+  return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise", "curvature_noise"),

@@ -36,27 +36,11 @@ Update noise (multiplier `s` in units of `Delta_j`) on the selected coordinate:
 `"laplace"`: `Lap(s Delta_j)`, `eps = 1 / s`; `"gaussian"`: `N(0, (s Delta_j)^2)`,
 `rho = 1 / (2 s^2)`. Both use fresh noise, independent of the selection.
 
-Sparse features, most of them without stored entries ([`dpgcd_jax.sparse.StoredColumns`][]):
-[`select_stored`][dpgcd_jax.solvers.greedy.select_stored] runs the same float mechanism without drawing `p`
-noises. With no penalty and `l2 = 0`, a feature `j` without stored entries has `g_j = 0`
-exactly (every term `clip(phi'_i x_ij) = clip(0) = 0`) at every iterate, so its score is 0
-and its criterion (`|u_j + Z_j| = |Z_j|`, `Z_j`, or `b Delta_bar G_j`) has one law, the same
-for all of them and independent of the data: the `m` empty features' criteria are iid and
-independent of the others'. The argmax over all `p` criteria is therefore the argmax over the
-touched features' criteria (drawn as before) against `max_{j empty} criterion_j`, whose law is
-that of a maximum of `m` iid draws (`max_of_zero_scores` of `mechanisms.LaplaceNoisyMax` and
-`mechanisms.GumbelMax`, one draw by the inverse CDF), the winning empty feature being uniform
-among the `m` (exchangeable, and independent of the maximum's value). In real arithmetic every
-released index has the law of the full mechanism's, so the privacy argument above is unchanged. Ties have probability 0
-(without noise they go to the smaller index, as in the full path). A scale that is not finite
-releases coordinate 0, as the full path's argmax of all-NaN or all-inf criteria does. What
-changes is the stream: for the same key the draws differ from the full path's (and from a dense
-`X`'s). And floating point: JAX's float32 samplers cap each draw (Laplace near 16.6 scales,
-Gumbel near 15.9, with the tail's mass at the cap), which a maximum of `m = 1e6` draws reaches
-about 10% of the time; the closed form is not capped, so it follows the real-arithmetic law
-(the one the proof is about) where the float32 full path does not (in float64 the two agree).
-`m` is data-dependent, but enters as a value, never a shape: the cost is that of the public
-`S` touched slots ([`dpgcd_jax.sparse.touched_slots`][]).
+Sparse features ([`dpgcd_jax.sparse`][]) run the same selection: the clipped gradient of all
+`p` coordinates (O(nnz + p), a feature without stored entries has `g_j = 0` exactly) and the noise
+of all `p` coordinates, drawn by the same sampler as for dense features. So the float law of the
+released index is the same function of the scores for every data set, whichever features are
+empty (no data-dependent switch to another sampler, [`dpgcd_jax.solvers.dp_gcd`][], "One path").
 
 Floating-point-safe variants (`secure_noise=True`; `dpgcd_jax.mechanisms`,
 `dpgcd_jax.discrete_noise`): selection `"discrete_laplace"` is report-noisy-max of the
@@ -71,7 +55,6 @@ grid steps and the integer scale is rounded up to cover it); updates `"discrete_
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 from typing import Any
 
 import jax
@@ -80,9 +63,6 @@ import jax.numpy as jnp
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
-
-if TYPE_CHECKING:
-  from dpgcd_jax import sparse
 
 Array = jax.Array
 
@@ -165,40 +145,6 @@ def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.
   # A padded index can win only through a NaN score (an infinite noise scale: -inf + inf); the
   # choice is then noise alone, and coordinate 0 (data-independent) is released instead.
   return jnp.where(column_mask[j], j, 0), jnp.asarray(True)
-
-
-def select_stored(key: Array, g_touched: Array, w: Array, M: Array, stored: sparse.StoredColumns,
-                  penalty: penalties.Penalty, multiplier: Array, sensitivity: Array, *, selection: Any,
-                  rule: str) -> tuple[Array, Array]:
-  """`(j, g_j)`: [`select`][dpgcd_jax.solvers.greedy.select] over all `p` coordinates, from the clipped gradient
-  `g_touched` of the features `stored.touched` only (module docstring, "Sparse features").
-
-  Requires no penalty, `l2 = 0` and a float `selection` (every empty feature has `g_j = 0` and
-  score 0). `w` and `M` are (p,); `sensitivity` is `Delta_bar` over all `p` coordinates.
-  """
-  mechanism = mechanisms.selection(selection)
-  scale = clipping.noise_scale(multiplier, sensitivity)
-  key_touched, key_empty, key_index = jax.random.split(key, 3)
-  touched, num_empty = stored.touched, stored.num_empty
-  valid = jnp.arange(touched.shape[0]) < M.shape[0] - num_empty  # slots past the touched features
-  criteria = mechanism.noisy_scores(key_touched, masked_rule(RULES[rule], valid), g_touched, w[touched],
-                                    M[touched], penalty, scale, rule)
-  i = mechanisms.argmax(criteria)
-  best_empty = mechanism.max_of_zero_scores(key_empty, num_empty, scale, rule, penalty, g_touched.dtype)
-  # Noise-free (scale 0, not private): the smallest empty feature, and ties go to the smaller
-  # index, as the full path's argmax (with noise, ties have probability 0).
-  empty = jnp.where(scale > 0, stored.empty[jax.random.randint(key_index, (), 0, jnp.maximum(num_empty, 1))],
-                    stored.empty[0])
-  use_empty = (best_empty > criteria[i]) | ((best_empty == criteria[i]) & (empty < touched[i]))
-  j = jnp.where(use_empty, empty, touched[i])
-  g_j = jnp.where(use_empty, jnp.zeros_like(g_touched[i]), g_touched[i])
-  # A scale that is not finite (NaN from an invalid multiplier, inf from an overflow or an infinite
-  # multiplier under vmap): the full path's criteria are then all NaN or all inf, and its argmax
-  # releases coordinate 0; here inf criteria would compare as ties and release `touched[0]`, a
-  # function of the data. Release coordinate 0 (with its own gradient), as the full path does.
-  g_0 = jnp.where(valid[0] & (touched[0] == 0), g_touched[0], jnp.zeros_like(g_touched[0]))
-  finite = jnp.isfinite(scale)
-  return jnp.where(finite, j, 0), jnp.where(finite, g_j, g_0)
 
 
 def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:

@@ -146,13 +146,13 @@ def restrict(problem: problem_lib.Problem, columns: Array) -> problem_lib.Proble
 
 def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseColumns:
   """The (s, n) [`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of `columns`: `K` entries each."""
-  k, s = XT.max_column_nnz, columns.shape[0]
+  k, s = XT.window, columns.shape[0]
   rows, vals = jax.vmap(XT.column)(columns)  # (s, K), zero values past each column's end
   pad = lambda a, fill: jnp.concatenate([a.reshape(-1), jnp.full(k, fill, a.dtype)])
   return sparse.SparseColumns(
       rows=pad(rows, 0), cols=pad(jnp.repeat(jnp.arange(s, dtype=jnp.int32), k), s - 1),
       vals=pad(vals, 0), indptr=jnp.arange(s + 1, dtype=jnp.int32) * k,
-      shape=(s, XT.shape[1]), max_column_nnz=k)
+      shape=(s, XT.shape[1]), window=k)
 
 
 def select_support(key: Array, problem: problem_lib.Problem, state: State, params: Params, *,
