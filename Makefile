@@ -30,6 +30,7 @@ benchmark: $(STAMP)
 	$(BIN)/python benchmarks/bench_baselines.py
 	$(BIN)/python benchmarks/bench_audit.py
 	$(BIN)/python benchmarks/bench_experiments.py
+	$(BIN)/python benchmarks/bench_warnings.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

@@ -17,7 +17,7 @@ Protocol (Papernot & Steinke 2022, see [`dpgcd_jax.privacy.tuning`][]), from the
 
 When the default grid is used and `n epsilon` is below `SELECTION_MIN_N_EPSILON`
 (public), the search is skipped and the defaults run with the whole budget
-(`selection_pays`); `privacy_` says so.
+(`selection_pays`); `privacy_`, `fell_back_` / `fallback_reason_` and a UserWarning say so.
 
 Privacy: one repetition is a training run on the training rows and a score on the other rows
 (parallel composition: its RDP curve is the maximum of the two), with a candidate drawn at
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -175,11 +176,19 @@ class _SearchMixin(_linear.DPGCDBase):
     epsilon, (n, p) = float(self.epsilon), X.shape
     if self.param_grid is None and not selection_pays(n, epsilon):
       self.best_params_, self.best_score_ = {}, float("nan")
-      self._fit_prepared(data, note=(
-          f"selection: skipped, n epsilon = {n * epsilon:.4g} < {SELECTION_MIN_N_EPSILON} (public): "
-          f"a private search cannot pay for itself at this budget, so the default "
-          f"hyperparameters ran with the whole budget"))
+      self.fell_back_ = True
+      self.fallback_reason_: str | None = (
+          f"n epsilon = {n * epsilon:.4g} < {SELECTION_MIN_N_EPSILON} (public): a private search cannot pay "
+          f"for the noise its candidates add at this budget")
+      warnings.warn(
+          f"{type(self).__name__}.fit: the hyperparameter search was skipped and the default "
+          f"hyperparameters ran with the whole budget, because {self.fallback_reason_} (best_params_ is {{}}, "
+          f"best_score_ NaN; fell_back_ and fallback_reason_ say so). Fix: more rows or a larger epsilon, or "
+          f"pass param_grid= to search anyway.", UserWarning, stacklevel=2)
+      self._fit_prepared(data, note=f"selection: skipped, {self.fallback_reason_}, so the default "
+                                    f"hyperparameters ran with the whole budget")
       return self
+    self.fell_back_, self.fallback_reason_ = False, None
     n_val = int(round(self.validation_fraction * n))
     if n_val < 1 or n - n_val < 2:
       raise ValueError(f"Expected validation_fraction to leave >= 1 validation row and >= 2 "
@@ -278,6 +287,10 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
     best_params_: the selected candidate ({} when the search was skipped: see
       `selection_pays`).
     best_score_: its NOISY validation accuracy (the released one; NaN when skipped).
+    fell_back_: True when the search was skipped and the defaults ran with the whole budget
+      (`selection_pays`; a UserWarning says so too), else False.
+    fallback_reason_: why it was skipped (public: `n epsilon` against
+      `SELECTION_MIN_N_EPSILON`), or None when the search ran.
     others: as [`DPGCDClassifier`][dpgcd_jax.estimators.DPGCDClassifier]; the model is the selected repetition's.
   """
 
@@ -319,7 +332,8 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
       [`DPGCDRegressor`][dpgcd_jax.estimators.DPGCDRegressor].
 
   Attributes:
-    best_params_, best_score_ (noisy): as [`DPGCDClassifierCV`][dpgcd_jax.estimators._cv.DPGCDClassifierCV].
+    best_params_, best_score_ (noisy), fell_back_, fallback_reason_: as
+      [`DPGCDClassifierCV`][dpgcd_jax.estimators._cv.DPGCDClassifierCV].
   """
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,

@@ -581,8 +581,10 @@ class DPGCDBase(BaseEstimator):
                  noise: float, target: _released.Released | None = None) -> None:
     """Stores the model in raw units and warns from released values (`_released.diagnose`).
 
-    `noise`: the runs' (public) update noise multiplier.
+    `noise`: the runs' (public) update noise multiplier; no warning reads it (its bound on the
+    noise a prediction carries, `_released.prediction_noise`, fired on fits that learned).
     """
+    del noise
     bound = released.bound
     p = bound.shape[0]
     unit = 1.0 if target is None else target.bound
@@ -593,15 +595,15 @@ class DPGCDBase(BaseEstimator):
       self.target_bound_ = target.bound
     self.n_iter_, self.step_size_, self.clip_ = hyper
     self._store(coef, intercept)
-    updates = hyper.max_iter * ((p + bool(self.fit_intercept)) if self.solver == "dp_cd" else 1)
-    noise = _released.prediction_noise(noise, step_size=hyper.step_size, clip=hyper.clip,
-                                       curvature=self._curvature, n=n, steps=updates)
     fallback = released.how == "bound" and self.scaling == AUTO
     epsilon = float(self.epsilon)
     informative_n = (_released.informative_n(p, epsilon) if fallback else None)
-    for message in _released.diagnose(coef, intercept, bound, released.how, n=n, epsilon=epsilon,
-                                      target_bound=None if target is None else target.bound,
-                                      prediction_noise=noise, informative_n=informative_n):
+    for message in _released.diagnose(
+        coef, intercept, bound, released.how, n=n, epsilon=epsilon,
+        target_bound=None if target is None else target.bound, classes=getattr(self, "classes_", None),
+        penalty=self.penalty, max_iter=hyper.max_iter, informative_n=informative_n,
+        feature_bound_noise=_released.noise_probability(released),
+        target_bound_noise=None if target is None else _released.noise_probability(target)):
       warnings.warn(f"{type(self).__name__}.fit: {message}", UserWarning, stacklevel=3)
 
   def _prepare(self, X: Any, y: Any, sample_weight: Any = None) -> Prepared:

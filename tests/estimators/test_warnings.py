@@ -1,0 +1,197 @@
+"""Issue 31, item 3: the estimators' post-fit warnings fire on models that failed (w = 0, one
+class or one value for every input) and stay silent on fits that learned, from released values
+only. The rates are measured in `benchmarks/bench_warnings.py` (`benchmarks/results/warnings.md`).
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from dpgcd_jax.estimators import DPGCDClassifier
+from dpgcd_jax.estimators import DPGCDClassifierCV
+from dpgcd_jax.estimators import DPGCDRegressor
+from dpgcd_jax.estimators import DPGCDRegressorCV
+from dpgcd_jax.estimators import _cv
+from dpgcd_jax.estimators import _released
+from dpgcd_jax.privacy import bounds
+
+
+def _fit_warnings(model, X, y):
+  """The fitted model and the messages of the UserWarnings its fit raised (not PrivacyLeakWarning)."""
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model.fit(X, y)
+  return model, [str(w.message) for w in caught if w.category is UserWarning]
+
+
+def _blobs(seed, n=400, p=10, weights=None):
+  """Gaussian features, labels from a logistic model on the first 3 (class prior `weights`)."""
+  rng = np.random.default_rng(seed)
+  X = rng.normal(size=(n, p))
+  logit = X[:, :3] @ np.array([1.0, -1.0, 0.8]) + (0.0 if weights is None else math.log(weights[1] / weights[0]))
+  return X, (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
+
+
+def _linear_target(seed, n, p=10):
+  rng = np.random.default_rng(seed)
+  X = rng.normal(size=(n, p))
+  w = np.zeros(p)
+  w[:3] = [1.0, -1.0, 0.5]
+  return X, X @ w + 0.3 * rng.normal(size=n)
+
+
+# ---------------------------------------------------------------------------------------------
+# w = 0
+# ---------------------------------------------------------------------------------------------
+def test_a_zero_classifier_warns_naming_the_class_the_penalty_and_the_fix():
+  X, y = _blobs(0)
+  model, messages = _fit_warnings(DPGCDClassifier(classes=[0, 1], penalty="l1", alpha=10.0, epsilon=5.0,
+                                                  max_iter=50, feature_bound=4.0, random_state=0), X, y)
+  assert not np.any(model.coef_)
+  (message,) = [m for m in messages if "every coefficient is 0" in m]
+  majority = int(model.intercept_[0] > 0)
+  assert f"predicts the same class, {majority}, for every input" in message
+  assert "l1 penalty" in message and "Fix: a smaller alpha" in message
+
+
+def test_a_zero_regressor_warns_naming_its_constant_prediction():
+  X, y = _linear_target(1, 300)
+  model, messages = _fit_warnings(DPGCDRegressor(penalty="l1", alpha=10.0, epsilon=5.0, max_iter=50,
+                                                 feature_bound=4.0, target_bound=4.0, random_state=0), X, y)
+  assert not np.any(model.coef_)
+  (message,) = [m for m in messages if "every coefficient is 0" in m]
+  assert f"predicts {model.intercept_:.4g} for every input" in message and "Fix:" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# One class for every input, from the released model and the public bounds
+# ---------------------------------------------------------------------------------------------
+def test_one_vs_rest_constant_class_is_found_on_the_differences_of_the_scores():
+  """Three classes whose coefficients are equal: each score ranges over [b_k - 2, b_k + 2] (the
+  per-class intervals overlap), but every difference is the intercepts' one: class 'a' wins
+  for every input."""
+  coef = np.tile([[1.0, -1.0]], (3, 1))
+  (message,) = _released.diagnose(coef, np.array([0.5, 0.0, 0.0]), np.ones(2), "declared", n=500, epsilon=1.0,
+                                classes=np.array(["a", "b", "c"]))
+  assert "same class, 'a', for every input within the feature bounds" in message
+  # Class 'b' leaning on feature 0: |(w_a - w_b) B| = 1 > 0.5 = b_a - b_b, both norms: no class wins everywhere.
+  assert _released.diagnose(coef + np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]), np.array([0.5, 0.0, 0.0]),
+                            np.ones(2), "declared", n=500, epsilon=1.0) == []
+
+
+def test_constant_class_within_the_bounds_and_within_their_ellipsoid():
+  bound = np.ones(4)
+  box = _released.diagnose(np.array([[0.2, 0.2, -0.2, 0.1]]), np.array([-0.8]), bound, "declared", n=500,
+                           epsilon=1.0, classes=np.array(["ham", "spam"]))
+  assert len(box) == 1 and "same class, 'ham', for every input within the feature bounds" in box[0]
+  assert "0.7" in box[0]  # sum_j |w_j| B_j, the features' reach, is named
+  # ||w B||_1 = 1.2 > 0.7 = b: some corner of the box is class 1, but every x with
+  # sum_j (x_j / B_j)^2 <= 1 scores at most ||w B||_2 = 0.6 < 0.7.
+  ellipsoid = _released.diagnose(np.array([[0.3, 0.3, 0.3, 0.3]]), np.array([0.7]), bound, "declared", n=500,
+                                 epsilon=1.0, classes=np.array(["ham", "spam"]))
+  assert len(ellipsoid) == 1 and "same class, 'spam'" in ellipsoid[0] and "sum_j (x_j / B_j)^2 <= 1" in ellipsoid[0]
+  # A boundary that crosses the ellipsoid: nothing to say.
+  assert _released.diagnose(np.array([[0.3, 0.3, 0.3, 0.3]]), np.array([0.5]), bound, "declared", n=500,
+                            epsilon=1.0) == []
+
+
+def test_an_imbalanced_fit_that_answers_the_majority_warns():
+  """85 / 15 classes with a weak signal: the fits answer the majority class on held-out rows; the
+  ones whose released model says so warn, naming the class."""
+  warned = constant = 0
+  for seed in range(4):
+    X, y = _blobs(seed, n=1400, weights=(0.85, 0.15))
+    X[:, :3] *= 0.3
+    model, messages = _fit_warnings(DPGCDClassifier(classes=[0, 1], epsilon=0.5, feature_bound=3.0,
+                                                    random_state=seed), X[:400], y[:400])
+    if np.unique(model.predict(X[400:])).size == 1:
+      constant += 1
+      warned += any("same class, 0, for every input" in m for m in messages)
+  assert constant >= 2 and warned == constant, (constant, warned)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fits that learned: no warning (the old "R^2 near or below 0" and one-bound fallback warnings
+# fired on every such fit)
+# ---------------------------------------------------------------------------------------------
+def test_a_regressor_that_learned_does_not_warn():
+  learned = 0
+  for seed in range(6):
+    X, y = _linear_target(seed, 1300)
+    model, messages = _fit_warnings(DPGCDRegressor(epsilon=0.3, feature_bound=3.0, target_bound=4.0,
+                                                   random_state=seed), X[:300], y[:300])
+    if model.score(X[300:], y[300:]) >= 0.1:
+      learned += 1
+      assert messages == [], messages
+  assert learned >= 2
+
+
+def test_a_classifier_that_learned_with_one_released_bound_does_not_warn():
+  learned = 0
+  for seed in range(3):
+    X, y = _blobs(seed, n=1300)
+    model, messages = _fit_warnings(DPGCDClassifier(classes=[0, 1], epsilon=1.0, random_state=seed),
+                                    X[:300], y[:300])
+    assert model.scaling_ == "bound"  # n = 300 is far below what per-feature scales need
+    if model.score(X[300:], y[300:]) >= np.mean(y[300:] == np.argmax(np.bincount(y[300:]))) + 0.05:
+      learned += 1
+      assert messages == [], messages
+  assert learned >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Released bounds that are the noise's
+# ---------------------------------------------------------------------------------------------
+def test_noise_probability_matches_the_release_it_describes():
+  """`noise_probability` against a Monte Carlo of AboveThreshold (`dpgcd_jax.privacy.bounds`) with
+  no record below any grid point: every query is `-rank`; threshold and query noises are discrete
+  Laplace of the scales that run (`above_threshold_scales`), drawn here in NumPy as differences of
+  two geometric variables; the share of releases at or below 1.0 (grid index 64)."""
+  n, epsilon = 280, np.float32(0.05)
+  rank = math.ceil(0.9 * n)
+  t_threshold, t_query, _ = (float(t) for t in bounds.above_threshold_scales(epsilon))
+  rng = np.random.default_rng(0)
+
+  def laplace(scale, size):
+    q = 1.0 - math.exp(-1.0 / scale)
+    return rng.geometric(q, size) - rng.geometric(q, size)
+
+  draws = 20_000
+  rho = laplace(t_threshold, (draws, 1))
+  stops = np.any(-rank + laplace(t_query, (draws, 65)) >= rho, axis=1)  # grid points 0 .. 64 (1.0)
+  released = _released.Released(np.array([1.0]), "bound", None, "", epsilon=epsilon, rank=rank)
+  expected = _released.noise_probability(released)
+  assert 0.2 < expected < 0.9 and abs(np.mean(stops) - expected) < 0.015, (np.mean(stops), expected)
+  # Below the reference 1.0 a release is judged at 1.0; above it, at its own value (larger).
+  assert _released.noise_probability(released._replace(bound=np.array([2.0 ** -16]))) == expected
+  assert _released.noise_probability(released._replace(bound=np.array([64.0]))) > expected
+  assert _released.noise_probability(released._replace(rank=10 * rank)) < 1e-3  # more rows: informative
+  assert _released.noise_probability(released._replace(rank=None)) is None  # declared: nothing to judge
+
+
+def test_a_target_bound_that_is_the_noise_warns_and_names_the_fix():
+  X, y = _linear_target(2, 300)
+  y = 50.0 * y
+  model, messages = _fit_warnings(DPGCDRegressor(epsilon=0.2, feature_bound=3.0, random_state=0), X, y)
+  (message,) = [m for m in messages if "released target bound" in m]
+  assert f"T = {model.target_bound_:.3g}" in message and "declare target_bound=" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# CV: the fallback to the defaults is an attribute and a warning
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("estimator, kwargs", [
+    (DPGCDClassifierCV, dict(classes=[0, 1])), (DPGCDRegressorCV, dict(target_bound=4.0))])
+def test_cv_says_when_it_fell_back_to_the_defaults_and_why(estimator, kwargs):
+  X, y = _blobs(3, n=300)
+  model, messages = _fit_warnings(estimator(epsilon=1.0, feature_bound=4.0, random_state=0, **kwargs), X, y)
+  reason = f"n epsilon = 300 < {_cv.SELECTION_MIN_N_EPSILON}"
+  assert model.fell_back_ is True and reason in model.fallback_reason_
+  (message,) = [m for m in messages if "search was skipped" in m]
+  assert reason in message and "param_grid=" in message
+  searched, messages = _fit_warnings(estimator(epsilon=1.0, feature_bound=4.0, random_state=0,
+                                               param_grid={"clip": [0.1, 0.2]}, **kwargs), X, y)
+  assert searched.fell_back_ is False and searched.fallback_reason_ is None
+  assert not any("search was skipped" in m for m in messages)
