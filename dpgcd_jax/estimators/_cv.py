@@ -261,8 +261,7 @@ class _SearchMixin(_linear.DPGCDBase):
         f"scored on {n_val} other rows (Laplace, epsilon {math.sqrt(2.0) / u:.4g}); only the best "
         f"is released", *self._notes(len(targets), hypers[index], delta)[1:]
     ).with_not_private(*not_private))
-    noise = u * math.sqrt(hypers[index].max_iter * len(targets))
-    self._set_model(W, released, hypers[index], n - n_val, noise, target)
+    self._set_model(W, released, hypers[index], n - n_val, target)
     return self
 
 

@@ -578,13 +578,8 @@ class DPGCDBase(BaseEstimator):
     return tags
 
   def _set_model(self, W: np.ndarray, released: _released.Released, hyper: Hyper, n: int,
-                 noise: float, target: _released.Released | None = None) -> None:
-    """Stores the model in raw units and warns from released values (`_released.diagnose`).
-
-    `noise`: the runs' (public) update noise multiplier; no warning reads it (its bound on the
-    noise a prediction carries, `_released.prediction_noise`, fired on fits that learned).
-    """
-    del noise
+                 target: _released.Released | None = None) -> None:
+    """Stores the model in raw units and warns from released values (`_released.diagnose`)."""
     bound = released.bound
     p = bound.shape[0]
     unit = 1.0 if target is None else target.bound
@@ -693,14 +688,8 @@ class DPGCDBase(BaseEstimator):
     notes = [released.note] + ([] if target_released is None else [target_released.note])
     notes += self._notes(len(data.targets), hyper, data.delta) + ([] if note is None else [note])
     self._record(report.with_notes(*notes).with_not_private(*data.not_private))
-    self._set_model(W, released, hyper, n, self._update_noise(report), target_released)
+    self._set_model(W, released, hyper, n, target_released)
     return self
-
-  def _update_noise(self, report: Any) -> float:
-    """The update noise multiplier of the runs for `_released.prediction_noise` (public):
-    DP-GCD's, two-stage's (DP-GCD updates) or DP-CD's; 0 (no such warning) for DP-FW, which
-    adds no update noise, and DP-IHT, whose `s` noisy values per step that bound does not cover."""
-    return update_noise(report) if self.solver in ("dp_gcd", "two_stage", "dp_cd") else 0.0
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, dtype: Any) -> _released.Released | None:
     """The target bound released on the host in the run's `dtype` (the CV estimators), or None."""
