@@ -10,10 +10,11 @@ float computation after the sampler is post-processing.
 Samplers (Canonne, Kamath & Steinke, NeurIPS 2020, Algorithms 1-3), integer arithmetic only:
 
 - `bernoulli_rational`: `Bernoulli(num / den)` as `U < num / den` for a uniform `U`
-  drawn as base-1024 digits, compared with the digits of the exact long division (int32:
-  remainders `< 2^21`), digits drawn lazily until decided (at most 7: a tie of 70 bits).
+  drawn as 30-bit words (three base-1024 digits each), compared with the digits of the exact
+  long division (int32: remainders `< 2^21`), words drawn lazily until decided (at most 3:
+  a tie of 90 bits).
 - `bernoulli_exp`: `Bernoulli(exp(-num / den))` (Algorithm 1): the integer part `n`
-  by `U < exp(-n)` against a table of the exact base-1024 expansions of `exp(-k / 2)`,
+  by `U < exp(-n)` against a table of the exact 90-bit expansions of `exp(-k / 2)`,
   `k <= 128` (computed on the host with correctly rounded 60-digit decimals); the fractional
   part `gamma` by the series `K = 1, 2, ...` while `Bernoulli(gamma / K)`, `K` odd.
 - `discrete_laplace`: `P(Z = z) ∝ exp(-|z| / t)` on the integers, integer `t >= 1`
@@ -29,7 +30,8 @@ Samplers (Canonne, Kamath & Steinke, NeurIPS 2020, Algorithms 1-3), integer arit
   (`r^2 / (2 t^2 K) = (r / t) (r / (2 t K))`). Acceptance about `e^-1/2 sqrt(pi / 2) = 0.76`.
 
 Rejection is vectorized: 8 candidate rounds per output at once, in a `lax.while_loop` that
-stops when every output has an accepted candidate (at most 32 batches).
+runs one round for the first `N / 8 + 32` outputs still pending per iteration, until every
+output has an accepted candidate (at most 32 rounds per output).
 
 What is floating-point: nothing inside the samplers. All randomness is uniform `uint32`
 bits from `jax.random.bits`, all arithmetic is int32, the outputs are int32. The only floats
@@ -40,7 +42,7 @@ is where the sensitivity grows by one grid step (see `grid_sensitivity`).
 
 Caps, and what happens there (each is a documented deviation or a fail-closed FAILED):
 
-- a comparison of 70 bits that ties: FAILED (probability `2^-70` per Bernoulli draw);
+- a comparison of 90 bits that ties: FAILED (probability `2^-90` per Bernoulli draw);
 - the series reaching `K = 20`: FAILED (probability `<= 1/20! < 5e-19`);
 - `Bernoulli(exp(-gamma))` with `gamma >= 65` (or `q >= 12` in the Gaussian's
   `q^2 / 2`) returns 0: its exact probability of 1 is below `e^-64`;
@@ -83,7 +85,9 @@ GRID_TARGET = 2**13
 
 _I32 = jnp.int32
 _DIGIT_BITS = 10          # base-1024 digits: r * 1024 < 2^31 for every remainder r < 2^21.
-_DIGITS = 7               # 70 bits: an undecided comparison has probability 2^-70.
+_WORD_DIGITS = 3          # three digits per uniform word: 30 random bits of one uint32.
+_WORDS = 3                # 90 bits: an undecided comparison has probability 2^-90.
+_WORD_MASK = (1 << (_DIGIT_BITS * _WORD_DIGITS)) - 1
 _SERIES = 20              # Algorithm 1's series stops at K = 20: P(reaching it) <= 1/20! < 5e-19.
 _TABLE_HALVES = 128       # exp(-k / 2) tabulated for k = 0..128 (exp(-v) for v <= 64).
 _CANDIDATES = 8           # rejection rounds drawn at once per output.
@@ -91,69 +95,77 @@ _ROUNDS = 32              # batches of candidates before FAILED (acceptance >= 0
 
 
 # ----------------------------------------------------------------------------------------
-# Exact Bernoulli draws: comparisons of uniform base-1024 digits with exact expansions.
+# Exact Bernoulli draws: comparisons of uniform 30-bit words with exact expansions.
 # ----------------------------------------------------------------------------------------
 
 
-def _exp_digits(halves: int) -> list[int]:
-  """The first 7 base-1024 digits of `exp(-halves / 2)`, exactly (host side, Python integers).
+def _exp_words(halves: int) -> list[int]:
+  """The first 90 bits of `exp(-halves / 2)`, exactly, as three 30-bit words (host side, Python integers).
 
-  `decimal`'s `exp` is correctly rounded at 60 digits; `floor(2^70 exp(-k/2))` is exact
+  `decimal`'s `exp` is correctly rounded at 60 digits; `floor(2^90 exp(-k/2))` is exact
   because the product is checked to be at least 1e-20 away from an integer. `exp(0) = 1` is
-  the digit 1024 followed by zeros (every `U < 1`).
+  the word `2^30` followed by zeros (every `U < 1`).
   """
+  bits = _DIGIT_BITS * _WORD_DIGITS
   if halves == 0:
-    return [1024] + [0] * (_DIGITS - 1)
+    return [1 << bits] + [0] * (_WORDS - 1)
   with decimal.localcontext() as ctx:
     ctx.prec = 60
-    scaled = (decimal.Decimal(-halves) / 2).exp() * (2 ** (_DIGIT_BITS * _DIGITS))
+    scaled = (decimal.Decimal(-halves) / 2).exp() * (2 ** (bits * _WORDS))
     whole = int(scaled)
     assert decimal.Decimal("1e-20") < scaled - whole < 1 - decimal.Decimal("1e-20")
-  return [(whole >> (_DIGIT_BITS * (_DIGITS - 1 - i))) & 1023 for i in range(_DIGITS)]
+  return [(whole >> (bits * (_WORDS - 1 - i))) & _WORD_MASK for i in range(_WORDS)]
 
 
-_EXP_TABLE = np.array([_exp_digits(k) for k in range(_TABLE_HALVES + 1)], dtype=np.int32)
+_EXP_TABLE = np.array([_exp_words(k) for k in range(_TABLE_HALVES + 1)], dtype=np.int32)
 
 
-def _random_digits(key: Array, shape: tuple[int, ...]) -> Array:
-  """Uniform base-1024 digits (int32 in [0, 1024)), shape `shape + (7,)`."""
-  return (jax.random.bits(key, shape + (_DIGITS,), jnp.uint32) & 1023).astype(_I32)
+def _random_words(key: Array, shape: tuple[int, ...]) -> tuple[Array, ...]:
+  """A uniform `U` in [0, 1) as three uniform 30-bit words (int32 in [0, 2^30)), each of `shape`."""
+  bits = jax.random.bits(key, (_WORDS,) + shape, jnp.uint32) & _WORD_MASK
+  return tuple(bits[i].astype(_I32) for i in range(_WORDS))
 
 
-def _less(digits: Array, target: Array) -> tuple[Array, Array]:
-  """`(U < x, decided)` for `U = 0.digits`, `x = 0.target` (base 1024, last axis).
+def _less(words: tuple[Array, ...], target: tuple[Array, ...]) -> tuple[Array, Array]:
+  """`(U < x, decided)` for `U = 0.words`, `x = 0.target` (base `2^30`, most significant first).
 
-  Decided at the first digit where they differ; undecided (a tie of 70 bits) otherwise.
+  Decided at the first word where they differ; undecided (a tie of 90 bits) otherwise.
+  Elementwise (the words broadcast): no gather, one fused loop.
   """
-  differ = digits != target
-  first = jnp.argmax(differ, axis=-1)[..., None]
-  less = jnp.take_along_axis(jnp.broadcast_to(digits < target, differ.shape), first, axis=-1)
-  return less[..., 0], jnp.any(differ, axis=-1)
+  less, equal = words[0] < target[0], words[0] == target[0]
+  for u, x in zip(words[1:], target[1:], strict=True):
+    less = less | (equal & (u < x))
+    equal = equal & (u == x)
+  return less, ~equal
 
 
 def bernoulli_rational(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
   """`(Bernoulli(num / den), ok)` for int32 `0 <= num`, `1 <= den < 2^21`; 1 if `num >= den`.
 
-  `U < num / den` for a uniform `U` given by 70 random bits, compared digit by digit with
-  the exact long division of `num` by `den` (remainders `< 2^21`, so `1024 r` fits in
-  int32); `ok` is False when the 70 bits tie (probability `2^-70`).
+  `U < num / den` for a uniform `U` given by 90 random bits, compared word by word (three
+  base-1024 digits per 30-bit word) with the exact long division of `num` by `den`
+  (remainders `< 2^21`, so `1024 r` fits in int32); `ok` is False when the 90 bits tie
+  (probability `2^-90`).
   """
   num, den = jnp.broadcast_arrays(jnp.asarray(num, _I32), jnp.asarray(den, _I32))
   below = num < den
 
-  # Digits are drawn lazily: the loop stops once every comparison is decided (the first digit
-  # decides with probability 1 - 2^-10).
+  # Words are drawn lazily: the loop stops once every comparison is decided (the first word
+  # decides with probability 1 - 2^-30).
   def cond(carry):
     i, _, _, _, undecided = carry
-    return (i < _DIGITS) & jnp.any(undecided)
+    return (i < _WORDS) & jnp.any(undecided)
 
-  def long_division(carry):  # the i-th base-1024 digit of num / den, compared with U's.
+  def long_division(carry):  # the i-th 30-bit word of num / den, compared with U's.
     i, key, r, less, undecided = carry
     key, sub = jax.random.split(key)
-    c = (jax.random.bits(sub, num.shape, jnp.uint32) & 1023).astype(_I32)
-    r = r * 1024
-    d, r = r // den, r % den
-    return i + 1, key, r, less | (undecided & (c < d)), undecided & (c == d)
+    c = (jax.random.bits(sub, num.shape, jnp.uint32) & _WORD_MASK).astype(_I32)
+    word = jnp.zeros(num.shape, _I32)
+    for _ in range(_WORD_DIGITS):
+      r = r * 1024
+      word = word * 1024 + r // den
+      r = r % den
+    return i + 1, key, r, less | (undecided & (c < word)), undecided & (c == word)
 
   init = (jnp.asarray(0, _I32), key, jnp.where(below, num, 0), jnp.zeros(num.shape, bool), below)
   _, _, _, less, undecided = jax.lax.while_loop(cond, long_division, init)
@@ -167,7 +179,7 @@ def _bernoulli_exp_halves(key: Array, halves: Array) -> tuple[Array, Array]:
   """
   inside = halves <= _TABLE_HALVES
   table = jnp.asarray(_EXP_TABLE)[jnp.clip(halves, 0, _TABLE_HALVES)]
-  less, decided = _less(_random_digits(key, halves.shape), table)
+  less, decided = _less(_random_words(key, halves.shape), tuple(table[..., i] for i in range(_WORDS)))
   return inside & less, decided | ~inside
 
 
@@ -214,9 +226,10 @@ def bernoulli_exp(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
 
 def _geometric(key: Array, shape: tuple[int, ...]) -> tuple[Array, Array]:
   """`V` with `P(V >= v) = e^-v`: `#{v in 1..64 : U < e^-v}` for one uniform `U`."""
-  table = jnp.asarray(_EXP_TABLE[2::2])  # exp(-v), v = 1..64.
-  digits = jnp.broadcast_to(_random_digits(key, shape)[..., None, :], shape + table.shape)
-  less, decided = _less(digits, jnp.broadcast_to(table, shape + table.shape))
+  table = _EXP_TABLE[2::2]  # exp(-v), v = 1..64.
+  words = tuple(w[..., None] for w in _random_words(key, shape))
+  less, decided = _less(words, tuple(jnp.asarray(table[:, i]).reshape((1,) * len(shape) + (-1,))
+                                    for i in range(_WORDS)))
   v = jnp.sum(less, axis=-1, dtype=_I32)
   return v, jnp.all(decided, axis=-1) & (v < _TABLE_HALVES // 2)
 
@@ -274,35 +287,45 @@ def _valid_scale(t: Array) -> Array:
 
 
 def _rejection(round_fn, key: Array, scale: Array) -> Array:
-  """The first accepted of up to 16 x 8 rounds per entry of `scale`; FAILED otherwise."""
+  """The first accepted of up to 32 rounds of 8 candidates per entry of `scale`; FAILED otherwise.
+
+  Each loop iteration runs one round for the first `M = N / 8 + 32` entries still pending (a
+  static-size compaction, `jnp.nonzero(..., size=M)`), so the first round of all `N` entries
+  takes about 8 iterations and the rare later rounds about one each: the work is about one
+  round per entry, not the batch's slowest entry's count of rounds for every entry. Every
+  round draws fresh bits (a new key per iteration, independent slots within it), so which
+  slot an entry gets, a function of the other entries' draws, does not change its law.
+  """
   valid = _valid_scale(scale)
-  t = jnp.broadcast_to(jnp.where(valid, scale, 1)[..., None], scale.shape + (_CANDIDATES,))
+  scales = jnp.where(valid, scale, 1).ravel()
+  size = scales.size
+  width = min(size, size // 8 + 32)
 
   def cond(carry):
-    _, _, done, failed, rounds = carry
-    return jnp.any(~done & ~failed) & (rounds < _ROUNDS)
+    _, _, done, failed, _ = carry
+    return jnp.any(~done & ~failed)
 
   def body(carry):
     key, z, done, failed, rounds = carry
     key, sub = jax.random.split(key)
+    index = jnp.nonzero(~done & ~failed, size=width, fill_value=size)[0]  # size: a dropped slot
+    t = jnp.broadcast_to(scales.at[index].get(mode="fill", fill_value=1)[:, None], (width, _CANDIDATES))
     cand, accepted, ok = round_fn(sub, t)
     first = jnp.argmax(accepted, axis=-1)
-    pick = lambda a: jnp.take_along_axis(a, first[..., None], axis=-1)[..., 0]
     any_accepted = jnp.any(accepted, axis=-1)
     # A candidate not ok (a cap hit) before the first accepted one, or the one picked, fails.
-    last = jnp.where(any_accepted, first, _CANDIDATES - 1)[..., None]
-    before = jnp.broadcast_to(jnp.arange(_CANDIDATES), t.shape) <= jnp.broadcast_to(last, t.shape)
-    round_ok = jnp.all(ok | ~before, axis=-1)
-    new = ~done & ~failed
-    z = jnp.where(new & any_accepted, pick(cand), z)
-    failed = failed | (new & ~round_ok)
-    done = done | (new & any_accepted & round_ok)
-    return key, z, done, failed, rounds + 1
+    last = jnp.where(any_accepted, first, _CANDIDATES - 1)[:, None]
+    round_ok = jnp.all(ok | (jnp.arange(_CANDIDATES)[None, :] > last), axis=-1)
+    count = rounds.at[index].get(mode="fill", fill_value=0) + 1
+    picked = jnp.take_along_axis(cand, first[:, None], axis=-1)[:, 0]
+    z = z.at[index].set(picked, mode="drop")  # read only where done
+    done = done.at[index].set(any_accepted & round_ok, mode="drop")
+    failed = failed.at[index].set(~round_ok | (~any_accepted & (count >= _ROUNDS)), mode="drop")
+    return key, z, done, failed, rounds.at[index].set(count, mode="drop")
 
-  init = (key, jnp.zeros(scale.shape, _I32), jnp.zeros(scale.shape, bool),
-          jnp.zeros(scale.shape, bool), jnp.asarray(0, _I32))
+  init = (key, jnp.zeros(size, _I32), jnp.zeros(size, bool), jnp.zeros(size, bool), jnp.zeros(size, _I32))
   _, z, done, failed, _ = jax.lax.while_loop(cond, body, init)
-  return jnp.where(done & ~failed & valid, z, FAILED)
+  return jnp.where(done & ~failed & valid.ravel(), z, FAILED).reshape(scale.shape)
 
 
 def _sampler(round_fn, key: Array, scale: Array, shape: tuple[int, ...]) -> Array:
@@ -387,16 +410,17 @@ def grid_sensitivity(sensitivity: Array, gran: Array) -> Array:
   return jnp.ceil(sensitivity / gran) + 1.0
 
 
-def integer_scale(multiplier: Array, grid_sens: Array) -> tuple[Array, Array]:
+def integer_scale(multiplier: Array, grid_sens: Array, xp=jnp) -> tuple[Array, Array]:
   """`(t, valid)`: the int32 scale `floor(multiplier * D) + 1 > multiplier * D`.
 
   `floor(fl(x)) + 1` exceeds the exact `x` whenever the float error is below 1, which
   holds for `x < MAX_SCALE`. `valid` is False for a scale outside `[1, MAX_SCALE]` or a
-  non-finite one (the mechanisms then release NaN).
+  non-finite one (the mechanisms then release NaN). `xp=numpy` evaluates the same IEEE
+  operations on the host (the same integers, no compiled program).
   """
-  t = jnp.floor(multiplier * grid_sens) + 1.0
-  valid = jnp.isfinite(t) & (t >= 1.0) & (t <= MAX_SCALE)
-  return jnp.where(valid, t, 1.0).astype(_I32), valid
+  t = xp.floor(multiplier * grid_sens) + 1.0
+  valid = xp.isfinite(t) & (t >= 1.0) & (t <= MAX_SCALE)
+  return xp.where(valid, t, 1.0).astype(np.int32), valid
 
 
 def snap(value: Array, gran: Array) -> Array:
@@ -408,7 +432,7 @@ SCALE_MARGIN = 2.0**-16
 """Relative margin of `integer_scale_above`."""
 
 
-def integer_scale_above(scale: Array) -> tuple[Array, Array]:
+def integer_scale_above(scale: Array, xp=jnp) -> tuple[Array, Array]:
   """`(t, valid)`: an int32 scale `t > scale`, strictly above the EXACT real that `scale` computes.
 
   `t = floor(scale * (1 + 2^-16)) + 1`, in float32 or wider. Why the margin: `scale` is a
@@ -419,11 +443,11 @@ def integer_scale_above(scale: Array) -> tuple[Array, Array]:
   above the exact real, and `floor(.) + 1` strictly above it: the noise is never below the
   accounted one (the relative cost, `2^-16`, is below the integer rounding's). `valid` is
   False for a non-finite scale or one outside `[1, MAX_SCALE]` (`t` is then 1: the caller
-  fails closed).
+  fails closed). `xp=numpy`: the same operations on the host.
   """
-  scale = jnp.asarray(scale)
-  scale = scale.astype(jnp.promote_types(scale.dtype, jnp.float32))
-  return integer_scale(scale * (1.0 + SCALE_MARGIN), jnp.ones((), scale.dtype))
+  scale = xp.asarray(scale)
+  scale = scale.astype(np.promote_types(scale.dtype, np.float32))
+  return integer_scale(scale * scale.dtype.type(1.0 + SCALE_MARGIN), xp.ones((), scale.dtype), xp)
 
 
 QUERY_LIMIT = 2**29

@@ -51,6 +51,7 @@ from dpgcd_jax import clipping
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
 from dpgcd_jax import sparse
+from dpgcd_jax.sizes import bucket  # noqa: F401  (public here: `dpgcd_jax.problem.bucket`)
 
 Array = jax.Array
 PrivacyLeakWarning = _validate.PrivacyLeakWarning
@@ -674,24 +675,6 @@ def objective(problem: Problem, w: Array, margins: Array | None = None) -> Array
 def gradient(problem: Problem, w: Array) -> Array:
   """Unclipped gradient of `f` (for non-private reference solvers)."""
   return jax.grad(smooth_objective, argnums=1)(problem, w)
-
-
-def bucket(size: int, *, exact_up_to: int = 0, octave_steps_from: int = 1 << 14) -> int:
-  """The public bucket of a size: the smallest `m 2^k >= size`, `m` a power of two below
-  `octave_steps_from`, `m` in {4, 5, 6, 7} above (at most 1.25x).
-
-  A bucket never crosses a power of two (`ceil(log2 bucket) = ceil(log2 size)`), so the
-  public grid of the exact clipped sums ([`dpgcd_jax.clipping.grid_bits`][]) is the same for
-  the padded and the true `n`: a padded run gives the same bits as the unpadded one.
-  """
-  size = operator.index(size)
-  if size <= max(exact_up_to, 1):
-    return size
-  power = 1 << (size - 1).bit_length()
-  if power <= octave_steps_from:
-    return power
-  step = power // 8
-  return -(-size // step) * step
 
 
 def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:

@@ -44,6 +44,7 @@ import scipy.sparse
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import sizes
 
 Array = jax.Array
 
@@ -197,8 +198,6 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
       values (checked on the stored entries only), or whose entries exceed a declared `capacity`
       or `window`.
   """
-  from dpgcd_jax import problem as problem_lib  # here: problem imports this module
-
   if _is_bcoo(X):
     if X.n_batch or X.n_dense or X.ndim != 2:
       raise ValueError(f"Expected X to be a 2-D BCOO matrix without batch or dense dimensions, "
@@ -235,8 +234,8 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
   if window is not None and largest > window:
     raise ValueError(f"Expected at most window={window} stored entries in every column of X (declared), got "
                      f"a column with {largest}.")
-  k = min(n, problem_lib.bucket(max(largest, 1))) if window is None else window
-  size = problem_lib.bucket(max(csc.nnz, 1)) if capacity is None else capacity
+  k = min(n, sizes.bucket(max(largest, 1))) if window is None else window
+  size = sizes.bucket(max(csc.nnz, 1)) if capacity is None else capacity
   total = -(-(size + k) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT  # slots: capacity and window, aligned
   cols = np.repeat(np.arange(p, dtype=np.int32), counts)
   pad = lambda a, value, t: np.concatenate([a.astype(t), np.full(total - csc.nnz, value, t)])

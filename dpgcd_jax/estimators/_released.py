@@ -519,7 +519,7 @@ def noise_probability(released: Released) -> float | None:
   value = float(np.max(released.bound))
   log_grid = np.log2(bounds.GRID)
   index = int(np.argmin(np.abs(log_grid - np.log2(max(value, REFERENCE_BOUND)))))
-  scales_run = [np.asarray(v) for v in bounds.above_threshold_scales(released.epsilon)]
+  scales_run = [np.asarray(v) for v in bounds.above_threshold_scales(released.epsilon, np)]
   if not bool(scales_run[2]) or value >= bounds.GRID[-1]:
     return None
   t_threshold, t_query = float(scales_run[0]), float(scales_run[1])

@@ -108,13 +108,14 @@ def _above_threshold(key: Array, queries: Array, epsilon: Any) -> Array:
   return jnp.where(valid & jnp.all(z != discrete_noise.FAILED), index, -1)
 
 
-def above_threshold_scales(epsilon: Any) -> tuple[Array, Array, Array]:
+def above_threshold_scales(epsilon: Any, xp=jnp) -> tuple[Array, Array, Array]:
   """`(t_1, t_2, valid)`: the int32 discrete Laplace scales `t_1 > 2 / epsilon` (threshold) and
   `t_2 > 4 / epsilon` (queries), rounded up from the float quotients
   (`dpgcd_jax.discrete_noise.integer_scale_above`; `epsilon` in float32 or wider, whatever
   the features' dtype). `valid` is False for `epsilon <= 0`, NaN, or a scale out of the
-  sampler's range. Jittable."""
-  epsilon = jnp.asarray(epsilon, jnp.promote_types(jnp.result_type(epsilon), jnp.result_type(float)))
-  t_threshold, ok_threshold = discrete_noise.integer_scale_above(2.0 / epsilon)
-  t_query, ok_query = discrete_noise.integer_scale_above(4.0 / epsilon)
+  sampler's range. Jittable; `xp=numpy` evaluates the same IEEE operations on the host (the
+  same integers, no compiled program: the post-fit diagnostics read them)."""
+  epsilon = xp.asarray(epsilon, jnp.promote_types(jnp.result_type(epsilon), jnp.result_type(float)))
+  t_threshold, ok_threshold = discrete_noise.integer_scale_above(epsilon.dtype.type(2.0) / epsilon, xp)
+  t_query, ok_query = discrete_noise.integer_scale_above(epsilon.dtype.type(4.0) / epsilon, xp)
   return t_threshold, t_query, ok_threshold & ok_query

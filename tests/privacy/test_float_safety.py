@@ -99,6 +99,10 @@ def test_noise_scales_are_rounded_up_from_the_accounted_reals():
   assert np.all(np.asarray(valid))
   for eps, t1, t2 in zip(epsilons, np.asarray(t_threshold), np.asarray(t_query), strict=True):
     assert Fraction(int(t1)) * Fraction(float(eps)) > 2 and Fraction(int(t2)) * Fraction(float(eps)) > 4
+  # The host evaluation (NumPy, read by the post-fit diagnostics) gives the same integers.
+  host = bounds.above_threshold_scales(epsilons, np)
+  for device_value, host_value in zip((t_threshold, t_query, valid), host, strict=True):
+    np.testing.assert_array_equal(np.asarray(device_value), host_value)
   # The policy matters: the plain float32 quotient 2 / eps is below the real one for many eps.
   assert sum(Fraction(float(np.float32(2) / e)) < 2 / Fraction(float(e)) for e in epsilons[:300]) > 50
 
