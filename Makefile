@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 reproduce: $(STAMP)
 	$(BIN)/python -m dpgcd_jax.experiments reproduce --quick --out results
 
+# --max-worker-restart=0: a crashed worker fails the run at once (xdist 3.8's loadfile scheduler
+# hangs after replacing one, until CI's time limit).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -76,8 +76,9 @@ def check_choice(name: str, x: Any, choices: tuple[str, ...]) -> str:
   return x
 
 
-def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
-  """Checks the rank of `x` and, when concrete, that it holds no NaN or infinity."""
+def check_finite_array(name: str, x: Any, *, ndim: int, dtype: Any = None) -> None:
+  """Checks the rank of `x` and, when concrete, that it holds no NaN or infinity, and (`dtype`
+  given) no entry the cast to `dtype` would turn infinite (`check_in_range`)."""
   shape = jnp.shape(x)
   if len(shape) != ndim:
     raise ValueError(f"Expected {name} to have {ndim} dimension(s), got {name}.shape={shape}.")
@@ -98,6 +99,24 @@ def check_finite_array(name: str, x: Any, *, ndim: int) -> None:
     n_bad = sum(int(np.sum(~np.isfinite(v[i:i + rows]))) for i in range(0, max(len(v), 1), rows))
     if n_bad:
       raise ValueError(f"Expected {name} to be finite, got {n_bad} NaN or infinite entries in {name}.")
+    if dtype is not None:
+      for i in range(0, max(len(v), 1), rows):
+        check_in_range(name, v[i:i + rows], dtype)
+
+
+def check_in_range(name: str, values: np.ndarray, dtype: Any) -> None:
+  """Raises when a finite entry of `values` lies beyond `dtype`'s range: the cast to the compute
+  dtype would make it infinite (1e300 in float32), which the finiteness check could not see.
+  A finiteness check in the dtype the fit computes in, like the one above."""
+  limit = np.finfo(dtype).max
+  if np.issubdtype(values.dtype, np.floating) and np.finfo(values.dtype).max <= limit:
+    return
+  n_over = int(np.sum(np.abs(values) > limit))
+  if n_over:
+    raise ValueError(
+        f"Expected {name} to be finite in {np.dtype(dtype).name}, the dtype the fit computes in, got "
+        f"{n_over} entries of {name} beyond its range (|{name}| > {limit:.3g}) that the cast would make "
+        f"infinite: rescale {name}, or enable float64 (jax.config.update('jax_enable_x64', True)).")
 
 
 def compute_dtype(dtype: Any) -> np.dtype:

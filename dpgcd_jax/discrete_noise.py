@@ -329,11 +329,15 @@ def _rejection(round_fn, key: Array, scale: Array) -> Array:
 
 
 def _sampler(round_fn, key: Array, scale: Array, shape: tuple[int, ...]) -> Array:
-  scale = jnp.asarray(scale)
+  # The range is checked in the scale's own dtype (a host int64 too, before JAX's int32 cast):
+  # a cast first would wrap 2^32 + 2 to the scale 2. Out of range becomes 0, then FAILED.
+  xp = jnp if isinstance(scale, jax.Array) else np
+  scale = xp.asarray(scale)
   if not jnp.issubdtype(scale.dtype, jnp.integer):
     raise ValueError(f"Expected scale to be an integer array, got dtype {scale.dtype}: round a "
                      "real scale UP to an integer (more noise, still private).")
-  return _rejection(round_fn, key, jnp.broadcast_to(scale.astype(_I32), tuple(shape)))
+  scale = jnp.asarray(xp.where((scale >= 1) & (scale <= MAX_SCALE), scale, 0).astype(np.int32))
+  return _rejection(round_fn, key, jnp.broadcast_to(scale, tuple(shape)))
 
 
 def discrete_laplace(key: Array, scale: Array, shape: tuple[int, ...] = ()) -> Array:

@@ -184,8 +184,8 @@ def make_problem(
       raise ValueError(f"Expected sparse_capacity=None with a dense X, got sparse_capacity={sparse_capacity!r}.")
     _check_dense_type(X)
     X = X if isinstance(X, jax.Array) else np.asarray(X)
-    _validate.check_finite_array("X", X, ndim=2)
     dtype = _validate.compute_dtype(X.dtype)
+    _validate.check_finite_array("X", X, ndim=2, dtype=dtype)
     n, p = X.shape
   _validate.check_finite_array("y", y, ndim=1)
   y = jnp.asarray(y, dtype)

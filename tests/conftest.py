@@ -10,6 +10,7 @@ inherited by the tests' subprocesses); ``test_compile_once.py`` tests the cache 
 directory.
 """
 
+import gc
 import os
 
 os.environ["DPGCD_JAX_NO_COMPILATION_CACHE"] = "1"
@@ -19,6 +20,32 @@ import pytest  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 jax.config.update("jax_enable_x64", False)
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+MAX_MAPPINGS = 30_000
+"""Compiled programs held before a test clears JAX's caches, in memory mappings (Linux).
+
+XLA's CPU JIT maps each loaded program in hundreds of regions (about 650 for one estimator
+fit), and a process may hold at most `vm.max_map_count` (65,530 by default): a worker that
+keeps a few hundred programs alive then crashes inside XLA's compiler (SIGSEGV or SIGABRT in
+`backend_compile_and_load`, in whichever test compiles next). `jax.clear_caches()` releases them.
+"""
+
+
+def _mappings() -> int:
+  try:
+    with open(f"/proc/{os.getpid()}/maps", encoding="ascii", errors="replace") as maps:
+      return sum(1 for _ in maps)
+  except OSError:  # not Linux: no such limit to watch
+    return 0
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_programs():
+  yield
+  if _mappings() > MAX_MAPPINGS:
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_configure(config):

@@ -157,18 +157,19 @@ def test_raw_small_data_warns_where_the_answer_is_the_majority_class():
   feature is positive (a corner of the bounds [-B, B]) cannot be told from released values."""
   from sklearn.datasets import load_breast_cancer  # pylint: disable=import-outside-toplevel
   X, y = load_breast_cancer(return_X_y=True)
-  warned = 0
-  for seed in range(6):
+  warned = one_class = 0
+  for seed in range(20):
     with warnings.catch_warnings(record=True) as record:
       warnings.simplefilter("always", UserWarning)
       model = DPGCDClassifier(classes=[0, 1], epsilon=1.0, random_state=seed).fit(X, y)
     assert model.scaling_ == "bound"
     messages = [str(w.message) for w in record if w.category is UserWarning]
     assert all("per-feature private scales" in m and "feature_bound" in m for m in messages)
+    one_class += np.unique(model.predict(X)).size == 1
     if messages:
-      assert np.unique(model.predict(X)).size == 1
+      assert np.unique(model.predict(X)).size == 1  # no false alarm
       warned += 1
-  assert warned >= 4, warned
+  assert one_class >= 5 and warned >= one_class // 2, (warned, one_class)  # 10 of 12 when measured
 
 
 @pytest.mark.parametrize("estimator, kwargs", [

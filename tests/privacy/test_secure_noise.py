@@ -95,6 +95,12 @@ def test_bernoulli_exp_is_exact_in_mean():
 def test_samplers_fail_closed_on_invalid_scale_and_reject_float_scale():
   z = dn.discrete_laplace(jax.random.key(0), jnp.array([0, -3, dn.MAX_SCALE + 1, 2]), (4,))
   np.testing.assert_array_equal(np.asarray(z)[:3], [dn.FAILED] * 3)
+  # A wide integer out of range fails too (cast to int32 first, 2^32 + 2 would wrap to scale 2).
+  wide = np.array([2**32 + 2, 2**31 + 5, 3], np.int64)
+  for sampler in (dn.discrete_laplace, dn.discrete_gaussian):
+    z = np.asarray(sampler(jax.random.key(0), wide, (3,)))
+    np.testing.assert_array_equal(z[:2], [dn.FAILED] * 2)
+    assert z[2] != dn.FAILED
   with pytest.raises(ValueError, match="scale"):
     dn.discrete_gaussian(jax.random.key(0), 2.5)
   # An invalid multiplier releases NaN, never a noiseless value.

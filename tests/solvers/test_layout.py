@@ -100,9 +100,12 @@ def test_the_bound_on_a_padded_statistic_is_the_unpadded_release_for_the_same_ke
 
 def test_the_noise_free_bound_is_the_grid_quantile():
   # Independent reference: with epsilon huge the release is the smallest grid value b with
-  # #{s_i <= b} >= ceil(q n) (NumPy counts on the grid).
+  # #{s_i <= b} >= ceil(q n) (NumPy counts on the grid). The integer noise scales stay >= 1 at
+  # any epsilon (discrete Laplace of scale 1: |noise| of a few units), so the counts cross the
+  # rank 450 by a wide margin: 470 records at one grid value, 30 far above it.
   rng = np.random.default_rng(3)
-  statistic = np.abs(rng.normal(size=500) * 7).astype(np.float32)
+  statistic = np.concatenate([np.full(470, bounds.GRID[70]), bounds.GRID[100] * (1 + rng.uniform(size=30))])
+  statistic = rng.permutation(statistic).astype(np.float32)
   counts = (statistic[None, :] <= bounds.GRID[:, None].astype(np.float32)).sum(axis=1)
   expected = bounds.GRID[np.argmax(counts >= np.ceil(0.9 * 500))]
   got = bounds.bound_at_rank(jax.random.key(0), jnp.pad(jnp.asarray(statistic), (0, 12)), 1e7, 450, padding=12)
