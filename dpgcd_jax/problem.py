@@ -165,7 +165,8 @@ def make_problem(
       ([`dpgcd_jax.sparse.from_matrix`][]); default (None) their public buckets.
 
   Raises:
-    ValueError: naming the argument, for NaN / infinite data, mismatched shapes, a loss
+    ValueError: naming the argument, for NaN / infinite data (a dense X also for entries the
+      cast to the compute dtype would make infinite, e.g. 1e300 in float32), mismatched shapes, a loss
       that does not return a scalar, labels that are not in {-1, +1} for the logistic loss,
       negative `l2`, a penalty that is not a penalty object or has the wrong length, bad
       `smoothness` or `feature_bound`.
