@@ -207,7 +207,7 @@ class _SearchMixin(_linear.DPGCDBase):
     key_bound, key_target, key_split, key_run, key_host = jax.random.split(key, 5)
     layout = self._layout(X)
     released = _released.release_feature_bounds(key_bound, layout, num_examples=n, num_features=p,
-                                                feature_bound=self.feature_bound, scaling=self.scaling,
+                                                feature_bound=self._declared_bound(p), scaling=self.scaling,
                                                 epsilon=epsilon, delta=delta)
     # No warning that depends on the data: a |y_i| above the run dtype's largest float is inf.
     with np.errstate(over="ignore"):

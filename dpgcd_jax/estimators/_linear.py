@@ -30,7 +30,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import sys
 import warnings
+import weakref
 from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.base import ClassifierMixin
+from sklearn.base import OneToOneFeatureMixin
 from sklearn.base import RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -55,6 +58,7 @@ from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
+from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import accountant as accountant_lib
 from dpgcd_jax.privacy import baseline_accounting
@@ -292,8 +296,12 @@ def check_classes(classes: Any) -> np.ndarray:
   return np.sort(values)
 
 
-class DPGCDBase(BaseEstimator):
-  """What the classifier and the regressor share: validation, releases, the private run."""
+class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
+  """What the classifier and the regressor share: validation, releases, the private run.
+
+  `get_feature_names_out()` names the columns of `coef_`: `feature_names_in_` (a DataFrame's
+  columns) or `x0, ..., x{p-1}`.
+  """
 
   _curvature = 1.0
   _auto_clip = AUTO_CLIP
@@ -342,9 +350,12 @@ class DPGCDBase(BaseEstimator):
     _validate.check_choice("clipping", self.clipping, CLIPPINGS)
     if not isinstance(self.secure_noise, (bool, np.bool_)):
       raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={self.secure_noise!r}.")
-    if self.feature_bound is not None:  # the shape is checked against X in the release
-      _released.check_positive_bound("feature_bound", self.feature_bound,
-                                     np.shape(self.feature_bound) if np.ndim(self.feature_bound) == 1 else None)
+    feature = _ranges.declared("feature_bound", self.feature_bound)  # its length is checked against X in fit
+    if feature is not None and not feature.centred and not self.fit_intercept:
+      raise ValueError(
+          f"Expected fit_intercept=True with feature_bound=(lower, upper) not centred on 0: the model is fitted "
+          f"on x - (lower + upper) / 2, so its intercept is -<coef_, centre>, got fit_intercept=False and "
+          f"feature_bound={self.feature_bound!r}.")
     check_solver(self.solver, self.solver_params, penalty=self.penalty, step_size=self.step_size,
                  clipping=self.clipping, secure_noise=self.secure_noise)
 
@@ -584,12 +595,15 @@ class DPGCDBase(BaseEstimator):
     p = bound.shape[0]
     unit = 1.0 if target is None else target.bound
     coef = unit * W[:, :p]
-    intercept = unit * (W[:, p] if self.fit_intercept else np.zeros(W.shape[0]))
+    intercept = unit * (W[:, p] if self.fit_intercept else np.zeros(W.shape[0]))  # on the centred data
+    feature, target_range = _ranges.declared("feature_bound", self.feature_bound, p), self._target_range()
+    self.feature_centre_ = np.zeros(p) if feature is None else np.broadcast_to(feature.centre, (p,)).copy()
     self.feature_bound_, self.scaling_ = bound, released.how
     if target is not None:
       self.target_bound_ = target.bound
+      self.target_centre_ = 0.0 if target_range is None else float(target_range.centre)
     self.n_iter_, self.step_size_, self.clip_ = hyper
-    self._store(coef, intercept)
+    self._store(coef, intercept - coef @ self.feature_centre_ + getattr(self, "target_centre_", 0.0))
     fallback = released.how == "bound" and self.scaling == AUTO
     epsilon = float(self.epsilon)
     informative_n = (_released.informative_n(p, epsilon) if fallback else None)
@@ -613,12 +627,39 @@ class DPGCDBase(BaseEstimator):
     key = key_from(self.random_state)
     X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                          ensure_min_samples=2, y_numeric=not isinstance(self, ClassifierMixin))
-    delta = 1.0 / X.shape[0] ** 2 if self.delta is None else float(self.delta)
+    n, p = X.shape
+    feature = _ranges.declared("feature_bound", self.feature_bound, p)
+    if feature is not None and not feature.centred and sparse.is_sparse(X):
+      raise ValueError(
+          f"Expected a dense X or feature_bound centred on 0 (a bound B, or (-B, B)): with "
+          f"feature_bound=(lower, upper) the model is fitted on x - (lower + upper) / 2, which is not "
+          f"sparse, got X of type {type(X).__name__} and feature_bound={self.feature_bound!r}.")
+    delta = 1.0 / n**2 if self.delta is None else float(self.delta)
+    if self.delta is not None and delta >= 1.0 / n:
+      warnings.warn(
+          f"{type(self).__name__}.fit: delta={delta:g} >= 1/n = {1.0 / n:.3g} (n = {n} rows): a mechanism that "
+          f"publishes one record at random is (0, 1/n)-DP, so this delta does not rule that out. The usual "
+          f"choice is delta much smaller than 1/n, e.g. delta=None (1/n^2 = {1.0 / n**2:.3g}, the default).",
+          UserWarning, stacklevel=3)
+    warn_model_selection(type(self).__name__)
     acct = accountant_lib.resolve(self.accountant)
     if acct is not None:  # before any private computation (the labels' encoding included)
       acct.check(float(self.epsilon), delta, f"{type(self).__name__}.fit")
     targets, not_private = self._targets(y)
-    return Prepared(X, np.stack(targets), not_private, delta, key)
+    target = self._target_range()
+    if feature is not None and not feature.centred:  # public shifts (see _ranges)
+      X = X - feature.centre.astype(X.dtype)
+    targets = np.stack(targets) if target is None else np.stack(targets) - target.centre
+    return Prepared(X, targets, not_private, delta, key)
+
+  def _declared_bound(self, p: int) -> np.ndarray | None:
+    """The declared bound on the centred features (the half-width of `feature_bound`), or None."""
+    feature = _ranges.declared("feature_bound", self.feature_bound, p)
+    return None if feature is None else feature.half_width
+
+  def _target_range(self) -> _ranges.Range | None:
+    """A regressor's declared target range (None: released, or a classifier's labels +-1)."""
+    return None
 
   def _record(self, report: Any) -> None:
     """`privacy_ = report`, charged first to the accountant (`accountant=`, else the active one)."""
@@ -676,8 +717,8 @@ class DPGCDBase(BaseEstimator):
     stored = (p, n) if sparse.is_sparse(layout) else layout.shape
     dtype = jax.dtypes.canonicalize_dtype(layout.dtype)  # the run's
     features = _released.feature_release(num_examples=n, num_features=p, shape=stored, dtype=dtype,
-                                         feature_bound=self.feature_bound, scaling=self.scaling, epsilon=epsilon,
-                                         delta=data.delta)
+                                         feature_bound=self._declared_bound(p), scaling=self.scaling,
+                                         epsilon=epsilon, delta=data.delta)
     target = self._target_release(n, stored[1], dtype)
     # No warning that depends on the data: a |y_i| above the run dtype's largest float becomes
     # inf when the targets are cast (then clipped to [-T, T] in the run).
@@ -735,8 +776,12 @@ class DPGCDBase(BaseEstimator):
     check_is_fitted(self)
     X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
                       dtype=(np.float64, np.float32))
-    scores = clip_features(X, self.feature_bound_) @ np.atleast_2d(self.coef_).T
-    return np.asarray(scores) + self.intercept_
+    centre = self.feature_centre_
+    if np.any(centre):  # a declared (lower, upper) range: the same clip as in the fit
+      X = np.clip(X.toarray() if sparse.is_sparse(X) else X, centre - self.feature_bound_, centre + self.feature_bound_)
+    else:
+      X = clip_features(X, self.feature_bound_)
+    return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
 
 BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
@@ -746,6 +791,40 @@ BUCKET_MAX_ENTRIES = 1 << 22  # 16 MB of float32 features
 def split_keys(key: jax.Array, num: int) -> tuple[jax.Array, ...]:
   """`jax.random.split(key, num)` as a tuple, in one program (not a split and an unstack)."""
   return tuple(jax.random.split(key, num))
+
+
+_WARNED_SELECTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
+def warn_model_selection(name: str) -> None:
+  """Warns once per scikit-learn model-selection call (`GridSearchCV`, `cross_val_score`, ...)
+  that runs this estimator's `fit`: its scores read the data without noise.
+
+  Reads the call stack only (public: which code runs, never the data).
+  """
+  outer = None
+  frame: Any = sys._getframe(1)  # pylint: disable=protected-access
+  while frame is not None:
+    if str(frame.f_globals.get("__name__", "")).startswith("sklearn.model_selection"):
+      outer = frame
+    frame = frame.f_back
+  if outer is None:
+    return
+  caller = outer.f_locals.get("self", outer.f_locals.get("estimator"))
+  try:
+    if caller in _WARNED_SELECTIONS:
+      return
+    _WARNED_SELECTIONS.add(caller)
+  except TypeError:  # not weak-referenceable: warn every time
+    pass
+  what = type(caller).__name__ if outer.f_code.co_name == "fit" else outer.f_code.co_name
+  base = name.removesuffix("CV")
+  warnings.warn(
+      f"{name}.fit is run by scikit-learn's {what}: its scores read the held-out rows without noise, so the "
+      f"scores it reports, and any hyperparameters chosen by them, are not private, and each fit spends its "
+      f"budget on the same rows. Use {base}CV (a private search whose selection is in privacy_) and private_score / "
+      f"dpgcd_jax.private_accuracy / private_r2 (noisy scores charged to an Accountant) instead.",
+      _validate.PrivacyLeakWarning, stacklevel=4)
 
 
 def clip_features(X: Any, bound: np.ndarray) -> Any:
@@ -822,9 +901,13 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       a ValueError; a declared class absent from `y` is fine (its run sees only negatives).
       None (default) reads the classes from `y` without noise: a `PrivacyLeakWarning`,
       and `privacy_.not_private` records it.
-    feature_bound: PUBLIC bound `B > 0` on `|x_ij|` (scalar or (p,)), as diffprivlib's
-      `bounds`: features are clipped to `[-B, B]` at fit and predict time. None (default)
-      releases bounds privately (`scaling`), accounted in `privacy_`.
+    feature_bound: PUBLIC bound `B > 0` on `|x_ij|` (a scalar, or a list / array of p):
+      features are clipped to `[-B, B]` at fit and predict time. Or a PUBLIC range, a Python
+      tuple `(lower, upper)` (each end a scalar or of p), as diffprivlib's `bounds`: features
+      are clipped to `[lower, upper]` and the model is fitted on `x - (lower + upper) / 2`
+      with the bound `(upper - lower) / 2` (the same sensitivity; needs `fit_intercept=True`,
+      and dense X unless the range is centred on 0). A tuple is always a range. None
+      (default) releases symmetric bounds privately (`scaling`), accounted in `privacy_`.
     scaling: how bounds are released when `feature_bound` is None: "private" (per-feature
       private scales, [`dpgcd_jax.privacy.scales`][]), "bound" (one private bound for every
       feature) or "auto" (default): "private" when `n` is large enough for the per-feature
@@ -872,7 +955,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   Attributes:
     coef_, intercept_: the private model.
     solver_params_: the solver's hyperparameters as run (`solver_params` and the defaults).
-    feature_bound_: (p,) the public bounds used (declared or privately released).
+    feature_bound_: (p,) the public bounds used (declared or privately released): the
+      half-widths of the ranges inputs are clipped to, `feature_centre_ +- feature_bound_`.
+    feature_centre_: (p,) the centres of those ranges (0 unless `feature_bound=(lower, upper)`).
     scaling_: how they were obtained: "declared", "private" or "bound".
     n_iter_, step_size_, clip_: the resolved hyperparameters.
     privacy_: the [`dpgcd_jax.privacy.PrivacyReport`][] of the fit (total epsilon, delta).
@@ -979,13 +1064,17 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
   `n` and the number of steps).
 
   Args:
-    target_bound: PUBLIC bound `T > 0` on `|y|`; None (default) releases one privately.
+    target_bound: PUBLIC bound `T > 0` on `|y|`, or a PUBLIC range, a tuple of scalars
+      `(lower, upper)` (fitted on `y - (lower + upper) / 2` with `T = (upper - lower) / 2`);
+      None (default) releases a symmetric `T` privately.
     loss: "squared" (default) or "huber".
     huber_delta: the Huber threshold, > 0.
     others: as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier] (`clip` bounds the residual).
 
   Attributes:
-    target_bound_: the public `T` used (declared, or privately released).
+    target_bound_: the public `T` used (declared, or privately released): `y` is clipped to
+      `target_centre_ +- target_bound_` in the fit.
+    target_centre_: the centre of that range (0 unless `target_bound=(lower, upper)`).
     others: as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier].
 
   Examples:
@@ -1017,16 +1106,21 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     super()._check_params()
     _validate.check_choice("loss", self.loss, ("squared", "huber"))
     _validate.check_number("huber_delta", self.huber_delta, low=0.0, low_open=True)
-    if self.target_bound is not None:
-      _released.check_positive_bound("target_bound", self.target_bound)
+    self._target_range()  # checks its values
+
+  def _target_range(self) -> _ranges.Range | None:
+    return _ranges.declared("target_bound", self.target_bound, scalar=True)
 
   def _release_target(self, key: jax.Array, targets: np.ndarray, dtype: Any) -> _released.Released | None:
-    return _released.release_target_bound(key, targets[0], target_bound=self.target_bound,
+    target = self._target_range()
+    return _released.release_target_bound(key, targets[0], target_bound=None if target is None else target.half_width,
                                           epsilon=float(self.epsilon), dtype=dtype)
 
   def _target_release(self, num_examples: int, size: int, dtype: Any) -> _released.TargetRelease | None:
+    target = self._target_range()
     return _released.target_release(num_examples=num_examples, size=size, dtype=dtype,
-                                    target_bound=self.target_bound, epsilon=float(self.epsilon))
+                                    target_bound=None if target is None else target.half_width,
+                                    epsilon=float(self.epsilon))
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.squared if self.loss == "squared" else losses_lib.huber(float(self.huber_delta))
