@@ -46,6 +46,7 @@ _EXPORTS = {
     "Trace": "dpgcd_jax.solvers.base",
     "dp_greedy_coordinate": "dpgcd_jax.transforms",
     "fresh_key": "dpgcd_jax.seeding",
+    "enable_compilation_cache": "dpgcd_jax._config",
     "transforms": "dpgcd_jax.transforms:",
     # scikit-learn estimators.
     "DPGCDClassifier": "dpgcd_jax.estimators",
@@ -68,6 +69,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax import scoring  # noqa: F401
   from dpgcd_jax import seeding  # noqa: F401
   from dpgcd_jax import transforms  # noqa: F401
+  from dpgcd_jax._config import enable_compilation_cache  # noqa: F401
   from dpgcd_jax._validate import PrivacyLeakWarning  # noqa: F401
   from dpgcd_jax.estimators import DPGCDClassifier  # noqa: F401
   from dpgcd_jax.estimators import DPGCDClassifierCV  # noqa: F401

@@ -1,17 +1,18 @@
-"""Process-wide settings: JAX's persistent (on-disk) compilation cache.
+"""Process-wide settings: JAX's persistent (on-disk) compilation cache, opt-in.
 
 A first fit compiles a handful of XLA programs (seconds on a small machine); a second process
-that finds them on disk loads them instead (milliseconds). `enable_compilation_cache`
-turns JAX's persistent cache on in a user cache directory the first time a solver's `run` or
-`fit` is called (the estimators and the private driver call it too):
+that finds them on disk loads them instead (milliseconds). The library never changes JAX's
+process-wide configuration by itself: call `dpgcd_jax.enable_compilation_cache()` once (the
+experiments' command line, `python -m dpgcd_jax.experiments`, does) to turn JAX's persistent
+cache on in a user cache directory:
 
 - the directory is `$DPGCD_JAX_COMPILATION_CACHE_DIR` if set, else
   `$XDG_CACHE_HOME/dpgcd_jax/jax` (`~/.cache/dpgcd_jax/jax` without `XDG_CACHE_HOME`;
   `~/Library/Caches/dpgcd_jax/jax` on macOS, `%LOCALAPPDATA%/dpgcd_jax/jax` on Windows);
 - a cache directory the user already configured in `jax.config` (or `JAX_COMPILATION_CACHE_DIR`)
   is never overridden, and `jax_enable_compilation_cache=False` is respected;
-- opt out with the environment variable `DPGCD_JAX_NO_COMPILATION_CACHE=1` or
-  `disable_compilation_cache` (before the first fit).
+- the environment variable `DPGCD_JAX_NO_COMPILATION_CACHE=1` makes the call do nothing (for a
+  CI machine or a shared account whose jobs call it).
 
 When this module turns the cache on it also sets `jax_persistent_cache_min_compile_time_secs`
 to 0 (unless the user set it, here or in `JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`): JAX's
@@ -39,12 +40,11 @@ _JAX_ENABLE_CACHE = "jax_enable_compilation_cache"
 
 class _State(TypedDict):
   decided: bool
-  disabled: bool
   dir: str | None
 
 
 _lock = threading.Lock()
-_state: _State = {"decided": False, "disabled": False, "dir": None}
+_state: _State = {"decided": False, "dir": None}
 
 
 def default_cache_dir() -> str:
@@ -64,21 +64,13 @@ def _opted_out() -> bool:
   return os.environ.get(OPT_OUT_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def disable_compilation_cache() -> None:
-  """Never turn the persistent cache on in this process (call before the first fit).
-
-  A cache already turned on stays on (JAX cannot turn it off for programs already cached).
-  """
-  with _lock:
-    _state["disabled"] = True
-
-
 def enable_compilation_cache(path: str | None = None) -> str | None:
   """Turns JAX's persistent compilation cache on (once per process); returns its directory.
 
   Cheap after the first call. Does nothing (returns the user's directory, or None) when the
-  user configured a cache directory in `jax.config`, disabled JAX's cache, set
-  `DPGCD_JAX_NO_COMPILATION_CACHE`, or called `disable_compilation_cache`.
+  user configured a cache directory in `jax.config`, disabled JAX's cache, or set
+  `DPGCD_JAX_NO_COMPILATION_CACHE`. Call it before the first fit: programs compiled before it
+  are not written.
 
   Args:
     path: the directory (default `default_cache_dir`); only the first call decides.
@@ -93,7 +85,7 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
     directory: str | None
     if configured:
       directory = configured  # the user's own cache: never overridden
-    elif _state["disabled"] or _opted_out() or not getattr(jax.config, _JAX_ENABLE_CACHE):
+    elif _opted_out() or not getattr(jax.config, _JAX_ENABLE_CACHE):
       directory = None
     else:
       directory = _turn_on(jax, path or default_cache_dir())
@@ -119,4 +111,4 @@ def compilation_cache_dir() -> str | None:
 
 def _reset_for_tests() -> None:
   with _lock:
-    _state.update({"decided": False, "disabled": False, "dir": None})
+    _state.update({"decided": False, "dir": None})

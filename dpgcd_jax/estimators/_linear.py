@@ -49,7 +49,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from sklearn.utils.validation import validate_data
 
-from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import losses as losses_lib
@@ -617,7 +616,6 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
 
   def _prepare(self, X: Any, y: Any, sample_weight: Any = None) -> Prepared:
     """Validated data, the targets, the steps outside the guarantee, delta and the key."""
-    _config.enable_compilation_cache()  # before the first compilation of the fit
     self._check_params()
     if sample_weight is not None:
       raise ValueError(

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from dpgcd_jax import _config
 from dpgcd_jax.experiments import report
 from dpgcd_jax.experiments import runner
 
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
                         "winners and significance tests over all algorithms, rewrite DIR (or --out); the sizes are "
                         "the saved preset's, the skip reasons of the added algorithms the named preset's")
   args = parser.parse_args(argv)
+  _config.enable_compilation_cache()  # a command line owns its process: its programs are kept on disk
 
   preset = runner.QUICK if args.quick else runner.FULL
   if args.add_to is not None:

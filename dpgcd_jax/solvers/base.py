@@ -39,7 +39,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
 
@@ -217,10 +216,8 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
   in the problem's dtype (invalid values raise by name), warns when noise is added on a
   problem whose smoothness is not public, then calls [`compiled_run`][dpgcd_jax.solvers.base.compiled_run]. The solver's
   own `run` validates its `options` first. `passes` is a runtime value of the compiled
-  program: a new number of passes (or new hyperparameter values) does not recompile. The
-  first call turns on JAX's persistent compilation cache (`dpgcd_jax._config`).
+  program: a new number of passes (or new hyperparameter values) does not recompile.
   """
-  _config.enable_compilation_cache()
   passes = check_run_inputs(problem, key, passes, dense_only=solver.dense_only)
   params = cast_params(solver, problem, params)
   if solver.uses_smoothness:
@@ -258,7 +255,6 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   that maps this function (`jax.vmap` / `jax.jit` around it, where a cut of a new length
   would be a new program) passes `trim=False` and calls [`trim_trace`][dpgcd_jax.solvers.base.trim_trace] on the result.
   """
-  _config.enable_compilation_cache()
   if not solver.padded and (problem.rows is not None or problem.columns is not None):
     raise ValueError(f"Expected an unpadded problem for a solver without padding support "
                      f"({solver.params.__module__}), got one padded by dpgcd_jax.problem.pad.")

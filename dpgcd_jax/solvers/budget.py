@@ -25,7 +25,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from dpgcd_jax import _config
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import bounds
@@ -155,7 +154,6 @@ def private_fit(
     and `released` = what the prelude released (the feature bound `B`), or None. One
     compiled program for the release and the runs.
   """
-  _config.enable_compilation_cache()
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
                                         uses_smoothness=solver.uses_smoothness, released=prelude is not None)
   if needs_bound:  # its epsilon as the mechanism runs it (in the features' dtype), and so as it is accounted

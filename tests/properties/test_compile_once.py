@@ -235,6 +235,7 @@ CACHE_SCRIPT = textwrap.dedent("""
         counts["writes"] += 1
     import dpgcd_jax as dg
     from dpgcd_jax import _config
+    dg.enable_compilation_cache()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 5))
     problem = dg.make_problem(X, np.sign(X[:, 0]), "logistic", feature_bound=3.0)
@@ -279,8 +280,9 @@ CONFIG_SCRIPT = textwrap.dedent("""
     out["opted_out"] = _config.enable_compilation_cache()
     _config._reset_for_tests()
     del os.environ[_config.OPT_OUT_ENV]
-    _config.disable_compilation_cache()
+    jax.config.update("jax_enable_compilation_cache", False)
     out["disabled"] = _config.enable_compilation_cache()
+    jax.config.update("jax_enable_compilation_cache", True)
     _config._reset_for_tests()
     jax.config.update("jax_compilation_cache_dir", sys.argv[1])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 2.0)
@@ -311,6 +313,29 @@ def test_the_test_suite_opts_out():
     assert _config.compilation_cache_dir() is None  # the opt-out decides: no user cache is written
   finally:
     _config._reset_for_tests()  # pylint: disable=protected-access
+
+
+UNTOUCHED_SCRIPT = textwrap.dedent("""
+    import json
+    import jax
+    import numpy as np
+    from dpgcd_jax.estimators import DPGCDClassifier
+    X = np.random.default_rng(0).normal(size=(80, 3))
+    DPGCDClassifier(classes=[0, 1], feature_bound=3.0, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+    print(json.dumps(dict(dir=jax.config.jax_compilation_cache_dir,
+                          min_time=jax.config.jax_persistent_cache_min_compile_time_secs)))
+""")
+
+
+def test_a_fit_leaves_jaxs_configuration_alone(tmp_path):
+  """The cache is opt-in (`dpgcd_jax.enable_compilation_cache`): importing the library and
+  fitting change no process-wide JAX setting and write nothing to the user's cache."""
+  env = {k: v for k, v in os.environ.items() if k != _config.OPT_OUT_ENV and not k.startswith("JAX_COMPILATION")
+         and k != "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"}
+  env.update(JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path))
+  got = _run_script(UNTOUCHED_SCRIPT, env)
+  assert got == dict(dir=None, min_time=1.0)
+  assert not os.listdir(tmp_path)
 
 
 def test_an_estimator_fit_at_a_new_epsilon_compiles_nothing():
