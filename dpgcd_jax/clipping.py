@@ -23,7 +23,7 @@ would make the sum, hence the release, depend on the record without bound.
 GLM losses (the dense kernel of [`dpgcd_jax.problem.clipped_gradient`][], the sparse ones of
 [`dpgcd_jax.sparse`][]): the guard is applied to the length-`n` derivative `phi'`, not to
 the `(p, n)` products `phi'_i x_ij`, where it costs a pass over the products (and, under
-`jax.vmap` over `K` configurations, a `K x block x n` temporary: issue 20). Same
+`jax.vmap` over `K` configurations, a `K x block x n` temporary). Same
 guarantee: with `phi'_i` finite (guarded) and `x_ij` finite (validated by
 `make_problem`), the float product is never NaN (a NaN needs a NaN factor or `0 x inf`);
 it is `+-inf` only when the real product exceeds the largest float, and then clips to

@@ -24,7 +24,7 @@ Preprocessing of dense real data and dense generators:
 
 * Columns are standardized: zero mean and unit variance (population variance,
   `ddof=0`), constant columns dropped. Then `mean_i x_ij^2 = 1` for every `j`, so
-  the coordinate smoothness of a GLM loss is `M_j = beta` (DESIGN section 2), the same
+  the coordinate smoothness of a GLM loss is `M_j = beta`, the same
   for every coordinate. This uses the data's own statistics: NOT private, treated as
   public by assumption as in the paper (see [`Dataset.to_problem`][dpgcd_jax.data.Dataset.to_problem]).
 * Regression targets of real data are standardized (centered, unit variance). Centering
@@ -36,7 +36,7 @@ Preprocessing of dense real data and dense generators:
 * Sparse sets (`dorothea`, `dorothea_synth`) are neither centered nor scaled
   (centering would densify them); all-zero columns are dropped.
 
-Objective conventions (the solvers' conventions, DESIGN section 2):
+Objective conventions (the solvers' conventions):
 
 ```text
 F(w) = (1/n) sum_i loss(<x_i, w>, y_i) + (l2 / 2) ||w||^2 + psi(w)

@@ -66,13 +66,13 @@ def log1(seed: int = 0, *, n: int = 1000, p: int = 100, noise: float = 1.0) -> R
   `sign(X w_true + N(0, noise^2))` in {-1, +1} (0 maps to +1). Logistic loss with a
   smooth ridge `(1e-3 / 2) ||w||^2` and no penalty.
 
-  This is one reading of the paper's "y = X w_true + eps" (issue 12): logistic loss on
+  This is one reading of the paper's "y = X w_true + eps": logistic loss on
   sign labels. With noise 1 against `||w_true||` of 18-34 (seeds 0-4) the labels are
   nearly separable and the optimum is bounded mostly by the ridge. The other reading is
   `log1_ls`.
 
   ASSUMPTION: the paper's log1 / log2 differ by the sigma of the log-normal; we could not
-  check the values and use sigma = 1 for log1 and sigma = 2 for log2 (DESIGN section 8).
+  check the values and use sigma = 1 for log1 and sigma = 2 for log2.
 
   Args:
     seed: Non-negative int; the same seed gives the same dataset.
@@ -235,7 +235,7 @@ def madelon_synth(seed: int = 0, *, n: int = 2600) -> Raw:
           summary="800 x 100000 sparse binary (0.9% non-zeros), 20 true non-zeros")
 def dorothea_synth(seed: int = 0, *, n: int = 800, p: int = 100_000, density: float = 0.009, nnz: int = 20,
                    noise: float = 1.0) -> Raw:
-  """DOROTHEA-shaped sparse binary classification (issue 10): `X` is a CSR matrix.
+  """DOROTHEA-shaped sparse binary classification: `X` is a CSR matrix.
 
   Shape and density follow DOROTHEA's training set (800 x 100,000 binary features, about
   1% non-zeros there, `density = 0.9%` here, i.e. about 720,000 stored ones and 900 per

@@ -5,7 +5,7 @@ epoch (`n / batch_size` steps). Step sizes of the coordinate methods are in unit
 `1 / M_j` (above 1 is legitimate: `M_j` bounds the curvature, it is not the curvature);
 clips are per coordinate (`clip_scale`).
 
-The high-dimensional toolbox (issue 21) is here too, in the full preset's paper-protocol
+The high-dimensional toolbox (DP-FW, DP-IHT, two-stage) is here too, in the full preset's paper-protocol
 columns (`runner.FULL`; not in the quick preset nor the end-to-end private column): `dp_fw` (DP Frank-Wolfe: its
 *step* axis is the l1 radius `r`, public, absolute), `dp_iht` (private hard thresholding:
 step in units of `1 / M_j`, sparsity fixed a priori at `TOOLBOX_SPARSITY`) and
@@ -150,7 +150,7 @@ def _sgd_ledger(problem, noise, passes):
       ("sampler total variation", events.DeltaSlack(slack), 1))
 
 
-# ------------------------------------------------------------------------------ the toolbox (issue 21)
+# ------------------------------------------------------------------------- the high-dimensional toolbox
 
 TOOLBOX_SPARSITY = 10
 """A priori sparsity `s` of DP-IHT and of the two-stage support (capped at `p`).

@@ -5,7 +5,7 @@ best point (lowest mean relative error over the seeds) is *on an edge* when it t
 or last value of an axis: the optimum may then lie outside the grid, and a comparison at that
 point compares grids, not algorithms. `edge_sides` finds those sides and `extend`
 adds values beyond them, at the axis' own ratio; the runner repeats sweep / extend a bounded
-number of rounds and flags every best point still on an edge (DESIGN section 8, issue 12).
+number of rounds and flags every best point still on an edge.
 
 Everything here is host-side and pure (no JAX).
 """

@@ -3,7 +3,7 @@
 For every data set, algorithm and budget of passes the noise is calibrated for epsilon = 1,
 delta = 1 / n^2, and a log-spaced (step size x clip) grid runs over the seeds. The best grid
 point (mean relative error `(F(w) - F*) / (F(w^0) - F*)` over the seeds, `F*` from
-[`dpgcd_jax.reference.solve`][] in float64) is reported with its spread. Issue 12 adds:
+[`dpgcd_jax.reference.solve`][] in float64) is reported with its spread. The protocol also has:
 
 * **grids that contain their optimum**: while the best point is on an edge of the grid, the
   grid is extended beyond that edge (`dpgcd_jax.experiments.grids`, at most
@@ -18,7 +18,7 @@ point (mean relative error `(F(w) - F*) / (F(w^0) - F*)` over the seeds, `F*` fr
   bounds instead of standardization, hyperparameters chosen by private selection, everything
   in one budget of epsilon = 1.
 
-The full preset also runs the high-dimensional toolbox of issue 21 (`dp_fw`, `dp_iht`,
+The full preset also runs the high-dimensional toolbox (`dp_fw`, `dp_iht`,
 `two_stage`) in the paper-protocol columns (not in the private column). `add_algorithms`
 (`reproduce --add-to DIR --algorithms ...`) adds algorithms to saved results without re-running
 the saved ones: the searches of an algorithm do not depend on the others, only the marks

@@ -19,7 +19,7 @@ Noise multipliers are in units of sensitivity: noise scale = multiplier * sensit
 * DP-GCD selection (`b`): `Delta_bar = max_j Delta_j / sqrt(M_j)`, the replace-one
   sensitivity of the normalized scores `u_j = g_j / sqrt(M_j)`, `Delta_j = 2 C_j / n`.
   "laplace": `argmax_j |u_j + Z_j|`, `Z_j ~ Lap(b Delta_bar)`: `PureDp(2 / b)`
-  (report-noisy-max, DESIGN section 4). "gumbel": `argmax_j |u_j| + b Delta_bar G_j`,
+  (report-noisy-max). "gumbel": `argmax_j |u_j| + b Delta_bar G_j`,
   `G_j ~ Gumbel(0, 1)` (exponential mechanism): `BoundedRange(2 / b)`.
 * DP-GCD / DP-CD update (`b'` for "laplace", `s` for "gaussian"): `Delta_j`, the
   replace-one sensitivity of the clipped mean coordinate gradient `g_j`. Noise

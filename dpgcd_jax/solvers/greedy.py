@@ -4,7 +4,7 @@ All quantities are in *normalized units*: a coordinate gradient `g_j` is compare
 through `u_j = g_j / sqrt(M_j)`, whose replace-one sensitivity is at most
 `Delta_bar = max_j Delta_j / sqrt(M_j)` with `Delta_j = 2 C_j / n` (clipping).
 
-Greedy rules (DESIGN section 6), each a score that is 1-Lipschitz in `u_j`, so that
+Greedy rules, each a score that is 1-Lipschitz in `u_j`, so that
 every score has sensitivity `Delta_bar`:
 
 - `"gs-s"`: `dist(-g_j, d psi_j(w_j)) / sqrt(M_j)` (with `psi = 0`: the
