@@ -10,13 +10,14 @@ model and noisy score; `K` and every other repetition stay hidden). With `Q`
 * `K` truncated negative binomial `TNB(eta, gamma)` (`P(K = k) ~ C(k + eta - 1, k)
   (1 - gamma)^k`, `k >= 1`; `eta = 0` logarithmic, `eta = 1` geometric), their Theorem 2:
 
-  $$
-  \\varepsilon'(\\lambda) = \\varepsilon(\\lambda) + (1 + \\eta) \\min_{\\hat\\lambda \\ge 1}
-  \\Big[\\Big(1 - \\frac1{\\hat\\lambda}\\Big)\\varepsilon(\\hat\\lambda)
-  + \\frac{\\log(1/\\gamma)}{\\hat\\lambda}\\Big] + \\frac{\\log \\mathbb E[K]}{\\lambda - 1}
-  $$
+    $$
+    \\varepsilon'(\\lambda) = \\varepsilon(\\lambda) + (1 + \\eta) \\min_{\\hat\\lambda \\ge 1}
+    \\Big[\\Big(1 - \\frac1{\\hat\\lambda}\\Big)\\varepsilon(\\hat\\lambda)
+    + \\frac{\\log(1/\\gamma)}{\\hat\\lambda}\\Big] + \\frac{\\log \\mathbb E[K]}{\\lambda - 1}
+    $$
 
-  ([`repeat_and_select_rdp`][dpgcd_jax.privacy.tuning.repeat_and_select_rdp]);
+    ([`repeat_and_select_rdp`][dpgcd_jax.privacy.tuning.repeat_and_select_rdp]);
+
 * `K` Poisson with mean `m` (`shape = inf`, accounting only), their Theorem 6: with `Q`
   `(eps_hat, delta_hat)`-DP for `eps_hat = log(1 + 1 / (lambda - 1))`,
   `eps'(lambda) = eps(lambda) + m delta_hat + log(m) / (lambda - 1)`.

@@ -7,6 +7,7 @@ with the GLM margins kept in O(n) per step, until the optimality certificate
 $$
 \\max_j \\operatorname{dist}(-\\nabla_j f(w), \\partial \\psi_j(w_j)) \\le \\text{tol}
 $$
+
 holds (zero iff `w` is a minimizer of `F = f + psi`). NOT private: it reads the raw data;
 use it to measure the relative error `(F(w) - F*) / (F(w^0) - F*)` of private solvers.
 """

@@ -19,12 +19,16 @@ Conventions (also in docs/contributing.md, "Documentation"):
   raised at its own lines (examples use the current API).
 * The README starts with the two commands of the project, verbatim; the README quick start
   learns (non-zeros > 0, objective decrease >= 20%); relative links resolve.
-* ``mkdocs build --strict`` passes (into a temporary folder).
+* ``mkdocs build --strict`` passes (into a temporary folder, once for the module), and the site
+  works offline and reads right: no page loads a remote script, stylesheet or font; every
+  formula is MathML (rendered at build time by ``docs_hooks/mathml.py``), no raw TeX left; the
+  API pages' signatures and defaults name no private module (``_linear.AUTO``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import os
 import pathlib
@@ -248,12 +252,102 @@ def test_relative_links_resolve():
       assert (path.parent / target).exists(), f"{path.relative_to(ROOT)} links to a missing {target}"
 
 
-def test_mkdocs_build_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> pathlib.Path:
+  """The MkDocs site, built once for the tests below. Without ``--quiet``: MkDocs counts the
+  warnings that ``--strict`` turns into a failure only as they are logged, and ``--quiet`` drops
+  them (a broken cross-reference then passed)."""
+  out = tmp_path_factory.mktemp("mkdocs") / "site"
   env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
   proc = subprocess.run(
-      [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"),
-       "-d", str(tmp_path / "site")],
+      [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-  assert (tmp_path / "site" / "index.html").exists()
-  assert (tmp_path / "site" / "api" / "privacy" / "index.html").exists()
+  return out
+
+
+def _pages(site: pathlib.Path) -> dict[str, str]:
+  return {str(path.relative_to(site)): path.read_text() for path in sorted(site.rglob("*.html"))}
+
+
+def test_mkdocs_build_strict(site):
+  assert (site / "index.html").exists()
+  assert (site / "api" / "privacy" / "index.html").exists()
+
+
+REMOTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)  # http://, https://, //host
+
+
+def test_the_site_loads_nothing_remote(site):
+  """Offline: no script, stylesheet, font, image or frame from another host (MathJax from a CDN
+  and Material's Google Fonts did)."""
+  found = []
+  for name, page in _pages(site).items():
+    for tag in re.finditer(r"<(script|link|img|iframe|source|embed)\b[^>]*>", page, re.IGNORECASE):
+      if re.search(r"""\brel\s*=\s*["']?canonical""", tag.group(0), re.IGNORECASE):
+        continue  # names the page's address, loads nothing
+      for url in re.findall(r"""\b(?:src|href)\s*=\s*["']([^"']*)""", tag.group(0), re.IGNORECASE):
+        if REMOTE.match(url):
+          found.append(f"{name}: {tag.group(0)}")
+  assert not found, "\n".join(found[:20])
+
+
+def _prose(page: str) -> str:
+  """The page without its code (``<pre>``, ``<code>``), scripts and MathML."""
+  return re.sub(r"<(pre|code|script|math)\b.*?</\1>", "", page, flags=re.DOTALL | re.IGNORECASE)
+
+
+def test_every_formula_is_mathml(site):
+  pages = _pages(site)
+  code = re.compile(r"^\s*```.*?^\s*```|`[^`\n]*`", re.DOTALL | re.MULTILINE)  # TeX shown as code is not a formula
+  with_tex = [path for path in DOC_FILES[1:] if re.search(r"\$\$|\\\(|\\\[", code.sub("", path.read_text()))]
+  assert with_tex, "no page has a formula: the check below checks nothing"
+  for path in with_tex:  # the Markdown pages with a formula, and the API pages (docstrings)
+    name = str(path.relative_to(ROOT / "docs").with_suffix("")) + "/index.html"
+    assert "<math" in pages[name.removeprefix("index/")], name
+  assert "<math" in pages["api/solvers/index.html"]
+  for name, page in pages.items():
+    assert not re.search(r'class="arithmatex">(?!<math)', page), f"{name}: a formula left as TeX"
+    raw = re.search(r".{0,60}(?:\\\(|\\\[|\$\$).{0,60}", _prose(page))
+    assert raw is None, f"{name}: raw TeX in the page: {raw.group(0)!r}"
+
+
+PRIVATE_NAME = re.compile(r"dpgcd_jax\.(?:[a-z_]+\.)*_[a-z]|(?<![\w.])_[a-z]\w*\.")  # _linear.AUTO
+
+
+def test_api_signatures_name_no_private_module(site):
+  """Signatures and the Default column read as the code is used: `scaling='auto'`, not
+  `scaling=_linear.AUTO` (docs_hooks/griffe_api.py)."""
+  found, signatures = [], 0
+  for name, page in _pages(site).items():
+    if not name.startswith("api/"):
+      continue
+    headings = re.findall(r'<h\d id="[^"]*" class="doc doc-heading">(.*?)</h\d>', page, re.DOTALL)
+    defaults = [row[-1] for table in re.findall(r"<table>.*?</table>", page, re.DOTALL)
+                if "<th>Default</th>" in table
+                for row in [re.findall(r"<td>(.*?)</td>", r, re.DOTALL)
+                            for r in re.findall(r"<tr\b.*?</tr>", table, re.DOTALL)] if row]
+    for text in headings + defaults:
+      text = html.unescape(re.sub(r"<[^>]+>", "", text))
+      signatures += "(" in text
+      text = " ".join(text.split())
+      match = PRIVATE_NAME.search(text)
+      if match:
+        found.append(f"{name}: ...{text[max(0, match.start() - 80):match.end() + 40]}...")
+  assert signatures > 50, signatures  # the headings were found
+  assert not found, "\n".join(found)
+
+
+def test_api_parameter_tables_have_one_parameter_a_row(site):
+  """A docstring entry for several parameters (`selection, update, rule: see run.`) is one row
+  per parameter, each with its default (not one row with "required": docs_hooks/griffe_api.py)."""
+  found = []
+  for name, page in _pages(site).items():
+    for table in re.findall(r"<table>.*?</table>", page, re.DOTALL):
+      if "<th>Default</th>" not in table:
+        continue
+      for row in re.findall(r"<tr\b.*?</tr>", table, re.DOTALL):
+        cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
+        if cells and not re.fullmatch(r"\*{0,2}\w+", html.unescape(re.sub(r"<[^>]+>", "", cells[0])).strip()):
+          found.append(f"{name}: {' '.join(re.sub(r'<[^>]+>', ' ', cells[0]).split())}")
+  assert not found, "\n".join(found)

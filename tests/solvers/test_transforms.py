@@ -67,6 +67,19 @@ def test_gradients_without_a_batch_axis_are_rejected():
     tx.update(jnp.ones(3), tx.init(w), w)
 
 
+def test_a_second_init_returns_the_same_state_and_replays_the_noise():
+  """As docs/guide.md ("optax composition") and docs/privacy.md ("Keys") say: `init` refuses
+  nothing; every call returns step 0 and the transformation's key, so the noise repeats."""
+  tx = dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(0), clip=1.0, selection_noise=1.0,
+                               update_noise=1.0)
+  w = jnp.zeros(3)
+  first, second = tx.init(w), tx.init(w + 1.0)
+  assert int(first.count) == int(second.count) == 0
+  np.testing.assert_array_equal(jax.random.key_data(first.key), jax.random.key_data(second.key))
+  grads = jnp.asarray(np.random.default_rng(0).normal(size=(8, 3)))
+  np.testing.assert_array_equal(tx.update(grads, first, w)[0], tx.update(grads, second, w)[0])
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(key=3), "key"), (dict(clip=-1.0), "clip"), (dict(update_noise=-2.0), "update_noise"),
     (dict(selection="top"), "selection"),
