@@ -1,4 +1,13 @@
-"""The noise mechanisms of the coordinate solvers: each one a device-side sampler and its cost.
+"""The library's one mechanism layer: every privacy noise draw, each with its sampler and its cost.
+
+Every noise that protects a release is drawn here, by a mechanism object below: the solvers'
+selections and updates, DP-IHT's and the sparse solvers' peeling (`noisy`), DP-SGD's
+Gaussian noise (`noise`), the released curvatures and smoothness (`perturb` on a vector), the
+private scores, the CV scores, and the integer releases of the private scales and bounds
+(`perturb_integers`: AboveThreshold and the noisy binary search). A test
+(`tests/privacy/test_mechanism_layer.py`) fails when code outside this module and its
+samplers (`dpgcd_jax.discrete_noise`) names a noise sampler, so a draw cannot bypass the layer
+and its event.
 
 A mechanism is a small frozen (hashable, static under `jax.jit`) object with
 
@@ -168,7 +177,12 @@ class GumbelMax(_Costed):
                    penalty: Any, scale: Array, rule: str) -> Array:
     """The criteria whose argmax `select` returns (one Gumbel draw per coordinate)."""
     del rule
-    return score(g, w, M, penalty) + scale * draw(jax.random.gumbel, key, g.shape, g.dtype)
+    return self.noisy(key, score(g, w, M, penalty), scale)
+
+  def noisy(self, key: Array, scores: Array, scale: Array) -> Array:
+    """`scores + scale G`, iid standard Gumbel `G`: the criteria of a Gumbel-max selection, and
+    of each round of peeling (its top-`s` is `s` rounds of this mechanism, [`dpgcd_jax.peeling`][])."""
+    return scores + scale * draw(jax.random.gumbel, key, scores.shape, scores.dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +192,13 @@ class LaplaceNoise(_Costed):
   cost: ClassVar[costs.Cost] = costs.UPDATES["laplace"]
 
   def perturb(self, key: Array, value: Array, scale: Array) -> Array:
-    return value + scale * jax.random.laplace(key, (), value.dtype)
+    """`value + noise`: a scalar, or an array with iid noise per entry."""
+    value = jnp.asarray(value)
+    return value + self.noise(key, value.shape, value.dtype, scale)
+
+  def noise(self, key: Array, shape: tuple[int, ...], dtype: Any, scale: Array) -> Array:
+    """iid `Lap(scale)` entries of `shape`."""
+    return scale * _iid(jax.random.laplace, key, shape, dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,7 +208,18 @@ class GaussianNoise(_Costed):
   cost: ClassVar[costs.Cost] = costs.UPDATES["gaussian"]
 
   def perturb(self, key: Array, value: Array, scale: Array) -> Array:
-    return value + scale * jax.random.normal(key, (), value.dtype)
+    """`value + noise`: a scalar, or an array with iid noise per entry."""
+    value = jnp.asarray(value)
+    return value + self.noise(key, value.shape, value.dtype, scale)
+
+  def noise(self, key: Array, shape: tuple[int, ...], dtype: Any, scale: Array) -> Array:
+    """iid `N(0, scale^2)` entries of `shape` (DP-SGD adds them to its exact sum in float64)."""
+    return scale * _iid(jax.random.normal, key, shape, dtype)
+
+
+def _iid(sampler: Callable[..., Array], key: Array, shape: tuple[int, ...], dtype: Any) -> Array:
+  """One draw for a scalar (the solvers' updates), `draw` (an even count) for an array."""
+  return sampler(key, (), dtype) if shape == () else draw(sampler, key, shape, dtype)
 
 
 def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
@@ -200,9 +231,23 @@ def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
   return jnp.where(valid, gran, 1.0), t, valid
 
 
-def _snap_int(value: Array, gran: Array) -> Array:
-  """`round(value / gran)` as int32, clamped to `[-2^30, 2^30]` (1-Lipschitz: sensitivity kept)."""
-  return jnp.clip(discrete_noise.snap(value, gran), -2.0**30, 2.0**30).astype(jnp.int32)
+INTEGER_LIMIT = 2.0**52
+"""The clamp of `round(value / gran)`: every integer up to `2^53` is exact in float64."""
+
+
+def _noisy_integer(value: Array, gran: Array, z: Array) -> Array:
+  """`clip(round(value / gran), +-2^52) + z`, an exact integer held in float64 (trace under x64).
+
+  `z`: int32 noise (`FAILED` counts as 0: the caller then releases nothing). Exact: `value`
+  (float32 or float64) is exact in float64, `value / gran` divides by a power of two, the
+  rounding is exact, the clamp is 1-Lipschitz (the grid sensitivity `D` is kept), and
+  integers below `2^53` add exactly. An int32 clamp at `2^30` (before) released a wrong value,
+  deterministically, once `value / gran` passed it: at `n = 1e6` and multiplier 2 a released
+  curvature of 1 came out as 0.25.
+  """
+  k = jnp.clip(discrete_noise.snap(jnp.asarray(value, jnp.float64), jnp.asarray(gran, jnp.float64)),
+               -INTEGER_LIMIT, INTEGER_LIMIT)
+  return k + jnp.where(z == discrete_noise.FAILED, 0, z).astype(jnp.float64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,7 +273,8 @@ class DiscreteLaplaceNoisyMax(_Costed):
     scores = score(g, w, M, penalty)
     gran, t, valid = _grid(multiplier, sensitivity)
     z = discrete_noise.discrete_laplace(key, t, scores.shape)
-    j = argmax(_snap_int(scores, gran) + jnp.where(z == discrete_noise.FAILED, 0, z))
+    with jax.enable_x64(True):
+      j = argmax(_noisy_integer(scores, gran, z)).astype(jnp.int32)
     ok = valid & jnp.all(z != discrete_noise.FAILED)
     # Not ok (a scale out of the samplers' range, or a capped draw): j would be released
     # with too little noise, so the released index is 0, independent of the data, and the
@@ -242,8 +288,8 @@ def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
   value = jnp.asarray(value)
   gran, t, valid = _grid(multiplier, sensitivity)
   z = sampler(key, t)
-  k = _snap_int(value, gran) + jnp.where(z == discrete_noise.FAILED, 0, z)  # the released integer
-  released = k.astype(value.dtype) * gran  # a function of k (gran: public power of two)
+  with jax.enable_x64(True):  # the released integer k, then k gran: a function of k (gran: public power of two)
+    released = (_noisy_integer(value, gran, z) * jnp.asarray(gran, jnp.float64)).astype(value.dtype)
   ok = valid & (z != discrete_noise.FAILED)
   return jnp.where(multiplier == 0, value, jnp.where(ok, released, jnp.nan))
 
@@ -262,6 +308,13 @@ class DiscreteLaplaceNoise(_Costed):
   def perturb(self, key: Array, value: Array, multiplier: Array, sensitivity: Array) -> Array:
     return _perturb_on_grid(discrete_noise.discrete_laplace, key, value, multiplier, sensitivity)
 
+  def perturb_integers(self, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
+    """`(queries + Z, ok)`: int32 integer queries plus discrete Laplace `Z` of int32 scales
+    `scale` (one per query, or one for all). The DP argument is the caller's (e.g.
+    AboveThreshold, [`dpgcd_jax.privacy.bounds`][]); `ok` is False where a draw hit the
+    sampler's cap (the noisy value there is the query itself: the caller must not release it)."""
+    return _integers(discrete_noise.discrete_laplace, key, queries, scale)
+
 
 @dataclasses.dataclass(frozen=True)
 class DiscreteGaussianNoise(_Costed):
@@ -276,6 +329,18 @@ class DiscreteGaussianNoise(_Costed):
 
   def perturb(self, key: Array, value: Array, multiplier: Array, sensitivity: Array) -> Array:
     return _perturb_on_grid(discrete_noise.discrete_gaussian, key, value, multiplier, sensitivity)
+
+  def perturb_integers(self, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
+    """`(queries + Z, ok)`: int32 integer queries plus discrete Gaussian `Z` of int32 sigma
+    `scale` (the private scales' noisy counts, [`dpgcd_jax.privacy.scales`][]); as
+    `DiscreteLaplaceNoise.perturb_integers`."""
+    return _integers(discrete_noise.discrete_gaussian, key, queries, scale)
+
+
+def _integers(sampler, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
+  z = sampler(key, scale, queries.shape)
+  ok = z != discrete_noise.FAILED
+  return queries + jnp.where(ok, z, 0), ok
 
 
 SELECTIONS = {m.name: m for m in (LaplaceNoisyMax(), GumbelMax(), DiscreteLaplaceNoisyMax())}

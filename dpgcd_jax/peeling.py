@@ -62,7 +62,7 @@ def peel(key: Array, scores: Array, sparsity: int, multiplier: Array, sensitivit
     (s,) int32 indices, distinct.
   """
   scale = clipping.noise_scale(multiplier, sensitivity)
-  noisy = scores + scale * mechanisms.draw(jax.random.gumbel, key, scores.shape, scores.dtype)
+  noisy = mechanisms.GumbelMax().noisy(key, scores, scale)
   return jax.lax.top_k(noisy, sparsity)[1]
 
 

@@ -29,6 +29,7 @@ ledger; `u` is the smallest scale meeting `(epsilon, delta)`
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
@@ -37,6 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
@@ -44,7 +46,6 @@ from dpgcd_jax import mechanisms
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import accounting
-from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
 from dpgcd_jax.solvers import budget
@@ -113,6 +114,16 @@ def selection_pays(n: int, epsilon: float) -> bool:
   threshold lies above every `n epsilon` measured. A `param_grid` you pass is always searched.
   """
   return n * epsilon >= SELECTION_MIN_N_EPSILON
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def noisy_score(scorer: Any, key: jax.Array, value: Any, multiplier: Any, sensitivity: Any) -> jax.Array:
+  """A validation score plus the noise of `scorer` (a Laplace update mechanism, float or
+  discrete) of `multiplier` x `sensitivity`: one compiled program per mechanism."""
+  value = jnp.asarray(value, jnp.result_type(float))
+  if mechanisms.is_discrete(scorer):
+    return scorer.perturb(key, value, multiplier, sensitivity)
+  return scorer.perturb(key, value, jnp.asarray(multiplier * sensitivity, value.dtype))
 
 
 def _scores(W: np.ndarray, X: Any, bound: np.ndarray, fit_intercept: bool) -> np.ndarray:
@@ -218,6 +229,9 @@ class _SearchMixin(_linear.DPGCDBase):
     steps = sorted({h.max_iter * len(targets) for h in hypers})
     selection_name, update_name = self._mechanisms()
     released_curvature = self._curvature_option() == "released"
+    # The validation scores' noise: Laplace of multiplier u / sqrt(2) (discrete, on a public grid,
+    # with secure_noise), drawn and costed by the mechanism layer.
+    scorer = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
 
     def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
       parts = tuple(accounting.gcd_ledger(u * math.sqrt(t), u * math.sqrt(t), steps=t,
@@ -225,17 +239,17 @@ class _SearchMixin(_linear.DPGCDBase):
                     + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
                         u * math.sqrt(t) * dp_gcd.CURVATURE_RATIO), t)) if released_curvature else ledger_lib.Ledger())
                     for t in steps)
-      return parts + (ledger_lib.Ledger.of(("score", events.Laplace(math.sqrt(2.0) / u), 1)),)
+      return parts + (ledger_lib.Ledger.of(("score", scorer.event(u / math.sqrt(2.0)), 1)),)
 
     u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
         cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature,
-                   dp_gcd.CURVATURE_RATIO))
+                   dp_gcd.CURVATURE_RATIO, scorer.name))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())
     counter = itertools.count()
-    score_noise = self._score_sensitivity(n_val) * u / math.sqrt(2.0)
+    score_sensitivity, key_score = self._score_sensitivity(n_val), jax.random.fold_in(key_host, 1)
     bound = released.bound
 
     def run(index: int, count: int) -> list[tuple[float, np.ndarray]]:
@@ -248,7 +262,9 @@ class _SearchMixin(_linear.DPGCDBase):
                            alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"))
         scores = _scores(W, X[val], bound, self.fit_intercept)
         value = self._validation_score(scores, list(targets[:, val]))
-        out.append((value + rng.laplace(scale=score_noise), W))
+        noisy = noisy_score(scorer, jax.random.fold_in(key_score, next(counter)), value, u / math.sqrt(2.0),
+                            score_sensitivity)
+        out.append((float(noisy), W))
       return out
 
     index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
@@ -258,7 +274,7 @@ class _SearchMixin(_linear.DPGCDBase):
         *notes,
         f"selection: K ~ TNB(shape={shape:g}, mean={mean:g}) repetitions over {len(candidates)} "
         f"candidates, each trained on {n - n_val} rows (noise multiplier {u:.4g} sqrt(T)) and "
-        f"scored on {n_val} other rows (Laplace, epsilon {math.sqrt(2.0) / u:.4g}); only the best "
+        f"scored on {n_val} other rows ({scorer.name}, epsilon {math.sqrt(2.0) / u:.4g}); only the best "
         f"is released", *self._notes(len(targets), hypers[index], delta)[1:]
     ).with_not_private(*not_private))
     self._set_model(W, released, hypers[index], n - n_val, target)

@@ -44,6 +44,7 @@ import numpy as np
 from scipy import sparse
 
 from dpgcd_jax import data as data_lib
+from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments import algorithms
 from dpgcd_jax.experiments import prepared as prepared_lib
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # the runner imports this module: a type only, no import circ
 
 SCORE_EPSILON = 0.5  # score budget of one repetition at scale k = 1 (eps_s = SCORE_EPSILON / k)
 SHAPE = 1.0  # geometric number of repetitions
+SCORE_STREAM = 1 << 30  # fold_in data of a selection's score key (its runs' keys: a split of the same root)
 CLIPS = (0.03, 0.3, 3.0)  # per coordinate, in units of B times the target scale
 
 
@@ -236,15 +238,16 @@ def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: i
   return np.where(np.isfinite(out), out, np.inf)
 
 
-def private_scores(rng: np.random.Generator, scores: np.ndarray, cap: float, n: int,
-                   epsilon: float) -> np.ndarray:
-  """`scores + Lap(cap / (n epsilon))`: epsilon-DP release of capped-objective scores.
+def private_scores(key: jax.Array, scores: np.ndarray, cap: float, n: int, epsilon: float) -> np.ndarray:
+  """`scores + Lap(cap / (n epsilon))`: epsilon-DP release of capped-objective scores, drawn by
+  the library's Laplace mechanism ([`dpgcd_jax.mechanisms.LaplaceNoise`][]).
 
   Each example's loss is capped at `cap` (losses are >= 0), so replacing one record moves
   the mean by at most `cap / n`, the sensitivity of every score (for a fixed, already
   private model); the ledger's event is `Laplace(epsilon)`.
   """
-  return np.asarray(scores) + rng.laplace(scale=cap / (n * epsilon), size=np.shape(scores))
+  values = jnp.asarray(scores, jnp.result_type(float))
+  return np.asarray(mechanisms.LaplaceNoise().perturb(key, values, jnp.asarray(cap / (n * epsilon), values.dtype)))
 
 
 def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec: PublicSpec, passes: int,
@@ -263,21 +266,20 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
     rng = np.random.default_rng([sweeps.ROOT_SEED, 2, s, int(passes), algo_index, data_index])
     reps = int(rng.geometric(1.0 / mean))
     chosen = rng.integers(len(grid), size=reps)
-    keys = jax.random.split(jax.random.fold_in(sweeps.seed_keys(preset.seeds, stream=2)[s],
-                                               int(passes) * 16 + algo_index), reps)
-    plans.append((rng, chosen, keys))
-  pts = [grid[i] for _, chosen, _ in plans for i in chosen]
-  keys = jnp.concatenate([kk for _, _, kk in plans])
+    root = jax.random.fold_in(sweeps.seed_keys(preset.seeds, stream=2)[s], int(passes) * 16 + algo_index)
+    plans.append((rng, chosen, jax.random.split(root, reps), jax.random.fold_in(root, SCORE_STREAM)))
+  pts = [grid[i] for _, chosen, _, _ in plans for i in chosen]
+  keys = jnp.concatenate([kk for _, _, kk, _ in plans])
   w = sweeps.independent(algorithm, problem, pts, noise, keys, passes, preset.chunk, preset.seeds)
   scores = -capped_objective(prepared.exact, w, spec.score_cap, pad_to=preset.chunk * preset.seeds)
   errors: list[float] = []
   released: list[list[float]] = []
   repetitions: list[int] = []
   start = 0
-  for rng, chosen, _ in plans:
+  for _, chosen, _, score_key in plans:
     block = slice(start, start + len(chosen))
     start += len(chosen)
-    noisy = private_scores(rng, scores[block], spec.score_cap, n, score_epsilon)
+    noisy = private_scores(score_key, scores[block], spec.score_cap, n, score_epsilon)
     i = int(np.argmax(noisy))
     errors.append(float(prepared_lib.relative_error(prepared, w[block][i])))
     released.append(list(grid[int(chosen[i])]))

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import discrete_noise
+from dpgcd_jax import mechanisms
 
 Array = jax.Array
 GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
@@ -101,11 +102,11 @@ def _above_threshold(key: Array, queries: Array, epsilon: Any) -> Array:
   if none), -1 when not valid (module docstring). Jitted: one program for every `n`."""
   t_threshold, t_query, valid = above_threshold_scales(epsilon)
   # One draw of K + 1 independent entries (one sampler in the program): the threshold's, then the queries'.
-  z = discrete_noise.discrete_laplace(key, jnp.append(t_threshold, jnp.full(queries.shape, t_query)),
-                                      (queries.size + 1,))
-  above = queries + z[1:] >= z[0]
+  noisy, ok = mechanisms.DiscreteLaplaceNoise().perturb_integers(
+      key, jnp.append(jnp.zeros((), queries.dtype), queries), jnp.append(t_threshold, jnp.full(queries.shape, t_query)))
+  above = noisy[1:] >= noisy[0]
   index = jnp.where(jnp.any(above), jnp.argmax(above), queries.size - 1)
-  return jnp.where(valid & jnp.all(z != discrete_noise.FAILED), index, -1)
+  return jnp.where(valid & jnp.all(ok), index, -1)
 
 
 def above_threshold_scales(epsilon: Any, xp=jnp) -> tuple[Array, Array, Array]:

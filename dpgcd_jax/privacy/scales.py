@@ -133,6 +133,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import discrete_noise
+from dpgcd_jax import mechanisms
 from dpgcd_jax import sparse as sparse_lib
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
@@ -280,9 +281,10 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any, *, num_f
   def one_round(carry, key_r):
     lo, hi, failed = carry
     mid = (lo + hi) // 2
-    z = discrete_noise.discrete_gaussian(key_r, sigma, (p,))
-    failed = failed | (z == discrete_noise.FAILED)
-    released = discrete_noise.count_query(counts[rows, mid], rank) + jnp.where(exact | failed, 0, z)
+    query = discrete_noise.count_query(counts[rows, mid], rank)
+    noisy, ok = mechanisms.DiscreteGaussianNoise().perturb_integers(key_r, query, sigma)
+    failed = failed | ~ok
+    released = jnp.where(exact | failed, query, noisy)
     left = released >= 0
     active = lo < hi
     hi = jnp.where(active & left, mid, hi)

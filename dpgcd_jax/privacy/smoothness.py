@@ -74,6 +74,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
+from dpgcd_jax import mechanisms
 
 Array = jax.Array
 NOISES = ("laplace", "gaussian")
@@ -180,8 +181,4 @@ def private_smoothness(
   lower = scale if floor is None else jnp.full((p,), floor, X.dtype)
   clip_arr = jnp.asarray(clip_vec, X.dtype)
   clipped_mean = jnp.mean(jnp.minimum(loss.curvature * X**2, clip_arr[None, :]), axis=0)
-  if noise == "laplace":
-    xi = scale * jax.random.laplace(key, (p,), X.dtype)
-  else:
-    xi = scale * jax.random.normal(key, (p,), X.dtype)
-  return jnp.maximum(clipped_mean + xi, lower)
+  return jnp.maximum(mechanisms.update(noise).perturb(key, clipped_mean, scale), lower)

@@ -183,7 +183,7 @@ def step(
                          params.step_size * greedy.selection_sensitivity(thresholds, M, n))
   scale = clipping.noise_scale(params.update_noise,
                                math.sqrt(sparsity) * eta * clipping.mean_sensitivity(thresholds, n))
-  noisy = u + scale * mechanisms.draw(jax.random.normal, key_noise, (p,), u.dtype)
+  noisy = mechanisms.GaussianNoise().perturb(key_noise, u, scale)
   w = jnp.where(peeling.indicator(support, p), problem.penalty.prox(noisy, eta), 0.0)
   return State(w, problem_lib.init_margins(problem, w)), Info(support)
 

@@ -160,7 +160,7 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
 
   total, size = sampling.subsample_sum(key_sample, plan, clipped_gradients, with_size=True,
                                        reduce=clipping.masked_float64_sum)  # Q, exactly
-  noise = clipping.noise_scale(params.noise, clip) * mechanisms.draw(jax.random.normal, key_noise, state.w.shape, dtype)
+  noise = mechanisms.GaussianNoise().noise(key_noise, state.w.shape, dtype, clipping.noise_scale(params.noise, clip))
   with jax.enable_x64(True):  # the exact sum Q h plus the noise, then ONE rounding
     released = (total * clipping.grid_step(clip, scale) + noise.astype(jnp.float64)) / (sampling_rate * n)
   g = released.astype(dtype) + problem.l2 * state.w

@@ -295,7 +295,7 @@ def test_command_line_writes_the_figure_table_and_records(tmp_path):
 def test_private_scores_have_the_laplace_scale_of_their_sensitivity():
   # Sensitivity cap / n, budget epsilon: Lap(cap / (n epsilon)); x2/3 and x3/2 are rejected.
   cap, n, epsilon = 3.0, 200, 0.5
-  noise = private.private_scores(np.random.default_rng(0), np.zeros(20_000), cap, n, epsilon)
+  noise = private.private_scores(jax.random.key(0), np.zeros(20_000), cap, n, epsilon)
   scale = cap / (n * epsilon)
   assert sp_stats.kstest(noise, "laplace", args=(0.0, scale)).pvalue > 1e-3
   for wrong in (2 / 3, 3 / 2):

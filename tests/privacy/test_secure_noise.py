@@ -244,3 +244,19 @@ def test_the_optax_transformation_takes_secure_noise():
   b, _ = explicit.update(grads, explicit.init(w), w)
   np.testing.assert_array_equal(a, b)
   assert np.count_nonzero(np.asarray(a)) == 1 and np.all(np.isfinite(np.asarray(a)))
+
+
+
+def test_a_secure_release_far_above_its_noise_is_right():
+  """Values of 10^6-10^10 grid steps (a curvature at n = 1e6, multiplier 2): the snapped integer
+  is exact in float64; an int32 clamp at 2^30 released 0.25 for 1 before."""
+  multiplier, sensitivity = jnp.float32(2.0), jnp.float32(1e-6)
+  values = jnp.array([1.0, -3.0, 1e4], jnp.float32)
+  for update in (mechanisms.DiscreteLaplaceNoise(), mechanisms.DiscreteGaussianNoise()):
+    release = jax.jit(jax.vmap(update.perturb, in_axes=(0, 0, None, None)))
+    got = np.asarray(release(jax.random.split(jax.random.key(0), 3), values, multiplier, sensitivity))
+    np.testing.assert_allclose(got, values, rtol=1e-4, atol=1e-4)
+  scores = jnp.array([1e4, 1e4 + 0.5, 2.0], jnp.float32)
+  j, ok = mechanisms.DiscreteLaplaceNoisyMax().select(
+      jax.random.key(0), lambda g, w, M, pen: g, scores, None, None, None, jnp.float32(0.01), jnp.float32(1e-6), "gs-s")
+  assert bool(ok) and int(j) == 1
