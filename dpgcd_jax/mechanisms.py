@@ -51,6 +51,7 @@ noise `t` on the snapped scores is `2 D / t < 2 / b`-DP, a discrete Laplace upda
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -233,6 +234,26 @@ def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
 
 INTEGER_LIMIT = 2.0**52
 """The clamp of `round(value / gran)`: every integer up to `2^53` is exact in float64."""
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def release(update: Any, key: Array, value: Any, multiplier: Any, sensitivity: Any) -> Array:
+  """`value` plus the noise of the update mechanism `update` (float or discrete) of
+  `multiplier` x `sensitivity`: for callers on the host (the private scores, the CV scores).
+  One compiled program per mechanism, shape and dtype (eager, the discrete samplers' loops
+  would compile at every call)."""
+  value = jnp.asarray(value)
+  if is_discrete(update):
+    return update.perturb(key, value, multiplier, sensitivity)
+  return update.perturb(key, value, jnp.asarray(multiplier * sensitivity, value.dtype))
+
+
+def grid_noise_scale(multiplier: Any, sensitivity: Any) -> Array:
+  """The noise scale, in value units, of a discrete update of `multiplier` x `sensitivity`:
+  `t gran` (the integer scale on the public grid; `> multiplier x sensitivity`), NaN if invalid."""
+  multiplier, sensitivity = jnp.asarray(multiplier), jnp.asarray(sensitivity)
+  gran, t, valid = _grid(multiplier, sensitivity)
+  return jnp.where(valid, t * gran, jnp.nan)
 
 
 def _noisy_integer(value: Array, gran: Array, z: Array) -> Array:

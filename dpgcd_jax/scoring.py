@@ -23,9 +23,10 @@ separately, e.g. `clf.privacy_`): given the model the score is `epsilon`-DP, and
 composition the model and its score together are `(eps_model + epsilon, delta_model)`-DP.
 A model fit NON-privately on the same data breaks this: its predictions carry every record.
 
-Not covered, as for the library's other float mechanisms: float rounding of the mean and of
-the noise, and the float Laplace sampler's finite range (Mironov 2012; the integer
-mechanisms of `dpgcd_jax.discrete_noise` close that gap for the solvers, not here yet).
+Not covered by default, as for the library's other float mechanisms: float rounding of the
+mean and of the noise, and the float Laplace sampler's finite range (Mironov 2012). With
+`secure_noise=True` the mean is snapped to a public power-of-two grid and released with exact
+discrete Laplace noise (`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`), which closes that gap.
 
 Examples:
   >>> import jax, numpy as np
@@ -55,7 +56,6 @@ from dpgcd_jax.privacy import ledger as ledger_lib
 
 DEFAULT_LOG_LOSS_CLIP = math.log(1000.0)  # probabilities below 1e-3 count as 1e-3
 DEFAULT_RESIDUAL_SHARE = 0.8  # R^2: share of epsilon on the squared residuals (see private_r2)
-_LAPLACE = mechanisms.LaplaceNoise()
 
 
 class Release(NamedTuple):
@@ -129,20 +129,23 @@ def _equal(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
   return equal
 
 
-def _release(label: str, terms: np.ndarray, bound: float, epsilon: float, key: jax.Array
+def _release(label: str, terms: np.ndarray, bound: float, epsilon: float, key: jax.Array, secure: bool
              ) -> tuple[Release, ledger_lib.Entry]:
-  """`mean(terms) + Lap(bound / (n epsilon))` by the Laplace update mechanism, and its entry.
+  """`mean(terms) + Lap(bound / (n epsilon))` by the Laplace update mechanism (its discrete
+  version on a public grid when `secure`), and its entry.
 
   `terms` must lie in `[0, bound]` whatever the data (the callers clip them; module docstring).
   """
   n = terms.shape[0]
   sensitivity = bound / n
   multiplier = 1.0 / epsilon  # noise in units of sensitivity
-  scale = sensitivity * multiplier
   dtype = jnp.result_type(float)
   mean = jnp.asarray(np.mean(terms), dtype)
-  value = float(_LAPLACE.perturb(key, mean, jnp.asarray(scale, dtype)))
-  event = _LAPLACE.event(multiplier)
+  mechanism = mechanisms.update("discrete_laplace" if secure else "laplace")
+  value = float(mechanisms.release(mechanism, key, mean, multiplier, sensitivity))
+  scale = (float(mechanisms.grid_noise_scale(jnp.asarray(multiplier, dtype), jnp.asarray(sensitivity, dtype)))
+           if secure else sensitivity * multiplier)
+  event = mechanism.event(multiplier)
   return (Release(label, value, scale, sensitivity, event.pure_epsilon),
           ledger_lib.Entry(label, event, 1))
 
@@ -154,6 +157,16 @@ def _report(entries: list[ledger_lib.Entry], note: str) -> ledger_lib.PrivacyRep
   return ledger_lib.PrivacyReport(tuple(entries), epsilon, 0.0, "basic", (note,))
 
 
+def _name(secure: bool) -> str:
+  return "discrete Laplace" if secure else "Laplace"
+
+
+def _secure(secure_noise: Any) -> bool:
+  if not isinstance(secure_noise, (bool, np.bool_)):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  return bool(secure_noise)
+
+
 def _charged(what: str, epsilon: float, accountant: Any) -> accountant_lib.Accountant | None:
   """The accountant to charge (explicit or active), after its `check`: call before reading data."""
   acct = accountant_lib.resolve(accountant)
@@ -163,7 +176,8 @@ def _charged(what: str, epsilon: float, accountant: Any) -> accountant_lib.Accou
 
 
 def private_accuracy(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array,
-                     accountant: accountant_lib.Accountant | None = None) -> PrivateScore:
+                     accountant: accountant_lib.Accountant | None = None,
+                     secure_noise: bool = False) -> PrivateScore:
   """`epsilon`-DP accuracy: `mean(y_true == y_pred) + Lap(1 / (n epsilon))`.
 
   Terms `1[y_true_i == y_pred_i]` lie in `[0, 1]`: sensitivity `1 / n` (module docstring),
@@ -179,6 +193,9 @@ def private_accuracy(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array
     key: a PRNG key for the noise.
     accountant: the [`Accountant`][dpgcd_jax.privacy.Accountant] to charge; None: the
       active one (`with accountant:`), if any.
+    secure_noise: draw the noise as a discrete Laplace on a public grid
+      ([`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`][]: no float-sampler artefact; its noise
+      scale, `noise_scale`, is slightly above `1 / (n epsilon)`). Event `DiscreteLaplace(epsilon)`.
 
   Returns:
     A [`PrivateScore`][dpgcd_jax.scoring.PrivateScore].
@@ -187,10 +204,11 @@ def private_accuracy(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array
   _validate.check_key("key", key)
   n = _same_length("y_true", y_true, "y_pred", y_pred)
   _length("y_pred", y_pred)
+  secure = _secure(secure_noise)
   acct = _charged("private_accuracy", epsilon, accountant)
   equal = _equal(_validate.host_values(y_true), _validate.host_values(y_pred), n)
-  release, entry = _release("accuracy", equal.astype(np.float64), 1.0, epsilon, key)
-  report = _report([entry], f"private_accuracy: Laplace mechanism on the mean of 1[y_true == y_pred], "
+  release, entry = _release("accuracy", equal.astype(np.float64), 1.0, epsilon, key, secure)
+  report = _report([entry], f"private_accuracy: {_name(secure)} mechanism on the mean of 1[y_true == y_pred], "
                             f"sensitivity 1/n (n = {n}, public)")
   if acct is not None:
     acct.spend(report, "private_accuracy")
@@ -199,7 +217,8 @@ def private_accuracy(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array
 
 def private_log_loss(y_true: Any, proba: Any, *, epsilon: float, key: jax.Array,
                      clip: float = DEFAULT_LOG_LOSS_CLIP, labels: Any = None,
-                     accountant: accountant_lib.Accountant | None = None) -> PrivateScore:
+                     accountant: accountant_lib.Accountant | None = None,
+                     secure_noise: bool = False) -> PrivateScore:
   """`epsilon`-DP log loss: `mean(min(-log p_i(y_i), clip)) + Lap(clip / (n epsilon))`.
 
   Terms `min(-log p_i(y_i), clip)` lie in `[0, clip]` (probabilities clipped into `[0, 1]`;
@@ -218,7 +237,7 @@ def private_log_loss(y_true: Any, proba: Any, *, epsilon: float, key: jax.Array,
     clip: the largest per-example loss (> 0, public); default `log(1000)`.
     labels: the public class labels in column order (`clf.classes_`); default `(0, 1)` for
       a vector, `0, ..., k - 1` for a matrix. Never read from `y_true`.
-    accountant: as in [`private_accuracy`][dpgcd_jax.scoring.private_accuracy].
+    accountant, secure_noise: as in [`private_accuracy`][dpgcd_jax.scoring.private_accuracy].
 
   Returns:
     A [`PrivateScore`][dpgcd_jax.scoring.PrivateScore].
@@ -235,6 +254,7 @@ def private_log_loss(y_true: Any, proba: Any, *, epsilon: float, key: jax.Array,
   if len(labels) != k or len(set(labels)) != k:
     raise ValueError(f"Expected labels to be {k} distinct class labels (one per column of proba), "
                      f"got labels={labels!r}.")
+  secure = _secure(secure_noise)
   acct = _charged("private_log_loss", epsilon, accountant)
   P = _numeric("proba", proba)
   P = np.stack([1.0 - P, P], axis=1) if P.ndim == 1 else P
@@ -246,8 +266,8 @@ def private_log_loss(y_true: Any, proba: Any, *, epsilon: float, key: jax.Array,
   with np.errstate(divide="ignore", invalid="ignore"):
     loss = np.minimum(-np.log(np.clip(p_true, 0.0, 1.0)), clip)
   loss = np.where(np.isnan(loss), clip, loss)
-  release, entry = _release("log loss", loss, clip, epsilon, key)
-  report = _report([entry], f"private_log_loss: Laplace mechanism on the mean of min(-log p(y), {clip:.6g}), "
+  release, entry = _release("log loss", loss, clip, epsilon, key, secure)
+  report = _report([entry], f"private_log_loss: {_name(secure)} mechanism on the mean of min(-log p(y), {clip:.6g}), "
                             f"sensitivity clip/n (n = {n}, public)")
   if acct is not None:
     acct.spend(report, "private_log_loss")
@@ -270,7 +290,8 @@ def _target_range(target_bound: Any) -> tuple[float, float]:
 
 def private_r2(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array, target_bound: Any,
                residual_share: float = DEFAULT_RESIDUAL_SHARE,
-               accountant: accountant_lib.Accountant | None = None) -> PrivateScore:
+               accountant: accountant_lib.Accountant | None = None,
+               secure_noise: bool = False) -> PrivateScore:
   """`epsilon`-DP coefficient of determination against a PUBLIC centre of the target range.
 
   With the declared range `[lo, hi]` (`target_bound=B`: `[-B, B]`), centre `c = (lo + hi) / 2`
@@ -299,7 +320,7 @@ def private_r2(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array, targ
     key: a PRNG key for the noise (split in two).
     target_bound: `B > 0` (`|y| <= B`) or `(lower, upper)`: public.
     residual_share: the share of `epsilon` on `R`, in `(0, 1)`.
-    accountant: as in [`private_accuracy`][dpgcd_jax.scoring.private_accuracy].
+    accountant, secure_noise: as in [`private_accuracy`][dpgcd_jax.scoring.private_accuracy].
 
   Returns:
     A [`PrivateScore`][dpgcd_jax.scoring.PrivateScore] (`noise_scale`: the scale on `R`;
@@ -312,6 +333,7 @@ def private_r2(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array, targ
                                     low_open=True, high_open=True)
   n = _same_length("y_true", y_true, "y_pred", y_pred)
   _length("y_pred", y_pred)
+  secure = _secure(secure_noise)
   acct = _charged("private_r2", epsilon, accountant)
   centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
   y = np.clip(_numeric("y_true", y_true), lo, hi)
@@ -320,10 +342,10 @@ def private_r2(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array, targ
   deviation = np.nan_to_num((y - centre) ** 2, nan=half**2)
   key_r, key_d = jax.random.split(key)
   eps_r = share * epsilon
-  r, entry_r = _release("r2: squared residuals", residual, (2.0 * half) ** 2, eps_r, key_r)
-  d, entry_d = _release("r2: squared deviations from the centre", deviation, half**2, epsilon - eps_r, key_d)
+  r, entry_r = _release("r2: squared residuals", residual, (2.0 * half) ** 2, eps_r, key_r, secure)
+  d, entry_d = _release("r2: squared deviations from the centre", deviation, half**2, epsilon - eps_r, key_d, secure)
   report = _report([entry_r, entry_d],
-                   f"private_r2: Laplace mechanisms on the means of the clipped squared residuals and "
+                   f"private_r2: {_name(secure)} mechanisms on the means of the clipped squared residuals and "
                    f"squared deviations from the public centre {centre:.6g} (range [{lo:.6g}, {hi:.6g}], "
                    f"n = {n}, public)")
   if acct is not None:

@@ -29,7 +29,6 @@ ledger; `u` is the smallest scale meeting `(epsilon, delta)`
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import warnings
@@ -114,16 +113,6 @@ def selection_pays(n: int, epsilon: float) -> bool:
   threshold lies above every `n epsilon` measured. A `param_grid` you pass is always searched.
   """
   return n * epsilon >= SELECTION_MIN_N_EPSILON
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def noisy_score(scorer: Any, key: jax.Array, value: Any, multiplier: Any, sensitivity: Any) -> jax.Array:
-  """A validation score plus the noise of `scorer` (a Laplace update mechanism, float or
-  discrete) of `multiplier` x `sensitivity`: one compiled program per mechanism."""
-  value = jnp.asarray(value, jnp.result_type(float))
-  if mechanisms.is_discrete(scorer):
-    return scorer.perturb(key, value, multiplier, sensitivity)
-  return scorer.perturb(key, value, jnp.asarray(multiplier * sensitivity, value.dtype))
 
 
 def _scores(W: np.ndarray, X: Any, bound: np.ndarray, fit_intercept: bool) -> np.ndarray:
@@ -262,8 +251,8 @@ class _SearchMixin(_linear.DPGCDBase):
                            alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"))
         scores = _scores(W, X[val], bound, self.fit_intercept)
         value = self._validation_score(scores, list(targets[:, val]))
-        noisy = noisy_score(scorer, jax.random.fold_in(key_score, next(counter)), value, u / math.sqrt(2.0),
-                            score_sensitivity)
+        noisy = mechanisms.release(scorer, jax.random.fold_in(key_score, next(counter)),
+                                   jnp.asarray(value, jnp.result_type(float)), u / math.sqrt(2.0), score_sensitivity)
         out.append((float(noisy), W))
       return out
 

@@ -674,19 +674,20 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
 
     The data read here must be a split the model was not fitted on, or its budget adds to the
     fit's (the accountant composes both). `key`: a JAX key (default: a fresh OS-seeded one).
+    With `secure_noise=True` the score's noise is discrete too.
     """
     from dpgcd_jax import scoring  # the scores need the fitted model only here
 
     key = key_from(None) if key is None else key
     if isinstance(self, ClassifierMixin):
       return scoring.private_accuracy(np.asarray(y), self.predict(X), epsilon=epsilon, key=key,
-                                      accountant=self.accountant)
+                                      accountant=self.accountant, secure_noise=bool(self.secure_noise))
     bound = self.target_bound if target_bound is None else target_bound
     if bound is None:
       raise ValueError("Expected a public target_bound for a regressor's private R^2 (declare it in the "
                        "estimator or pass target_bound=), got target_bound=None.")
     return scoring.private_r2(np.asarray(y, float), self.predict(X), epsilon=epsilon, key=key, target_bound=bound,
-                              accountant=self.accountant)
+                              accountant=self.accountant, secure_noise=bool(self.secure_noise))
 
   def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DPGCDBase:
     """Fits the model privately; `privacy_` reports the total `(epsilon, delta)`.

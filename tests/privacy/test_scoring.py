@@ -251,3 +251,28 @@ def test_bad_inputs_spend_nothing():
   with pytest.raises(ValueError, match="clip"):
     private_log_loss(Y_CLASS, PROBA, epsilon=0.5, key=KEY, clip=-1.0, accountant=acct)
   assert acct.spent is None
+
+
+def test_secure_scores_draw_discrete_laplace_on_a_grid():
+  y = np.array([0, 1] * 2000)
+  y_hat = np.where(np.arange(4000) < 3000, y, 1 - y)
+  values = []
+  for k in range(300):
+    score = private_accuracy(y, y_hat, epsilon=1.0, key=jax.random.key(k), secure_noise=True)
+    values.append(score.value)
+  nominal = 1.0 / 4000
+  assert nominal < score.noise_scale < 1.01 * nominal  # the integer scale on the grid, just above
+  assert [type(e.event).__name__ for e in score.report.entries] == ["DiscreteLaplace"]
+  assert score.report.epsilon == pytest.approx(1.0) and "discrete Laplace" in score.report.notes[0]
+  noise = np.asarray(values) - 0.75
+  assert abs(np.mean(noise)) < 4 * score.noise_scale * np.sqrt(2.0 / 300)
+  assert 0.8 < np.std(noise) / (np.sqrt(2.0) * score.noise_scale) < 1.2  # Laplace: std sqrt(2) b
+  r2 = private_r2(Y_REAL, Y_REAL_HAT, epsilon=1.0, key=KEY, target_bound=4.0, secure_noise=True)
+  assert {type(e.event).__name__ for e in r2.report.entries} == {"DiscreteLaplace"}
+
+
+def test_a_bad_secure_noise_flag_raises_before_anything_is_charged():
+  accountant = Accountant(epsilon=1.0, delta=1e-6)
+  with pytest.raises(ValueError, match="secure_noise"):
+    private_accuracy(np.zeros(10), np.zeros(10), epsilon=0.5, key=KEY, secure_noise="yes", accountant=accountant)
+  assert accountant.spent is None

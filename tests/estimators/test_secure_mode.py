@@ -1,0 +1,61 @@
+"""`secure_noise=True` means every draw: the estimators' whole ledger (scales, bounds, target,
+selection, updates, curvatures, the CV search's scores) and their private scores hold only
+discrete mechanisms; with the default float noise the same walk finds float events."""
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+from dpgcd_jax.estimators import DPGCDClassifier
+from dpgcd_jax.estimators import DPGCDRegressorCV
+from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import tuning
+
+FLOAT_EVENTS = (events.Gaussian, events.Laplace, events.BoundedRange, events.PoissonSampledGaussian)
+N = 1500
+
+
+def _events(entries):
+  for entry in entries:
+    if isinstance(entry.event, tuning.RepeatAndSelect):
+      for part in entry.event.parts:
+        yield from _events(part.entries)
+    else:
+      yield entry.label, entry.event
+
+
+def _data():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(N, 5))
+  return X, (X[:, 0] > 0).astype(int), X[:, 0] + 0.1 * rng.normal(size=N)
+
+
+# The DP-GCD classifier (scales, selection, updates, curvatures), the CV regressor (target
+# bound, the search's scores) and DP-CD: every kind of release an estimator makes.
+ESTIMATORS = {
+    "classifier": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, random_state=0),
+    "regressor_cv": lambda secure: DPGCDRegressorCV(secure_noise=secure, param_grid={"max_iter": [5, 10]},
+                                                    random_state=0),
+    "dp_cd": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="dp_cd", random_state=0),
+}
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_secure_noise_leaves_no_float_mechanism_in_the_ledger(name):
+  X, labels, target = _data()
+  found = {}
+  for secure in (True, False):
+    model = ESTIMATORS[name](secure)
+    y = labels if isinstance(model, DPGCDClassifier) else target
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")
+      model.fit(X, y)
+    score = model.private_score(X, y, epsilon=0.5, key=jax.random.key(1),
+                                **({} if isinstance(model, DPGCDClassifier) else {"target_bound": 4.0}))
+    entries = model.privacy_.entries + score.report.entries
+    found[secure] = [(label, type(event).__name__) for label, event in _events(entries)
+                     if isinstance(event, FLOAT_EVENTS)]
+  assert found[True] == []
+  assert found[False]  # the walk sees float events when there are some
