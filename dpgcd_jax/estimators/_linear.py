@@ -1001,26 +1001,29 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       check_classes(self.classes)
     self._class_weights()
 
-  def _class_weights(self) -> np.ndarray | None:
-    """The declared class weights in the order of `classes`, divided by their maximum (so every
-    example's weight is in (0, 1]), or None. Checked before any data is read: a PUBLIC dict
-    over declared classes."""
+  def _class_weights(self, classes: np.ndarray | None = None) -> np.ndarray | None:
+    """The class weights in the order of `classes` (default the declared ones), divided by
+    their maximum (so every example's weight is in (0, 1]), or None. With declared classes
+    everything is checked before any data is read (a PUBLIC dict over a public label set);
+    with `classes=None` (the label set read from `y`, not private) a key absent from `y` is
+    ignored rather than raising on the data."""
     if self.class_weight is None:
       return None
-    if not isinstance(self.class_weight, Mapping) or self.classes is None:
-      raise ValueError(f"Expected class_weight to be None or a dict {{class: weight > 0}} over the declared "
-                       f"classes= (a public label set), got class_weight={self.class_weight!r} with "
-                       f"classes={self.classes!r}.")
-    classes = check_classes(self.classes).tolist()
-    unknown = [c for c in self.class_weight if c not in classes]
-    if unknown:
-      raise ValueError(f"Expected the keys of class_weight in classes={classes}, "
+    if not isinstance(self.class_weight, Mapping):
+      raise ValueError(f"Expected class_weight to be None or a dict {{class: weight > 0}} over the classes, "
                        f"got class_weight={self.class_weight!r}.")
-    weights = [self.class_weight.get(c, 1.0) for c in classes]
-    for c, w in zip(classes, weights, strict=True):
+    for c, w in self.class_weight.items():
       _validate.check_number(f"class_weight[{c!r}]", w, low=0.0, low_open=True)
-    weights_array = np.asarray(weights, float)
-    return weights_array / weights_array.max()
+    if classes is None and self.classes is not None:
+      classes = check_classes(self.classes)
+      unknown = [c for c in self.class_weight if c not in classes.tolist()]
+      if unknown:
+        raise ValueError(f"Expected the keys of class_weight in classes={classes.tolist()}, "
+                         f"got class_weight={self.class_weight!r}.")
+    if classes is None:
+      return None  # checked; weighed once the classes are read from y
+    weights = np.asarray([self.class_weight.get(c, 1.0) for c in classes.tolist()], float)
+    return weights / weights.max()
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.logistic if self.class_weight is None else losses_lib.weighted_logistic
@@ -1045,7 +1048,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
                          f"got y containing {np.unique(y[unknown])[:5].tolist()}.")
       not_private = ()
     positives = [self.classes_[1]] if self.classes_.size == 2 else list(self.classes_)
-    weights = self._class_weights()
+    weights = self._class_weights(self.classes_)
     # Weighted: the target +-w_i carries the label (its sign) and the example's class weight
     # (losses.weighted_logistic); every derivative is clipped after the weighting, so the
     # sensitivity is the unweighted one.

@@ -54,8 +54,8 @@ def test_multiclass_and_cv_take_weights():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(classes=None, class_weight={1: 2.0}), r"declared classes"),
     (dict(classes=[0, 1], class_weight="balanced"), r"class_weight to be None or a dict"),
+    (dict(classes=None, class_weight={1: -2.0}), r"class_weight\[1\]"),
     (dict(classes=[0, 1], class_weight={2: 1.0}), r"keys of class_weight in classes=\[0, 1\]"),
     (dict(classes=[0, 1], class_weight={1: 0.0}), r"class_weight\[1\]"),
     (dict(classes=[0, 1], class_weight={1: float("nan")}), r"class_weight\[1\]"),
@@ -66,3 +66,11 @@ def test_bad_class_weights_raise_by_name_before_any_work(kwargs, match):
   with pytest.raises(ValueError, match=match):
     DPGCDClassifier(accountant=accountant, feature_bound=3.0, **kwargs).fit(X, y)
   assert accountant.spent is None
+
+
+def test_with_classes_read_from_y_a_weight_key_absent_from_y_is_ignored_not_raised():
+  X, y = _imbalanced(0, n=300)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    model = DPGCDClassifier(class_weight={1: 4.0, 7: 2.0}, feature_bound=3.0, random_state=0).fit(X, y)
+  assert model.classes_.tolist() == [0, 1]

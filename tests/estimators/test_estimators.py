@@ -34,6 +34,11 @@ SAMPLE_WEIGHT_CHECKS = {
                  "check_sample_weight_equivalence_on_dense_data",
                  "check_sample_weight_equivalence_on_sparse_data",
                  "check_sample_weights_not_overwritten")}
+# check_class_weight_classifiers sets max_iter=1000 on 50 rows: a private fit adds noise at every
+# step, so 1000 steps drown the model (binary: 0.78 of predictions are class 0 at 1000 steps, 1.0 at
+# 20, against the check's 0.87). tests/estimators/test_class_weight.py checks the weights instead.
+CLASSIFIER_CHECKS = {**SAMPLE_WEIGHT_CHECKS,
+                     "check_class_weight_classifiers": "max_iter=1000 private steps on 50 rows drown the model"}
 
 
 # Cost: every new data shape compiles a DP-GCD run (about 35 shapes, most of this file's time).
@@ -46,7 +51,8 @@ SAMPLE_WEIGHT_CHECKS = {
     # curvature, and 0.67-0.76 at epsilon = 3, against its 0.5 threshold)
     [DPGCDClassifier(max_iter=20, epsilon=3.0, feature_bound=3.0, random_state=0),
      DPGCDRegressor(max_iter=20, epsilon=3.0, feature_bound=3.0, random_state=0)],
-    expected_failed_checks=lambda estimator: SAMPLE_WEIGHT_CHECKS)
+    expected_failed_checks=lambda estimator: (CLASSIFIER_CHECKS if isinstance(estimator, DPGCDClassifier)
+                                              else SAMPLE_WEIGHT_CHECKS))
 def test_sklearn_estimator_checks(estimator, check):
   with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*every coefficient is 0")  # degenerate check data
