@@ -296,7 +296,8 @@ class DiscreteLaplaceNoisyMax(_Costed):
     z = discrete_noise.discrete_laplace(key, t, scores.shape)
     with jax.enable_x64(True):
       j = argmax(_noisy_integer(scores, gran, z)).astype(jnp.int32)
-    ok = valid & jnp.all(z != discrete_noise.FAILED)
+    # A NaN score would win the exact argmax whatever the noise: fail closed instead.
+    ok = valid & jnp.all(z != discrete_noise.FAILED) & jnp.all(~jnp.isnan(scores))
     # Not ok (a scale out of the samplers' range, or a capped draw): j would be released
     # with too little noise, so the released index is 0, independent of the data, and the
     # step releases NaN.

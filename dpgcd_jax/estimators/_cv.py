@@ -37,11 +37,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import mechanisms
+from dpgcd_jax import scoring
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import accounting
@@ -133,12 +133,12 @@ class _SearchMixin(_linear.DPGCDBase):
   repetition_shape: Any
   validation_fraction: Any
 
-  def _score_sensitivity(self, n_val: int) -> float:
-    """The sensitivity of the validation score on `n_val` rows."""
+  def _score_bound(self) -> float:
+    """A bound on `|term|` of every validation row (the score's sensitivity is it over `n_val`)."""
     raise NotImplementedError
 
-  def _validation_score(self, scores: np.ndarray, targets: list[np.ndarray]) -> float:
-    """The (non-noisy) validation score of the decision `scores` against `targets`."""
+  def _validation_terms(self, scores: np.ndarray, targets: list[np.ndarray]) -> np.ndarray:
+    """The per-row terms whose mean is the validation score of the decision `scores`."""
     raise NotImplementedError
 
   def _check_search(self) -> None:
@@ -238,7 +238,7 @@ class _SearchMixin(_linear.DPGCDBase):
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())
     counter = itertools.count()
-    score_sensitivity, key_score = self._score_sensitivity(n_val), jax.random.fold_in(key_host, 1)
+    key_score = jax.random.fold_in(key_host, 1)
     bound = released.bound
 
     def run(index: int, count: int) -> list[tuple[float, np.ndarray]]:
@@ -250,10 +250,10 @@ class _SearchMixin(_linear.DPGCDBase):
                            jax.random.fold_in(key_run, next(counter)),
                            alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"))
         scores = _scores(W, X[val], bound, self.fit_intercept)
-        value = self._validation_score(scores, list(targets[:, val]))
-        noisy = mechanisms.release(scorer, jax.random.fold_in(key_score, next(counter)),
-                                   jnp.asarray(value, jnp.result_type(float)), u / math.sqrt(2.0), score_sensitivity)
-        out.append((float(noisy), W))
+        noisy, _, _ = scoring.noisy_mean(jax.random.fold_in(key_score, next(counter)),
+                                         self._validation_terms(scores, list(targets[:, val])), self._score_bound(),
+                                         u / math.sqrt(2.0), secure=bool(self.secure_noise))
+        out.append((noisy, W))
       return out
 
     index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
@@ -315,13 +315,13 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
     self.repetition_shape = repetition_shape
     self.validation_fraction = validation_fraction
 
-  def _score_sensitivity(self, n_val: int) -> float:
-    return 1.0 / n_val
+  def _score_bound(self) -> float:
+    return 1.0
 
-  def _validation_score(self, scores: np.ndarray, targets: list[np.ndarray]) -> float:
+  def _validation_terms(self, scores: np.ndarray, targets: list[np.ndarray]) -> np.ndarray:
     if scores.shape[1] == 1:
-      return float(np.mean(np.where(scores[:, 0] > 0, 1.0, -1.0) == np.sign(targets[0])))
-    return float(np.mean(np.argmax(scores, axis=1) == np.argmax(np.stack(targets, 1), axis=1)))
+      return (np.where(scores[:, 0] > 0, 1.0, -1.0) == np.sign(targets[0])).astype(float)
+    return (np.argmax(scores, axis=1) == np.argmax(np.stack(targets, 1), axis=1)).astype(float)
 
 
 class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
@@ -363,8 +363,8 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
     _validate.check_number("score_clip", self.score_clip, low=0.0, low_open=True)
     super()._check_search()
 
-  def _score_sensitivity(self, n_val: int) -> float:
-    return float(self.score_clip) / n_val
+  def _score_bound(self) -> float:
+    return float(self.score_clip)
 
-  def _validation_score(self, scores: np.ndarray, targets: list[np.ndarray]) -> float:
-    return -float(np.mean(np.minimum(np.abs(scores[:, 0] - targets[0]), float(self.score_clip))))
+  def _validation_terms(self, scores: np.ndarray, targets: list[np.ndarray]) -> np.ndarray:
+    return -np.minimum(np.abs(scores[:, 0] - targets[0]), float(self.score_clip))

@@ -646,7 +646,8 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     targets, not_private = self._targets(y)
     target = self._target_range()
     if feature is not None and not feature.centred:  # public shifts (see _ranges)
-      X = X - feature.centre.astype(X.dtype)
+      with np.errstate(over="ignore"):  # no warning from the data: an inf is clipped to the bound in the run
+        X = X - feature.centre.astype(X.dtype)
     targets = np.stack(targets) if target is None else np.stack(targets) - target.centre
     return Prepared(X, targets, not_private, delta, key)
 

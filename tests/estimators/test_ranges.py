@@ -128,3 +128,16 @@ def test_a_range_not_centred_on_zero_refuses_sparse_input_by_name():
   X, y, _ = _counts(0, n=50)
   with pytest.raises(ValueError, match=r"dense X or feature_bound centred on 0.*csr_matrix"):
     DPGCDClassifier(classes=[0, 1], feature_bound=(0.0, 10.0)).fit(sp.csr_matrix(X), y)
+
+
+def test_the_centring_shift_warns_nothing_from_the_data():
+  """float32 X near the top of its range, shifted by a large public centre: an overflow to inf is
+  clipped to the bound in the run, with no RuntimeWarning that would depend on an entry."""
+  import warnings  # pylint: disable=import-outside-toplevel
+
+  X, y, _ = _counts(0, n=60)
+  X = X.astype(np.float32)
+  X[0, 0] = 3.4028e38
+  with warnings.catch_warnings():
+    warnings.simplefilter("error", RuntimeWarning)
+    DPGCDClassifier(classes=[0, 1], feature_bound=(-1e34 - 2.0**60, -1e34 + 2.0**60), random_state=0).fit(X, y)

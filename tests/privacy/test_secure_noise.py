@@ -260,3 +260,12 @@ def test_a_secure_release_far_above_its_noise_is_right():
   j, ok = mechanisms.DiscreteLaplaceNoisyMax().select(
       jax.random.key(0), lambda g, w, M, pen: g, scores, None, None, None, jnp.float32(0.01), jnp.float32(1e-6), "gs-s")
   assert bool(ok) and int(j) == 1
+
+
+def test_a_nan_score_fails_the_secure_selection_closed():
+  """A NaN score would win the exact argmax whatever the noise (found by review): not ok instead."""
+  scores = jnp.array([5.0, 0.0, jnp.nan, 0.0], jnp.float32)
+  for k in range(3):
+    j, ok = mechanisms.DiscreteLaplaceNoisyMax().select(
+        jax.random.key(k), lambda g, w, M, pen: g, scores, None, None, None, jnp.float32(1.0), jnp.float32(0.1), "gs-s")
+    assert not bool(ok) and int(j) == 0
