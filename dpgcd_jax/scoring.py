@@ -159,7 +159,7 @@ def noisy_mean(key: jax.Array, terms: np.ndarray, bound: float, multiplier: floa
   mean in float64 (`math.fsum`, within `MEAN_ERROR bound / 2` of the exact mean, so neighbours'
   computed means differ by at most `bound / n + MEAN_ERROR bound`, the sensitivity used), snapped
   to the public grid and released with discrete Laplace noise in float64
-  ([`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`][]); its scale `t gran` is returned. Rounding the
+  (`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`); its scale `t gran` is returned. Rounding the
   mean to float32 first would move neighbours apart by a float32 ulp, more than the grid's step
   at large `n` (measured by an independent review: epsilon 1.19 for 1 at n = 1e7).
   """
@@ -222,7 +222,7 @@ def private_accuracy(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array
     accountant: the [`Accountant`][dpgcd_jax.privacy.Accountant] to charge; None: the
       active one (`with accountant:`), if any.
     secure_noise: draw the noise as a discrete Laplace on a public grid
-      ([`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`][]: no float-sampler artefact; its noise
+      (`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`: no float-sampler artefact; its noise
       scale, `noise_scale`, is slightly above `1 / (n epsilon)`). Event `DiscreteLaplace(epsilon)`.
 
   Returns:

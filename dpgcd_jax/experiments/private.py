@@ -240,7 +240,7 @@ def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: i
 
 def private_scores(key: jax.Array, scores: np.ndarray, cap: float, n: int, epsilon: float) -> np.ndarray:
   """`scores + Lap(cap / (n epsilon))`: epsilon-DP release of capped-objective scores, drawn by
-  the library's Laplace mechanism ([`dpgcd_jax.mechanisms.LaplaceNoise`][]).
+  the library's Laplace mechanism (`dpgcd_jax.mechanisms.LaplaceNoise`).
 
   Each example's loss is capped at `cap` (losses are >= 0), so replacing one record moves
   the mean by at most `cap / n`, the sensitivity of every score (for a fixed, already
