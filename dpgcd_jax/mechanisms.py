@@ -309,7 +309,7 @@ def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
                      sensitivity: Array) -> Array:
   value = jnp.asarray(value)
   gran, t, valid = _grid(multiplier, sensitivity)
-  z = sampler(key, t)
+  z = sampler(key, t, value.shape)  # one draw per entry
   with jax.enable_x64(True):  # the released integer k, then k gran: a function of k (gran: public power of two)
     released = (_noisy_integer(value, gran, z) * jnp.asarray(gran, jnp.float64)).astype(value.dtype)
   ok = valid & (z != discrete_noise.FAILED)

@@ -172,7 +172,7 @@ class _SearchMixin(_linear.DPGCDBase):
     """
     self._check_search()
     data = self._prepare(X, y, sample_weight)
-    X, targets, not_private, delta, key = data
+    X, targets, not_private, delta, key = data.X, data.targets, data.not_private, data.delta, data.key
     epsilon, (n, p) = float(self.epsilon), X.shape
     if self.param_grid is None and not selection_pays(n, epsilon):
       self.best_params_, self.best_score_ = {}, float("nan")
@@ -212,7 +212,7 @@ class _SearchMixin(_linear.DPGCDBase):
     # No warning that depends on the data: a |y_i| above the run dtype's largest float is inf.
     with np.errstate(over="ignore"):
       target = self._release_target(key_target, targets, jax.dtypes.canonicalize_dtype(layout.dtype))
-    prior = released.ledger
+    prior = released.ledger + data.prior
     if target is not None:
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
     steps = sorted({h.max_iter * len(targets) for h in hypers})
@@ -258,7 +258,7 @@ class _SearchMixin(_linear.DPGCDBase):
 
     index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
     self.best_params_, self.best_score_ = dict(candidates[index]), score
-    notes = [released.note] + ([] if target is None else [target.note])
+    notes = [released.note] + ([] if target is None else [target.note]) + list(data.notes)
     self._record(report.with_notes(
         *notes,
         f"selection: K ~ TNB(shape={shape:g}, mean={mean:g}) repetitions over {len(candidates)} "

@@ -186,3 +186,15 @@ def test_peeling_rounds_are_the_gumbel_max_criteria():
   got = mechanisms.GumbelMax().noisy(key, scores, jnp.float32(0.3))
   np.testing.assert_allclose(got, scores + 0.3 * mechanisms.draw(jax.random.gumbel, key, (9,), jnp.float32),
                              rtol=1e-6)
+
+
+def test_discrete_updates_draw_one_noise_per_entry_of_a_vector():
+  """A vector released by a discrete update gets independent noise per entry (it shared one draw
+  before: every entry moved by the same integer)."""
+  values = jnp.zeros(2000, jnp.float32)
+  for update in (mechanisms.DiscreteLaplaceNoise(), mechanisms.DiscreteGaussianNoise()):
+    noisy = np.asarray(mechanisms.release(update, jax.random.key(2), values, jnp.float32(3.0), jnp.float32(1.0)))
+    assert len(np.unique(noisy)) > 50
+    assert 2.5 < np.std(noisy) < 5.0  # Gaussian: about 3; Laplace: about 3 sqrt(2)
+    scalar = mechanisms.release(update, jax.random.key(2), jnp.float32(0.0), jnp.float32(3.0), jnp.float32(1.0))
+    assert np.isfinite(float(scalar))
