@@ -647,7 +647,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     acct = accountant_lib.resolve(self.accountant)
     if acct is not None:  # before any private computation (the labels' encoding included)
       acct.check(float(self.epsilon), delta, f"{type(self).__name__}.fit")
-    targets, not_private, prior, notes = self._targets(y, jax.random.fold_in(key, CLASS_COUNT_STREAM))
+    targets, not_private, prior, notes = self._targets(y, key)
     target = self._target_range()
     if feature is not None and not feature.centred:  # public shifts (see _ranges)
       with np.errstate(over="ignore"):  # no warning from the data: an inf is clipped to the bound in the run
@@ -1075,7 +1075,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     weights = self._class_weights(self.classes_)
     prior, notes = ledger_lib.Ledger(), cast(tuple[str, ...], ())
     if isinstance(self.class_weight, str):  # "balanced" (checked)
-      weights, prior, notes = self._balanced_weights(y, key)
+      weights, prior, notes = self._balanced_weights(y, jax.random.fold_in(key, CLASS_COUNT_STREAM))
     # Weighted: the target +-w_i carries the label (its sign) and the example's class weight
     # (losses.weighted_logistic); every derivative is clipped after the weighting, so the
     # sensitivity is the unweighted one.
