@@ -162,8 +162,8 @@ def _kinds(messages: list[str]) -> list[str]:
 
 def _before(model: Any, n: int, regressor: bool) -> bool:
   """Whether the rules of 323de33 warn on this fit's released values (module docstring)."""
-  from dpgcd_jax.estimators import _linear as linear  # pylint: disable=import-outside-toplevel
   from dpgcd_jax.estimators import _released  # pylint: disable=import-outside-toplevel
+  from dpgcd_jax.estimators import _solvers  # pylint: disable=import-outside-toplevel
   coef, intercept = np.atleast_2d(model.coef_), np.atleast_1d(model.intercept_)
   reach = np.abs(coef) @ model.feature_bound_
   if not np.any(coef):
@@ -178,7 +178,7 @@ def _before(model: Any, n: int, regressor: bool) -> bool:
     return bool(low[best] > np.max(np.delete(high, best)))
   if 2.0 * reach[0] < 0.05 * 2.0 * model.target_bound_:
     return True
-  noise = _released.prediction_noise(linear.update_noise(model.privacy_), step_size=model.step_size_,
+  noise = _released.prediction_noise(_solvers.update_noise(model.privacy_), step_size=model.step_size_,
                                      clip=model.clip_, curvature=model._curvature, n=n,  # pylint: disable=protected-access
                                      steps=model.n_iter_)
   return noise > 0.25

@@ -42,6 +42,7 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import mechanisms
 from dpgcd_jax import scoring
+from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import accounting
@@ -84,16 +85,16 @@ def check_param_grid(param_grid: Any, allowed: Sequence[str]) -> list[dict[str, 
   return candidates
 
 
-def default_grid(n: int, epsilon: float, unit: float = _linear.AUTO_STEPS_UNIT) -> dict[str, list[Any]]:
+def default_grid(n: int, epsilon: float, unit: float = _defaults.AUTO_STEPS_UNIT) -> dict[str, list[Any]]:
   """`max_iter` in {T / 3, T, 3 T}, `T` the "auto" rule of the estimators
-  ([`auto_greedy_steps`][dpgcd_jax.estimators._linear.auto_greedy_steps] with `unit`).
+  ([`auto_greedy_steps`][dpgcd_jax.estimators._defaults.auto_greedy_steps] with `unit`).
 
   Public: `n` (training rows), `epsilon`. Three candidates: every
   candidate costs budget (the noise per repetition grows with the mean number of
   repetitions), and on breast_cancer a 3 x 3 grid that adds `clip` in {0.03, 0.1, 0.3}
   lost 0.01 to 0.05 of accuracy against this one (epsilon = 5 and 1).
   """
-  steps = _linear.auto_greedy_steps(n, epsilon, unit)
+  steps = _defaults.auto_greedy_steps(n, epsilon, unit)
   return {"max_iter": sorted({max(1, round(steps / 3)), steps, min(3000, 3 * steps)})}
 
 
@@ -142,7 +143,7 @@ class _SearchMixin(_linear.DPGCDBase):
     raise NotImplementedError
 
   def _check_search(self) -> None:
-    if self.solver != "dp_gcd":
+    if not self._adapter().searchable:
       raise ValueError(
           f"Expected solver='dp_gcd' in {type(self).__name__}: its private search accounts for "
           f"DP-GCD runs (repetitions at a noise multiplier u sqrt(T)); for another solver use "
@@ -301,8 +302,8 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
                validation_fraction=0.25, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
-               scaling=_linear.AUTO, clipping="coordinate", secure_noise=False,
-               max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO, solver="dp_gcd",
+               scaling=_defaults.AUTO, clipping="coordinate", secure_noise=False,
+               max_iter=_defaults.AUTO, step_size=_defaults.AUTO, clip=_defaults.AUTO, solver="dp_gcd",
                solver_params=None, random_state=None, accountant=None):
     super().__init__(classes=classes, class_weight=class_weight, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
                      epsilon=epsilon, delta=delta,
@@ -344,8 +345,8 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
                validation_fraction=0.25, score_clip=1.0, loss="squared", huber_delta=1.0,
                target_bound=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
-               fit_intercept=True, feature_bound=None, scaling=_linear.AUTO, clipping="coordinate",
-               secure_noise=False, max_iter=_linear.AUTO, step_size=_linear.AUTO, clip=_linear.AUTO,
+               fit_intercept=True, feature_bound=None, scaling=_defaults.AUTO, clipping="coordinate",
+               secure_noise=False, max_iter=_defaults.AUTO, step_size=_defaults.AUTO, clip=_defaults.AUTO,
                solver="dp_gcd", solver_params=None, random_state=None, accountant=None):
     super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
                      alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,

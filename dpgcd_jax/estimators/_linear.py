@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import sys
 import warnings
 import weakref
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import NamedTuple
@@ -51,7 +49,6 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.utils.validation import validate_data
 
 from dpgcd_jax import _validate
-from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
@@ -60,130 +57,35 @@ from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
+from dpgcd_jax.estimators._defaults import AUTO
+from dpgcd_jax.estimators._defaults import AUTO_CLIP
+from dpgcd_jax.estimators._defaults import AUTO_CLIP_REGRESSION
+from dpgcd_jax.estimators._defaults import AUTO_CLIP_RELEASED
+from dpgcd_jax.estimators._defaults import AUTO_MARGIN_STEP
+from dpgcd_jax.estimators._defaults import AUTO_RADIUS
+from dpgcd_jax.estimators._defaults import AUTO_STEPS_UNIT
+from dpgcd_jax.estimators._defaults import AUTO_STEPS_UNIT_REGRESSION
+from dpgcd_jax.estimators._defaults import CLASS_COUNT_SHARE
+from dpgcd_jax.estimators._defaults import TYPICAL_SIZE_SHARE
+from dpgcd_jax.estimators._defaults import Hyper
+from dpgcd_jax.estimators._defaults import known_curvature
+from dpgcd_jax.estimators._defaults import released_step_size
+from dpgcd_jax.estimators._solvers import ADAPTERS
+from dpgcd_jax.estimators._solvers import CLIPPINGS
+from dpgcd_jax.estimators._solvers import SELECTION
+from dpgcd_jax.estimators._solvers import UPDATE
+from dpgcd_jax.estimators._solvers import Adapter
+from dpgcd_jax.estimators._solvers import check_solver
+from dpgcd_jax.estimators._solvers import solver_params
 from dpgcd_jax.privacy import accountant as accountant_lib
-from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import typical_size
 from dpgcd_jax.problem import make_problem
-from dpgcd_jax.solvers import base as solver_base
-from dpgcd_jax.solvers import budget
-from dpgcd_jax.solvers import dp_cd
-from dpgcd_jax.solvers import dp_fw
 from dpgcd_jax.solvers import dp_gcd
-from dpgcd_jax.solvers import dp_iht
-from dpgcd_jax.solvers import two_stage
 
-SELECTION, UPDATE = "gumbel", "gaussian"
 PENALTIES = ("l1", "l2", "elasticnet", None)
-CLIPPINGS = ("derivative", "coordinate")
-AUTO = _released.AUTO
-AUTO_CLIP = 0.1
-# The classifier's clip when DP-GCD steps by the released curvature (measured: `released_step_size`).
-AUTO_CLIP_RELEASED = 0.25
-AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module of DPGCDRegressor)
-AUTO_MARGIN_STEP = 0.5
-AUTO_STEPS_UNIT = 80.0
-AUTO_STEPS_UNIT_REGRESSION = 25.0  # a real target carries more signal per record than a label
-AUTO_STEPS_MIN, AUTO_STEPS_MAX = 5, 100
-
-# The private solvers an estimator can run (``solver=``), and the keys of ``solver_params`` each
-# takes (their defaults: `solver_params`). Each one's ``fit`` composes the released bounds
-# (``prior``) and its runs (``targets``) in one ledger, calibrated once.
-SOLVERS = ("dp_gcd", "dp_fw", "dp_iht", "two_stage", "dp_cd")
-SOLVER_PARAMS: dict[str, tuple[str, ...]] = {
-    "dp_gcd": ("curvature",),
-    "dp_fw": ("radius",),
-    "dp_iht": ("sparsity", "selection_share"),
-    "two_stage": ("sparsity", "support_share"),
-    "dp_cd": (),
-}
-SECURE_SOLVERS = ("dp_gcd", "dp_cd")  # those with a floating-point-safe (discrete) noise
-AUTO_SPARSITY = 10
-CLASS_COUNT_SHARE = 0.05  # of epsilon, for the class counts of class_weight="balanced"
 CLASS_COUNT_STREAM = 1 << 29  # fold_in data of their key (from random_state)
-# The classifier's clip with declared bounds: at least AUTO_MARGIN_STEP times the typical feature
-# size released at this share of epsilon and delta (dpgcd_jax.privacy.typical_size; measured:
-# DPGCDClassifier's docstring).
-TYPICAL_SIZE_SHARE = 0.05
 TYPICAL_SIZE_STREAM = 1 << 28
-# DP-GCD's default: each step releases the second moment of the selected feature and steps by
-# 1 / hat M_j (dpgcd_jax.curvature), instead of 1 / (beta B_j^2) from the public bound alone.
-AUTO_CURVATURE = "released"
-# DP-FW's default l1 radius, in units of the feature bounds (and of the target bound T): every
-# score is then within +-5. Measured (1000 x 20 standardized make_classification /
-# make_regression, 5 informative, B = 3, 3 seeds, 300 held-out rows): radius 5 / 10 / 20 gave
-# accuracy 0.89 / 0.87 / 0.84 and R^2 0.37 / 0.18 / -0.36 at epsilon = 1; at epsilon = 5,
-# accuracy 0.89 / 0.89 / 0.89 and R^2 0.74 / 0.84 / 0.86.
-AUTO_RADIUS = 5.0
-
-
-class Hyper(NamedTuple):
-  """Resolved hyperparameters of one DP-GCD run."""
-
-  max_iter: int
-  step_size: float
-  clip: float
-
-
-def auto_max_iter(n: int, p: int, epsilon: float) -> int:
-  """Default `T` of the solvers other than DP-GCD: `round(n epsilon / sqrt(p))` in [10, 1000]
-  (public: `n`, `p`, `epsilon`)."""
-  return int(min(1000, max(10, round(n * epsilon / math.sqrt(p)))))
-
-
-def auto_greedy_steps(n: int, epsilon: float, unit: float = AUTO_STEPS_UNIT) -> int:
-  """Default `T` of DP-GCD: `round(sqrt(n epsilon / unit))` in [AUTO_STEPS_MIN, AUTO_STEPS_MAX]
-  (public: `n`, `epsilon`; `unit`: `AUTO_STEPS_UNIT` for a classifier,
-  `AUTO_STEPS_UNIT_REGRESSION` for a regressor).
-
-  Greedy steps past the coordinates that matter only add noise, and each step's share of the
-  budget shrinks as `1 / sqrt(T)`: `T` grows with the signal the budget can resolve, not with
-  `p`. Measured (`benchmarks/bench_high_dim.py`, sparse binary, text-like and dense sets,
-  `p` = 5000 and 20000, `n` from 2000 to 128000, eps = 1, curvature released): the best
-  `T` of {5, 10, 20, 40, 80} was about 10 at `n eps = 8000` and 20 at 32000; the older
-  rule `n eps / sqrt(p)` gave 113 and 453 there, and a model near `w = 0`. A regressor's
-  real target resolves more steps: on a raw 5-feature regression (n = 5000, eps = 2, test
-  R^2 over 3 keys) T = 11 gave 0.79-0.81 and T = 20 0.96-0.97 (`unit` 25: T = 20).
-  """
-  return int(min(AUTO_STEPS_MAX, max(AUTO_STEPS_MIN, round(math.sqrt(n * epsilon / unit)))))
-
-
-def auto_step_size(clip: float, curvature: float) -> float:
-  """Default `gamma = max(1, AUTO_MARGIN_STEP beta / clip)` with steps from the public bounds
-  (see the class docstring)."""
-  return max(1.0, AUTO_MARGIN_STEP * curvature / clip)
-
-
-def released_step_size(clip: float) -> float:
-  """Default `gamma = min(2, max(1, AUTO_MARGIN_STEP / clip))` when DP-GCD steps by the released
-  curvature `1 / hat M_j` (the theory step).
-
-  At `w = 0` the derivatives are about `AUTO_MARGIN_STEP` in size (`|phi'(0)| = 1/2` for the
-  logistic loss; a target in units of its bound), so a clip `c` below it shrinks every
-  gradient, hence every step, by `c / AUTO_MARGIN_STEP`: `gamma` undoes that shrink, up to 2,
-  the stability limit of a step `gamma / M_j` on a coordinate of curvature `M_j` (the released
-  `hat M_j` is an upper confidence bound, [`dpgcd_jax.curvature`][]). Measured
-  (`benchmarks/bench_high_dim.py` cells, accuracy over 2 keys, eps = 1): clip 0.25 with
-  `gamma = 2` gave text-like n = 32000 0.59 / 0.64, binary 8000 0.75 / 0.66, binary 32000
-  0.77 / 0.74, dense standardized 4000 0.72 / 0.75; clip 0.1 (`gamma` 1.25 or 2: with every
-  derivative clipped the model only scales) gave 0.51 / 0.52 (the majority class), 0.72 /
-  0.67, 0.62 / 0.58 and 0.71 / 0.74; clip 0.25 with `gamma = 1` 0.51 / 0.52 on text; clip
-  0.5 (`gamma = 1`) 0.65 / 0.66, 0.73 / 0.69, 0.77 / 0.75 and 0.57 / 0.59 (dense). Binary
-  features do best at clip 0.5: their terms `phi' x_ij` are 0 or `phi' B_j`, so a lower clip
-  turns the gradient into a count of signs that does not shrink as the model fits (the docs
-  example: 0.68 at clip 0.22, 0.77 at 0.5, 4 keys); dense features, whose terms are mostly
-  far below `B_j`, at 0.1-0.25 (less noise, little signal lost). 0.25 keeps every cell
-  above the majority class; the classifier raises it to 0.5 for binary features from their
-  released typical size (`DPGCDBase._follow_data`).
-  """
-  return min(2.0, max(1.0, AUTO_MARGIN_STEP / clip))
-
-
-def _known_curvature(loss: losses_lib.Loss) -> float:
-  """`beta` of a loss whose curvature bound is known (the estimators' losses)."""
-  if loss.curvature is None:
-    raise ValueError(f"Expected a loss with a known curvature bound, got loss {loss.name!r}.")
-  return loss.curvature
 
 
 def key_from(random_state: Any) -> jax.Array:
@@ -229,71 +131,6 @@ def _check_auto(name: str, value: Any, *, integer: bool = False) -> None:
     _validate.check_int(name, value, low=1)
   else:
     _validate.check_number(name, value, low=0.0, low_open=True)
-
-
-def check_solver(solver: Any, solver_params: Any, *, penalty: Any, step_size: Any, clipping: str,
-                 secure_noise: Any) -> None:
-  """Validates `solver` and `solver_params` against the other arguments (public, before any work).
-
-  Raises:
-    ValueError: naming the argument: an unknown `solver`; `solver_params` not a dict, with a
-      key the solver does not take or a bad value; an argument the solver cannot honour
-      (`secure_noise` outside DP-GCD and DP-CD, `clipping="derivative"` with DP-CD, a
-      non-smooth `penalty` or a `step_size` with DP-FW).
-  """
-  _validate.check_choice("solver", solver, SOLVERS)
-  if solver_params is not None:
-    if not isinstance(solver_params, Mapping):
-      raise ValueError(f"Expected solver_params to be None or a dict, got solver_params={solver_params!r}.")
-    for name, value in solver_params.items():
-      if name not in SOLVER_PARAMS[solver]:
-        raise ValueError(f"Expected solver_params keys for solver={solver!r} in {SOLVER_PARAMS[solver]}, "
-                         f"got solver_params={dict(solver_params)!r} (key {name!r}).")
-      if name == "radius":
-        _validate.check_number("solver_params['radius']", value, low=0.0, low_open=True)
-      elif name == "curvature":
-        _validate.check_choice("solver_params['curvature']", value, curvature_lib.OPTIONS)
-      elif name == "sparsity":
-        _validate.check_int("solver_params['sparsity']", value, low=1)
-      else:  # a share of the budget
-        _validate.check_number(f"solver_params[{name!r}]", value, low=0.0, high=1.0, low_open=True,
-                               high_open=True)
-  if secure_noise and solver not in SECURE_SOLVERS:
-    raise ValueError(f"Expected secure_noise=False with solver={solver!r}: floating-point-safe noise "
-                     f"exists for {SECURE_SOLVERS} only, got secure_noise={secure_noise!r}.")
-  if solver == "dp_cd" and clipping != "coordinate":
-    raise ValueError(f"Expected clipping='coordinate' with solver='dp_cd' (DP-CD clips per coordinate), "
-                     f"got clipping={clipping!r}.")
-  if solver == "dp_fw":
-    if penalty not in (None, "l2"):
-      raise ValueError(f"Expected penalty None or 'l2' with solver='dp_fw' (its constraint, the l1 ball of "
-                       f"solver_params['radius'], replaces an l1 penalty), got penalty={penalty!r}.")
-    if not (isinstance(step_size, str) and step_size == AUTO):
-      raise ValueError(f"Expected step_size={AUTO!r} with solver='dp_fw' (Frank-Wolfe steps by 2 / (t + 2); "
-                       f"the l1 radius is solver_params['radius']), got step_size={step_size!r}.")
-
-
-def solver_params(solver: str, given: Mapping[str, Any] | None, *, num_coordinates: int,
-                  radius: float) -> dict[str, Any]:
-  """The solver's hyperparameters: `given`, completed by public defaults.
-
-  `radius` (DP-FW): the default is `AUTO_RADIUS`, in units of the feature
-  bounds (and of the target bound for a regressor): every score `|<clip_B(x), w> + b|` is then
-  at most `radius`. `sparsity` (DP-IHT, two-stage): `min(AUTO_SPARSITY, num_coordinates)`,
-  the coordinates counting the intercept (it competes for the support like any feature);
-  more than `num_coordinates` is a ValueError naming it. The shares: the solvers' defaults.
-  """
-  given = dict(given or {})
-  if "curvature" in SOLVER_PARAMS[solver]:
-    given.setdefault("curvature", AUTO_CURVATURE)
-  if "radius" in SOLVER_PARAMS[solver]:
-    given.setdefault("radius", float(radius))
-  if "sparsity" in SOLVER_PARAMS[solver]:
-    given.setdefault("sparsity", min(AUTO_SPARSITY, num_coordinates))
-    if given["sparsity"] > num_coordinates:
-      raise ValueError(f"Expected solver_params['sparsity'] <= the number of coordinates {num_coordinates} "
-                       f"(features, plus the intercept), got solver_params['sparsity']={given['sparsity']}.")
-  return given
 
 
 def check_classes(classes: Any) -> np.ndarray:
@@ -373,30 +210,27 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     values = {k: override.get(k, getattr(self, k)) for k in Hyper._fields}
     for name in ("max_iter", "step_size", "clip"):
       _check_auto(name, values[name], integer=name == "max_iter")
-    released = self.solver == "dp_gcd" and self._curvature_option() == "released"
+    adapter, released = self._adapter(), self._steps_by_released_curvature()
     auto_clip = self._auto_clip_released if released else self._auto_clip
     clip = auto_clip if values["clip"] == AUTO else float(values["clip"])
     p += bool(self.fit_intercept)
     if values["step_size"] != AUTO:
       step = float(values["step_size"])
-    elif self.solver == "dp_iht":
-      # s coordinates move at once: DP-GCD's step divided by s keeps the margin move per step
-      # at most about AUTO_MARGIN_STEP (measured in AUTO_RADIUS's setting: step 1 / 0.5 / 0.25 /
-      # auto gave R^2 -2.7 / -0.17 / 0.25 / 0.56 at epsilon = 1, 0.44 / 0.78 / 0.85 / 0.90 at 5).
-      step = auto_step_size(clip, self._curvature) / self._solver_params(p)["sparsity"]
     elif released:
       step = released_step_size(clip)
     else:
-      step = auto_step_size(clip, self._curvature)
-    if values["max_iter"] != AUTO:
-      steps = int(values["max_iter"])
-    elif self.solver == "dp_cd":  # passes of p coordinate updates: about as many updates as DP-GCD's T
-      steps = max(1, round(auto_max_iter(n, p, epsilon) / p))
-    elif self.solver == "dp_gcd":
-      steps = auto_greedy_steps(n, epsilon, self._steps_unit)
-    else:
-      steps = auto_max_iter(n, p, epsilon)
+      step = adapter.step(clip, self._curvature, self._solver_params(p))
+    steps = int(values["max_iter"]) if values["max_iter"] != AUTO else adapter.steps(n, p, epsilon, self._steps_unit)
     return Hyper(steps, step, clip)
+
+  def _adapter(self) -> Adapter:
+    """The record of `self.solver` (`dpgcd_jax.estimators._solvers`)."""
+    return ADAPTERS[self.solver]
+
+  def _steps_by_released_curvature(self) -> bool:
+    """Whether the runs step by the released curvature (a solver that can, with
+    `solver_params["curvature"]` "released", the default)."""
+    return self._adapter().released_curvature and self._curvature_option() == "released"
 
   def _penalty(self, p: int, alpha: float, l1_ratio: float) -> Any:
     strength = np.full(p, float(alpha))
@@ -431,7 +265,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     up to `BUCKET_MAX_ENTRIES` entries (a public rule on `n p`: above it a compilation is
     small next to the run, and padding costs memory); with `secure_noise`, whose discrete
     selection cannot mask a coordinate, the records only. Elsewhere `(n, width)`."""
-    if self.solver != "dp_gcd" or n * width > BUCKET_MAX_ENTRIES:
+    if not self._adapter().padded or n * width > BUCKET_MAX_ENTRIES:
       return n, width
     return problem_lib.bucket(n), (width if self.secure_noise else problem_lib.bucket(width))
 
@@ -479,7 +313,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     # DP-FW: the l1 ball is not equivariant to per-coordinate scaling (the other solvers are):
     # it runs on clip_1(x_ij / B_j) = clip_{B_j}(x_ij) / B_j with bound 1 (B public), so that the
     # radius is in units of the bounds; the weights come back in raw units (post-processing).
-    unit = self.solver == "dp_fw"
+    unit = self._adapter().unit_features
     released = None
     if sparse.is_sparse(layout):
       released = features.release(split_keys(key, 3)[0], layout)
@@ -511,8 +345,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   def _follows_data(self) -> bool:
     """Whether the clip is the data-following "auto" one (the classifier's DP-GCD with the
     released curvature; with declared bounds)."""
-    return (self._clip_follows_data and isinstance(self.clip, str) and self.solver == "dp_gcd"
-            and self._curvature_option() == "released")
+    return self._clip_follows_data and isinstance(self.clip, str) and self._steps_by_released_curvature()
 
   def _follow_data(self, key: jax.Array, rows: Any, bound: np.ndarray, hyper: Hyper, *, n: int, epsilon: float,
                    delta: float, prior: ledger_lib.Ledger) -> tuple[Hyper, ledger_lib.Ledger, tuple[str, ...]]:
@@ -548,69 +381,14 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   def _run(self, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper, prelude: _released.Releases, *,
            n: int, epsilon: float, delta: float, prior: ledger_lib.Ledger) -> tuple[Any, Hyper]:
     """The solver's `fit` with the releases `prelude` in its program; the result and the
-    hyperparameters as run."""
-    if self.solver != "dp_gcd":
-      return self._train_solver(problem, key, targets, hyper, epsilon=epsilon, delta=delta, prior=prior,
-                                prelude=prelude), hyper
-    selection, update = self._mechanisms()
-    steps = hyper.max_iter
-    step_size: float | Callable[[float], float] = hyper.step_size
-    cap = self._noise_cap
-    if cap is not None and self.step_size == AUTO:
-      # "auto" caps the step so that the noise a run may add to a prediction stays below
-      # _noise_cap (in units of the target), a function of the public noise multiplier.
-      step_size = lambda s: min(hyper.step_size, cap / _released.prediction_noise(
-          s, step_size=1.0, clip=hyper.clip, curvature=self._curvature, n=n, steps=steps))
-    result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps,
-                        step_size=step_size, clip=hyper.clip, selection=selection, update=update,
-                        prior=prior, targets=targets, prelude=prelude, clipping_mode=self.clipping,
-                        curvature=self._curvature_option())
-    if callable(step_size):
-      hyper = hyper._replace(step_size=float(step_size(update_noise(result.privacy))))
-    return result, hyper
+    hyperparameters as run (its record's `run`)."""
+    return self._adapter().run(self, problem, key, targets, hyper, n=n, epsilon=epsilon, delta=delta, prior=prior,
+                               prelude=prelude)
 
   def _solver_params(self, num_coordinates: int) -> dict[str, Any]:
     """`solver_params` completed by the public defaults (`solver_params`)."""
     return solver_params(self.solver, self.solver_params, num_coordinates=num_coordinates,
                          radius=AUTO_RADIUS)
-
-  def _train_solver(self, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper, *,
-                    epsilon: float, delta: float, prior: ledger_lib.Ledger, prelude: _released.Releases) -> Any:
-    """One run per target of a solver other than DP-GCD, by its `fit` (one ledger with `prior`).
-
-    Every solver's `fit` goes through [`dpgcd_jax.solvers.budget.private_fit`][]: the
-    released bounds (`prior`) and the `K` runs are composed in one ledger and calibrated once
-    to `(epsilon, delta)`. DP-CD, whose `fit` takes no `prior` / `targets`, is run through
-    `private_fit` here with exactly its `fit`'s ledger (`T p` Gaussian updates per run).
-    The step size is `hyper.step_size` as given (the regressor's "auto" noise cap is DP-GCD's).
-    """
-    params = self._solver_params(problem.num_features)
-    common: dict[str, Any] = dict(epsilon=epsilon, delta=delta, passes=hyper.max_iter, prior=prior,
-                                  targets=targets, prelude=prelude)
-    if self.solver == "dp_fw":
-      return dp_fw.fit(problem, key, radius=params["radius"], clip=hyper.clip,
-                       clipping_mode=self.clipping, **common)
-    if self.solver == "dp_iht":
-      return dp_iht.fit(problem, key, sparsity=params["sparsity"], step_size=hyper.step_size,
-                        clip=hyper.clip, selection_share=params.get("selection_share", 0.5),
-                        clipping_mode=self.clipping, **common)
-    selection, update = self._mechanisms()
-    if self.solver == "two_stage":
-      return two_stage.fit(problem, key, sparsity=params["sparsity"], step_size=hyper.step_size,
-                           clip=hyper.clip, selection=selection, update=update,
-                           support_share=params.get("support_share", 0.25), clipping_mode=self.clipping,
-                           **common)
-    # dp_cd: dp_cd.fit's ledger and parameters, for K runs, composed with prior.
-    update = "discrete_gaussian" if self.secure_noise else "gaussian"
-    steps = solver_base.total_steps(dp_cd.SOLVER, problem, hyper.max_iter) * len(targets)
-    return budget.private_fit(
-        dp_cd.SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=budget.DEFAULT_BOUND_SHARE,
-        passes=hyper.max_iter, params_at=lambda scale: dp_cd.Params(hyper.step_size, hyper.clip, scale),
-        solver_ledger=lambda scale: (
-            baseline_accounting.cd_ledger(scale, steps=steps) if update == "gaussian"
-            else ledger_lib.Ledger.of(("update", mechanisms.update(update).event(scale), steps))),
-        cache_key=("dp_cd", steps, update), prior=prior, prior_key=(prior,), targets=targets,
-        prelude=prelude, update=update)
 
   def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
                 key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
@@ -799,34 +577,10 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     return None  # classifiers: labels are +-1
 
   def _notes(self, num_targets: int, hyper: Hyper, delta: float) -> list[str]:
-    selection, update = self._mechanisms()
-    notes = [self._solver_note(num_targets, hyper) if self.solver != "dp_gcd" else
-             f"DP-GCD: {num_targets} run(s) x {hyper.max_iter} steps, {selection} selection and "
-             f"{update} updates with equal noise multipliers" + (
-                 f", the selected feature's curvature released at each step ({update}, "
-                 f"{dp_gcd.CURVATURE_RATIO:g} x the update multiplier)"
-                 if self._curvature_option() == "released" else ", steps from the public bounds")]
+    notes = [self._adapter().note(self, num_targets, hyper)]
     if self.delta is None:
       notes.append(f"delta = 1/n^2 = {delta:.3g} (default)")
     return notes
-
-  def _solver_note(self, num_targets: int, hyper: Hyper) -> str:
-    """The `privacy_` line that names a solver other than DP-GCD and its public settings."""
-    params = self.solver_params_
-    units = "the feature bounds" + (" and the target bound" if self._noise_cap is not None else "")
-    if self.solver == "dp_fw":
-      return (f"solver dp_fw (DP Frank-Wolfe): {num_targets} run(s) x {hyper.max_iter} steps on the l1 ball "
-              f"of radius {params['radius']:g} (in units of {units}), one exponential-mechanism vertex "
-              f"selection per step")
-    if self.solver == "dp_iht":
-      return (f"solver dp_iht (private hard thresholding): {num_targets} run(s) x {hyper.max_iter} steps "
-              f"keeping {params['sparsity']} coordinates, peeling and Gaussian values")
-    if self.solver == "two_stage":
-      selection, update = self._mechanisms()
-      return (f"solver two_stage: {num_targets} run(s), each a peeling of {params['sparsity']} coordinates "
-              f"then {hyper.max_iter} DP-GCD steps on them ({selection} selection, {update} updates)")
-    return (f"solver dp_cd (randomized coordinate descent): {num_targets} run(s) x {hyper.max_iter} passes "
-            f"of {self.n_features_in_ + bool(self.fit_intercept)} Gaussian coordinate updates")
 
   def _decision(self, X: Any) -> np.ndarray:
     check_is_fitted(self)
@@ -892,11 +646,6 @@ def clip_features(X: Any, bound: np.ndarray) -> Any:
   return X
 
 
-def update_noise(report: Any) -> float:
-  """The update noise multiplier of a DP-GCD run, read from its (public) privacy report."""
-  return next(e.event.noise for e in report.entries if e.label == "update")
-
-
 class Targets(NamedTuple):
   """A fit's (K,) targets, the steps outside the guarantee, and what encoding them released."""
 
@@ -947,9 +696,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   short. DP-GCD therefore releases the selected feature's curvature at each step
   (`solver_params={"curvature": "released"}`, the default; [`dpgcd_jax.curvature`][]) and steps
   by `gamma / hat M_j`. "auto" then takes `T = sqrt(n epsilon / 80)` greedy steps in [5, 100]
-  ([`auto_greedy_steps`][dpgcd_jax.estimators._linear.auto_greedy_steps]: steps past the
+  ([`auto_greedy_steps`][dpgcd_jax.estimators._defaults.auto_greedy_steps]: steps past the
   features that matter add noise, so `T` follows the budget, not `p`) and
-  `step_size = min(2, 0.5 / clip)` ([`released_step_size`][dpgcd_jax.estimators._linear.released_step_size]).
+  `step_size = min(2, 0.5 / clip)` ([`released_step_size`][dpgcd_jax.estimators._defaults.released_step_size]).
   The clip follows the data: with declared bounds it is `max(0.25, 0.5 s)`, `s` the median
   over records of the mean size of a record's nonzero features in units of their bounds,
   released privately
@@ -1060,7 +809,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     (1.0, True)
   """
 
-  _curvature = _known_curvature(losses_lib.logistic)
+  _curvature = known_curvature(losses_lib.logistic)
   _clip_follows_data = True
 
   def __init__(self, *, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,

@@ -18,6 +18,7 @@ from dpgcd_jax.estimators import DPGCDClassifier
 from dpgcd_jax.estimators import DPGCDClassifierCV
 from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.estimators import DPGCDRegressorCV
+from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _linear
 
 EPSILON = 5.0
@@ -93,7 +94,7 @@ def test_solver_params_defaults_and_constraints():
   assert np.count_nonzero(iht.coef_) + np.count_nonzero(iht.intercept_) <= 4
   default = DPGCDClassifier(classes=[0, 1], feature_bound=3.0, solver="two_stage", epsilon=EPSILON,
                             random_state=0).fit(X, y)
-  assert default.solver_params_ == {"sparsity": _linear.AUTO_SPARSITY}
+  assert default.solver_params_ == {"sparsity": _defaults.AUTO_SPARSITY}
 
 
 def test_multiclass_one_vs_rest_runs_in_one_ledger():

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sp_stats
 
 from dpgcd_jax import data
-from dpgcd_jax.estimators import _linear
+from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.experiments import __main__ as cli
 from dpgcd_jax.experiments import grids
 from dpgcd_jax.experiments import prepared as prepared_lib
@@ -264,7 +264,7 @@ def test_defaults_column_is_the_estimator_end_to_end_within_the_budget(prepared)
     row = private.defaults_row(public, spec, TINY)
   assert row["epsilon"] <= 1.0 + 1e-9 and len(row["errors"]) == TINY.seeds
   assert all(np.isfinite(row["errors"])) and row["min"] <= row["median"] <= row["max"]
-  assert row["steps"] >= _linear.AUTO_STEPS_MIN
+  assert row["steps"] >= _defaults.AUTO_STEPS_MIN
   table = report.defaults_table(dict(defaults=[row], epsilon=1.0, preset=dict(seeds=TINY.seeds)))
   assert any(line.startswith(f"| {row['dataset']} | {row['steps']} |") for line in table)
 

@@ -1,0 +1,109 @@
+"""The estimators' public defaults: the "auto" rules and the constants they were measured with.
+
+Every rule reads public quantities only (`n`, `p`, `epsilon`, the declared bounds and the
+solver's public settings); what the rules do not know from public quantities (the clip under
+declared bounds, a target bound, the feature bounds) is released privately in the fit's ledger
+([`dpgcd_jax.estimators._released`][], [`dpgcd_jax.privacy.typical_size`][]).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from dpgcd_jax import losses as losses_lib
+from dpgcd_jax.estimators import _released
+
+AUTO = _released.AUTO
+AUTO_CLIP = 0.1
+# The classifier's clip when DP-GCD steps by the released curvature (measured: `released_step_size`).
+AUTO_CLIP_RELEASED = 0.25
+AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module of DPGCDRegressor)
+AUTO_MARGIN_STEP = 0.5
+AUTO_STEPS_UNIT = 80.0
+AUTO_STEPS_UNIT_REGRESSION = 25.0  # a real target carries more signal per record than a label
+AUTO_STEPS_MIN, AUTO_STEPS_MAX = 5, 100
+AUTO_SPARSITY = 10
+# DP-GCD's default: each step releases the second moment of the selected feature and steps by
+# 1 / hat M_j (dpgcd_jax.curvature), instead of 1 / (beta B_j^2) from the public bound alone.
+AUTO_CURVATURE = "released"
+# DP-FW's default l1 radius, in units of the feature bounds (and of the target bound T): every
+# score is then within +-5. Measured (1000 x 20 standardized make_classification /
+# make_regression, 5 informative, B = 3, 3 seeds, 300 held-out rows): radius 5 / 10 / 20 gave
+# accuracy 0.89 / 0.87 / 0.84 and R^2 0.37 / 0.18 / -0.36 at epsilon = 1; at epsilon = 5,
+# accuracy 0.89 / 0.89 / 0.89 and R^2 0.74 / 0.84 / 0.86.
+AUTO_RADIUS = 5.0
+CLASS_COUNT_SHARE = 0.05  # of epsilon, for the class counts of class_weight="balanced"
+# The classifier's clip with declared bounds: at least AUTO_MARGIN_STEP times the typical feature
+# size released at this share of epsilon and delta (dpgcd_jax.privacy.typical_size; measured:
+# DPGCDClassifier's docstring).
+TYPICAL_SIZE_SHARE = 0.05
+
+
+class Hyper(NamedTuple):
+  """Resolved hyperparameters of one DP-GCD run."""
+
+  max_iter: int
+  step_size: float
+  clip: float
+
+
+def auto_max_iter(n: int, p: int, epsilon: float) -> int:
+  """Default `T` of the solvers other than DP-GCD: `round(n epsilon / sqrt(p))` in [10, 1000]
+  (public: `n`, `p`, `epsilon`)."""
+  return int(min(1000, max(10, round(n * epsilon / math.sqrt(p)))))
+
+
+def auto_greedy_steps(n: int, epsilon: float, unit: float = AUTO_STEPS_UNIT) -> int:
+  """Default `T` of DP-GCD: `round(sqrt(n epsilon / unit))` in [AUTO_STEPS_MIN, AUTO_STEPS_MAX]
+  (public: `n`, `epsilon`; `unit`: `AUTO_STEPS_UNIT` for a classifier,
+  `AUTO_STEPS_UNIT_REGRESSION` for a regressor).
+
+  Greedy steps past the coordinates that matter only add noise, and each step's share of the
+  budget shrinks as `1 / sqrt(T)`: `T` grows with the signal the budget can resolve, not with
+  `p`. Measured (`benchmarks/bench_high_dim.py`, sparse binary, text-like and dense sets,
+  `p` = 5000 and 20000, `n` from 2000 to 128000, eps = 1, curvature released): the best
+  `T` of {5, 10, 20, 40, 80} was about 10 at `n eps = 8000` and 20 at 32000; the older
+  rule `n eps / sqrt(p)` gave 113 and 453 there, and a model near `w = 0`. A regressor's
+  real target resolves more steps: on a raw 5-feature regression (n = 5000, eps = 2, test
+  R^2 over 3 keys) T = 11 gave 0.79-0.81 and T = 20 0.96-0.97 (`unit` 25: T = 20).
+  """
+  return int(min(AUTO_STEPS_MAX, max(AUTO_STEPS_MIN, round(math.sqrt(n * epsilon / unit)))))
+
+
+def auto_step_size(clip: float, curvature: float) -> float:
+  """Default `gamma = max(1, AUTO_MARGIN_STEP beta / clip)` with steps from the public bounds
+  (see the class docstring)."""
+  return max(1.0, AUTO_MARGIN_STEP * curvature / clip)
+
+
+def released_step_size(clip: float) -> float:
+  """Default `gamma = min(2, max(1, AUTO_MARGIN_STEP / clip))` when DP-GCD steps by the released
+  curvature `1 / hat M_j` (the theory step).
+
+  At `w = 0` the derivatives are about `AUTO_MARGIN_STEP` in size (`|phi'(0)| = 1/2` for the
+  logistic loss; a target in units of its bound), so a clip `c` below it shrinks every
+  gradient, hence every step, by `c / AUTO_MARGIN_STEP`: `gamma` undoes that shrink, up to 2,
+  the stability limit of a step `gamma / M_j` on a coordinate of curvature `M_j` (the released
+  `hat M_j` is an upper confidence bound, [`dpgcd_jax.curvature`][]). Measured
+  (`benchmarks/bench_high_dim.py` cells, accuracy over 2 keys, eps = 1): clip 0.25 with
+  `gamma = 2` gave text-like n = 32000 0.59 / 0.64, binary 8000 0.75 / 0.66, binary 32000
+  0.77 / 0.74, dense standardized 4000 0.72 / 0.75; clip 0.1 (`gamma` 1.25 or 2: with every
+  derivative clipped the model only scales) gave 0.51 / 0.52 (the majority class), 0.72 /
+  0.67, 0.62 / 0.58 and 0.71 / 0.74; clip 0.25 with `gamma = 1` 0.51 / 0.52 on text; clip
+  0.5 (`gamma = 1`) 0.65 / 0.66, 0.73 / 0.69, 0.77 / 0.75 and 0.57 / 0.59 (dense). Binary
+  features do best at clip 0.5: their terms `phi' x_ij` are 0 or `phi' B_j`, so a lower clip
+  turns the gradient into a count of signs that does not shrink as the model fits (the docs
+  example: 0.68 at clip 0.22, 0.77 at 0.5, 4 keys); dense features, whose terms are mostly
+  far below `B_j`, at 0.1-0.25 (less noise, little signal lost). 0.25 keeps every cell
+  above the majority class; the classifier raises it to 0.5 for binary features from their
+  released typical size (`DPGCDBase._follow_data`).
+  """
+  return min(2.0, max(1.0, AUTO_MARGIN_STEP / clip))
+
+
+def known_curvature(loss: losses_lib.Loss) -> float:
+  """`beta` of a loss whose curvature bound is known (the estimators' losses)."""
+  if loss.curvature is None:
+    raise ValueError(f"Expected a loss with a known curvature bound, got loss {loss.name!r}.")
+  return loss.curvature
