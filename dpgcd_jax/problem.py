@@ -36,6 +36,7 @@ per-example losses at `w = 0` via `jax.jvp` of `jax.grad` (a local estimate).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import operator
 import warnings
@@ -57,6 +58,27 @@ Array = jax.Array
 PrivacyLeakWarning = _validate.PrivacyLeakWarning
 FROM_DATA_NONPRIVATE = "from_data_nonprivate"
 BOUND_RANGE = (2.0**-60, 2.0**60)  # declared feature bounds: B^2 (a smoothness) is a normal float32
+
+
+class SmoothnessSource(str, enum.Enum):
+  """Where a problem's coordinate smoothness comes from (module docstring): publicness as a
+  type. `public` says whether a private run may use it as it is."""
+
+  DECLARED = "declared"
+  FEATURE_BOUND = "feature_bound"
+  DATA = "data"
+  DATA_NONPRIVATE = "data_nonprivate"
+
+  @property
+  def public(self) -> bool:
+    """Public by the user's declaration (constants, or a feature bound): never read from the data."""
+    return self in (SmoothnessSource.DECLARED, SmoothnessSource.FEATURE_BOUND)
+
+  def __str__(self) -> str:
+    return str(self.value)
+
+  def __repr__(self) -> str:
+    return repr(self.value)
 
 
 @functools.partial(
@@ -82,8 +104,9 @@ class Problem:
     l2: strength of the smooth ridge term `l2 / 2 ||w||^2`.
     penalty: separable penalty `psi` (see [`dpgcd_jax.penalties`][]).
     loss: the per-example loss.
-    smoothness_source: where `smoothness` comes from: "declared", "feature_bound", "data" or
-      "data_nonprivate" (see the module docstring).
+    smoothness_source: where `smoothness` comes from, a
+      [`SmoothnessSource`][dpgcd_jax.problem.SmoothnessSource] ("declared", "feature_bound",
+      "data" or "data_nonprivate": the module docstring); a string is converted.
     rows: None, or the true number of examples `n` (a traced int) when `XT` is padded with
       zero records to a public bucket ([`pad`][dpgcd_jax.problem.pad]); means divide by it.
     columns: None, or the true number of features when `XT` is padded with zero features;
@@ -96,9 +119,12 @@ class Problem:
   l2: Array
   penalty: Any
   loss: losses_lib.Loss
-  smoothness_source: str = "declared"
+  smoothness_source: SmoothnessSource = SmoothnessSource.DECLARED
   rows: Array | None = None
   columns: Array | None = None
+
+  def __post_init__(self) -> None:
+    object.__setattr__(self, "smoothness_source", SmoothnessSource(self.smoothness_source))
 
   @property
   def X(self) -> Array:
@@ -223,7 +249,7 @@ def make_problem(
   problem = Problem(XT=XT, y=y, smoothness=jnp.zeros(p, dtype), l2=jnp.asarray(l2, dtype),
                     penalty=penalty, loss=loss)
   if bound_smoothness is not None:
-    smoothness, source = bound_smoothness, "feature_bound"
+    smoothness, source = bound_smoothness, SmoothnessSource.FEATURE_BOUND
   elif isinstance(smoothness, str):
     if smoothness != FROM_DATA_NONPRIVATE:
       raise ValueError(f"Expected smoothness to be an array or {FROM_DATA_NONPRIVATE!r}, got "
@@ -232,18 +258,18 @@ def make_problem(
         "smoothness='from_data_nonprivate': the coordinate smoothness is computed from the raw "
         "data and used without noise; the privacy guarantee of private runs does NOT hold "
         "(pass public constants or feature_bound= instead).", PrivacyLeakWarning, stacklevel=2)
-    smoothness, source = _data_smoothness(problem), "data_nonprivate"
+    smoothness, source = _data_smoothness(problem), SmoothnessSource.DATA_NONPRIVATE
   elif smoothness is None:
-    smoothness, source = _data_smoothness(problem), "data"
+    smoothness, source = _data_smoothness(problem), SmoothnessSource.DATA
   else:
     _validate.check_finite_array("smoothness", smoothness, ndim=1)
     _validate.check_positive("smoothness", smoothness, allow_zero=True)
     if jnp.shape(smoothness) != (p,):
       raise ValueError(f"Expected smoothness.shape=({p},), got smoothness.shape={jnp.shape(smoothness)}.")
-    source = "declared"
+    source = SmoothnessSource.DECLARED
   smoothness = jnp.asarray(smoothness, dtype)
   problem = dataclasses.replace(problem, smoothness=smoothness, smoothness_source=source)
-  if source != "data":
+  if source is not SmoothnessSource.DATA:
     # Not on the default path: a data-derived M is never used by a private entry point (fit
     # releases a feature bound instead), so a check of it there would be an exception that
     # depends on the private data (one record holding a column's only non-zero value).
@@ -353,7 +379,8 @@ def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_boun
   problem = Problem(XT=XT if released else _clip_rows(XT, jax.device_put(bound)), y=y, smoothness=smoothness,
                     l2=jax.device_put(XT.dtype.type(0.0)),
                     penalty=_padded_penalty(_check_penalty(penalty, p), P), loss=loss,
-                    smoothness_source="data" if released else "feature_bound", rows=_true_size(n, N),
+                    smoothness_source=SmoothnessSource.DATA if released else SmoothnessSource.FEATURE_BOUND,
+                    rows=_true_size(n, N),
                     columns=_true_size(p, P))
   if not released:
     check_smoothness(problem)
@@ -420,6 +447,14 @@ def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) 
   return np.asarray(bound, dtype), loss.curvature
 
 
+def as_fit_runs(problem: Problem) -> tuple[bool, Problem]:
+  """`(released, problem as fit runs it)`: a problem whose smoothness comes from the data gets
+  a feature bound released by `fit` first, so its options are checked as on a feature bound."""
+  released = getattr(problem, "smoothness_source", None) is SmoothnessSource.DATA
+  return released, (dataclasses.replace(problem, smoothness_source=SmoothnessSource.FEATURE_BOUND) if released
+                    else problem)
+
+
 def check_smoothness(problem: Problem) -> None:
   """Raises when some `M_j + l2 <= 0` (a step `1 / M_j` would be infinite).
 
@@ -435,7 +470,7 @@ def check_smoothness(problem: Problem) -> None:
   if np.any(np.isnan(total)):
     why = ("the smoothness is NaN: a problem from from_columns(feature_bound=None) gets its bounds "
            "released inside fit (pass them to from_columns for run)")
-  elif source == "declared":
+  elif source is SmoothnessSource.DECLARED:
     why = "declared smoothness + l2 is not positive"
   elif not loss.is_glm and np.any(M < 0):
     why = (f"the curvature of loss {loss.name!r} at w = 0 is negative: is the loss convex? "
@@ -535,7 +570,8 @@ def check_clipping_mode(problem: Problem, mode: str) -> None:
   """Host-side check that `mode` (static) is known and usable on `problem`."""
   if mode not in CLIPPING_MODES:
     raise ValueError(f"Expected clipping in {CLIPPING_MODES}, got clipping={mode!r}.")
-  if mode == "derivative" and not (problem.loss.is_glm and problem.smoothness_source == "feature_bound"):
+  if mode == "derivative" and not (problem.loss.is_glm
+                                   and problem.smoothness_source is SmoothnessSource.FEATURE_BOUND):
     raise ValueError(
         f"Expected a GLM loss with bounded features for clipping='derivative' (make_problem with "
         f"feature_bound=, or fit, which releases a bound), got loss {problem.loss.name!r} with "
@@ -733,7 +769,8 @@ def with_feature_bound(problem: Problem, bound: Array, *, unit: bool = False) ->
   beta = jnp.asarray(problem.curvature, problem.smoothness.dtype)
   smoothness = jnp.broadcast_to(beta if unit else beta * jnp.square(bound.astype(problem.smoothness.dtype)),
                                 problem.smoothness.shape)
-  return dataclasses.replace(clipped, XT=XT, smoothness=smoothness, smoothness_source="feature_bound")
+  return dataclasses.replace(clipped, XT=XT, smoothness=smoothness,
+                             smoothness_source=SmoothnessSource.FEATURE_BOUND)
 
 
 def clip_features(problem: Problem, bound: Array) -> Problem:

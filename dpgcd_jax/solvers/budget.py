@@ -60,12 +60,12 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
   source = problem.smoothness_source
   if not uses_smoothness or released:
     return False, batch
-  if source == "data_nonprivate":
+  if source is problem_lib.SmoothnessSource.DATA_NONPRIVATE:
     warnings.warn(
         "fit uses a smoothness computed from the raw data (smoothness='from_data_nonprivate'): "
         "the (epsilon, delta) guarantee does NOT hold.", _validate.PrivacyLeakWarning,
         stacklevel=4)
-  needs_bound = source == "data"
+  needs_bound = source is problem_lib.SmoothnessSource.DATA
   if needs_bound and (problem.rows is not None or problem.columns is not None):
     raise ValueError("Expected a public smoothness (feature_bound= or smoothness=) for a fit on a padded "
                      "problem: the private feature bound's statistic would count the padded records.")
@@ -230,10 +230,11 @@ def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:
   if released:
     return ("smoothness: M_j = beta B^2 from a feature bound B released privately "
             "(privacy.bounds), features clipped to [-B, B]")
+  source = problem_lib.SmoothnessSource
   return {
-      "declared": "smoothness: public constants (declared)",
-      "feature_bound": ("smoothness: M_j = beta B_j^2 from a public feature bound (declared, or "
-                        "released by an entry of this ledger)"),
-      "data_nonprivate": ("smoothness: computed from the raw data (NOT private: explicit opt-in); "
-                          "the guarantee above does NOT hold"),
+      source.DECLARED: "smoothness: public constants (declared)",
+      source.FEATURE_BOUND: ("smoothness: M_j = beta B_j^2 from a public feature bound (declared, or "
+                             "released by an entry of this ledger)"),
+      source.DATA_NONPRIVATE: ("smoothness: computed from the raw data (NOT private: explicit opt-in); "
+                               "the guarantee above does NOT hold"),
   }[problem.smoothness_source]

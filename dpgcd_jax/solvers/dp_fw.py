@@ -59,7 +59,6 @@ is the number of Frank-Wolfe steps `T`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -327,9 +326,8 @@ def fit(
   """
   passes = _validate.check_int("passes", passes, low=1)
   _check_radius(radius)
-  released = getattr(problem, "smoothness_source", None) == "data"
-  _check_problem(dataclasses.replace(problem, smoothness_source="feature_bound") if released
-                 else problem, clipping_mode)
+  released, bounded = problem_lib.as_fit_runs(problem)
+  _check_problem(bounded, clipping_mode)
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs
   return budget.private_fit(

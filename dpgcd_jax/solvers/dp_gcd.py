@@ -42,7 +42,6 @@ the same `T` mechanism invocations as `steps=T`.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from typing import Any
 from typing import NamedTuple
@@ -345,8 +344,7 @@ def fit(
   passes = _validate.check_int("passes", passes, low=1)
   selection, update = _resolve(selection, update, secure_noise)
   _check_names(selection, update, rule)
-  released = problem.smoothness_source == "data"  # fit releases a feature bound first
-  bounded = dataclasses.replace(problem, smoothness_source="feature_bound") if released else problem
+  released, bounded = problem_lib.as_fit_runs(problem)  # fit releases a feature bound first
   problem_lib.check_clipping_mode(bounded, clipping_mode)
   curvature_lib.check(bounded, curvature)
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)

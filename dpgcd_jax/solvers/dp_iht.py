@@ -73,7 +73,6 @@ is the number of steps `T`. The margins `X w` are recomputed after each step (up
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 from typing import NamedTuple
@@ -314,9 +313,8 @@ def fit(
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("selection_share", selection_share, low=0.0, high=1.0, low_open=True,
                          high_open=True)
-  released = getattr(problem, "smoothness_source", None) == "data"
-  sparsity = _check_problem(dataclasses.replace(problem, smoothness_source="feature_bound") if released
-                            else problem, sparsity, clipping_mode)
+  released, bounded = problem_lib.as_fit_runs(problem)
+  sparsity = _check_problem(bounded, sparsity, clipping_mode)
   share = float(selection_share)
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs

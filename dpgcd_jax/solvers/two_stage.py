@@ -353,9 +353,8 @@ def fit(
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
                          high_open=True)
-  released = getattr(problem, "smoothness_source", None) == "data"
-  sparsity = _check_options(dataclasses.replace(problem, smoothness_source="feature_bound") if released
-                            else problem, sparsity, selection, update, rule, clipping_mode)
+  released, bounded = problem_lib.as_fit_runs(problem)
+  sparsity = _check_options(bounded, sparsity, selection, update, rule, clipping_mode)
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs
   at = lambda scale: multipliers(scale, sparsity=sparsity, passes=passes, selection=selection,

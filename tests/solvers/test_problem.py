@@ -1,5 +1,7 @@
 """Losses, smoothness constants and problem validation."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.problem import SmoothnessSource
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
 
@@ -109,3 +112,17 @@ def test_dense_features_beyond_the_compute_dtype_raise_naming_x():
   with jax.enable_x64(False), pytest.raises(ValueError, match=r"Expected X to be finite in float32.*1 entries"):
     dg.make_problem(X, y, "logistic")
   assert dg.make_problem(X, y, "logistic").num_features == 6  # x64 (this module): in range
+
+
+def test_the_smoothness_source_is_a_type_that_says_whether_it_is_public():
+  X, y = np.ones((4, 2)), np.array([1.0, -1.0, 1.0, -1.0])
+  sources = {name: dg.make_problem(X, y, "logistic", **kw).smoothness_source for name, kw in (
+      ("declared", dict(smoothness=np.ones(2))), ("feature_bound", dict(feature_bound=2.0)), ("data", {}))}
+  for name, source in sources.items():
+    assert isinstance(source, SmoothnessSource) and source == name and repr(source) == repr(name)
+    assert source.public is (name != "data")
+  assert not SmoothnessSource.DATA_NONPRIVATE.public
+  problem = dg.make_problem(X, y, "logistic", feature_bound=2.0)
+  assert dataclasses.replace(problem, smoothness_source="data").smoothness_source is SmoothnessSource.DATA
+  with pytest.raises(ValueError, match="'public'"):
+    dataclasses.replace(problem, smoothness_source="public")
