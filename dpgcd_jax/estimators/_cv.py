@@ -41,6 +41,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import mechanisms
+from dpgcd_jax import progress
 from dpgcd_jax import scoring
 from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _linear
@@ -257,7 +258,8 @@ class _SearchMixin(_linear.DPGCDBase):
         out.append((noisy, W))
       return out
 
-    index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
+    with progress.bar(total=None, enabled=bool(self.verbose), desc=f"{type(self).__name__} search"):
+      index, score, W = tuning.repeat_and_select(rng, len(candidates), run, mean=mean, shape=shape)
     self.best_params_, self.best_score_ = dict(candidates[index]), score
     notes = [released.note] + ([] if target is None else [target.note]) + list(data.notes)
     self._record(report.with_notes(
@@ -304,13 +306,13 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
                epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
                scaling=_defaults.AUTO, clipping="coordinate", secure_noise=False,
                max_iter=_defaults.AUTO, step_size=_defaults.AUTO, clip=_defaults.AUTO, solver="dp_gcd",
-               solver_params=None, random_state=None, accountant=None):
+               solver_params=None, random_state=None, accountant=None, verbose=0):
     super().__init__(classes=classes, class_weight=class_weight, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
                      epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
-                     random_state=random_state, accountant=accountant)
+                     random_state=random_state, accountant=accountant, verbose=verbose)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape
@@ -347,13 +349,13 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
                target_bound=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=_defaults.AUTO, clipping="coordinate",
                secure_noise=False, max_iter=_defaults.AUTO, step_size=_defaults.AUTO, clip=_defaults.AUTO,
-               solver="dp_gcd", solver_params=None, random_state=None, accountant=None):
+               solver="dp_gcd", solver_params=None, random_state=None, accountant=None, verbose=0):
     super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
                      alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip,
                      solver=solver, solver_params=solver_params, random_state=random_state,
-                     accountant=accountant)
+                     accountant=accountant, verbose=verbose)
     self.param_grid = param_grid
     self.mean_repetitions = mean_repetitions
     self.repetition_shape = repetition_shape

@@ -53,6 +53,7 @@ from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import progress
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _ranges
@@ -159,8 +160,9 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, scaling=AUTO, clipping="coordinate",
                secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd",
-               solver_params=None, random_state=None, accountant=None):
+               solver_params=None, random_state=None, accountant=None, verbose=0):
     self.accountant = accountant
+    self.verbose = verbose
     self.penalty = penalty
     self.alpha = alpha
     self.l1_ratio = l1_ratio
@@ -184,6 +186,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
       raise ValueError(f"Expected accountant to be a dpgcd_jax.Accountant or None, got accountant={self.accountant!r}.")
     if self.delta is not None:
       accountant_lib.check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    _validate.check_int("verbose", int(self.verbose) if isinstance(self.verbose, bool) else self.verbose, low=0)
     if not (self.penalty is None or (isinstance(self.penalty, str) and self.penalty in PENALTIES)):
       raise ValueError(f"Expected penalty in {PENALTIES}, got penalty={self.penalty!r}.")
     _validate.check_number("alpha", self.alpha, low=0.0)
@@ -555,7 +558,9 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     target = self._target_release(n, stored[1], dtype)
     # No warning that depends on the data: a |y_i| above the run dtype's largest float becomes
     # inf when the targets are cast (then clipped to [-T, T] in the run).
-    with np.errstate(over="ignore"):
+    bar = progress.bar(total=hyper.max_iter, enabled=bool(self.verbose),  # the runs share one pass counter
+                       desc=f"{type(self).__name__}.fit ({self.solver}, {len(data.targets)} run(s))")
+    with np.errstate(over="ignore"), bar:
       W, report, hyper, released, target_released = self._train(layout, n, data.targets, features, target, hyper,
                                                                  data.key, epsilon=epsilon, delta=data.delta,
                                                                  prior=data.prior, rows=data.X)
@@ -784,6 +789,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       budget of the data set across fits and scores, or None (default: the one active in a
       `with accountant:` block, if any). `fit` is refused before any private computation when
       `(epsilon, delta)` would exceed what remains; its `privacy_` is charged to it.
+    verbose: 0 (default) or more: a progress bar (tqdm, on stderr) over the passes of the
+      private runs (the CV estimators: of every repetition of their search). It reports pass
+      counts only, and the fit is the same with or without it (`dpgcd_jax.progress`).
 
   Attributes:
     coef_, intercept_: the private model.
@@ -815,12 +823,12 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   def __init__(self, *, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
                delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
                clipping="coordinate", secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO,
-               solver="dp_gcd", solver_params=None, random_state=None, accountant=None):
+               solver="dp_gcd", solver_params=None, random_state=None, accountant=None, verbose=0):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
-                     random_state=random_state, accountant=accountant)
+                     random_state=random_state, accountant=accountant, verbose=verbose)
     self.classes = classes
     self.class_weight = class_weight
 
@@ -986,12 +994,12 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
                alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None, fit_intercept=True,
                feature_bound=None, scaling=AUTO, clipping="coordinate", secure_noise=False,
                max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd", solver_params=None,
-               random_state=None, accountant=None):
+               random_state=None, accountant=None, verbose=0):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
                      fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
-                     random_state=random_state, accountant=accountant)
+                     random_state=random_state, accountant=accountant, verbose=verbose)
     self.loss = loss
     self.huber_delta = huber_delta
     self.target_bound = target_bound

@@ -41,6 +41,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import progress as progress_lib
 
 Array = jax.Array
 
@@ -158,6 +159,7 @@ def run_steps(
     steps_per_pass: int,
     capacity: int | None = None,
     record: Callable[[Any], Array] | None = None,
+    on_pass: Callable[[Array], None] | None = None,
 ) -> tuple[Any, Any, Array | None]:
   """Runs `passes` passes of `steps_per_pass` steps of `step(key_t, state) -> (state, output)`.
 
@@ -168,7 +170,8 @@ def run_steps(
   steps_per_pass` entries, and `record(state)` (when given) is evaluated at the initial state
   and after every pass into a buffer of `capacity + 1` entries; `capacity` (static, >=
   `passes`) is required for either. Entries past `passes * steps_per_pass` (resp.
-  `passes + 1`) are zeros: the caller keeps the leading ones.
+  `passes + 1`) are zeros: the caller keeps the leading ones. `on_pass` (when given) is a host
+  callback called with the pass index after every pass (`dpgcd_jax.progress.tick`).
 
   Returns:
     The final state, the (padded) per-step outputs or None, the (padded) records or None.
@@ -198,6 +201,8 @@ def run_steps(
       outputs = jax.tree.map(lambda buf, o: jax.lax.dynamic_update_slice_in_dim(buf, o, start, 0), outputs, out)
     if records is not None:
       records = records.at[pass_index + 1].set(record(state))
+    if on_pass is not None:
+      jax.debug.callback(on_pass, pass_index)
     return state, outputs, records
 
   return jax.lax.fori_loop(0, passes, one_pass, (state, outputs, records))
@@ -264,7 +269,8 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   capacity = pass_capacity(passes, per_pass) if records else None
   without_features = dataclasses.replace(problem, XT=None)  # type: ignore[arg-type]  # XT goes apart (donated)
   arguments = (solver, problem.XT, without_features, key, params, np.int32(passes), targets, prelude)
-  static = dict(capacity=capacity, store_objective=store_objective, options=options)
+  static = dict(capacity=capacity, store_objective=store_objective, options=options,
+                progress=progress_lib.active())
   if prelude is not None and prelude.in_place:
     result, _ = _compiled_passes_in_place(*arguments, **static)
   else:
@@ -321,10 +327,11 @@ def _leading(x: Array | None, n: int) -> Array | None:
 def _compiled_passes_program(solver: Solver, XT: Any, problem: problem_lib.Problem, key: Array, params: Any,
                              passes: Array, targets: Array | None, prelude: Prelude | None, *,
                              capacity: int | None, store_objective: bool, options: tuple[tuple[str, Any], ...],
-                             in_place: bool = False) -> Any:
+                             progress: bool = False, in_place: bool = False) -> Any:
   """The compiled program of `compiled_run` (`problem` without its features `XT`): the
   prelude's releases, then the runs; with `in_place`, also the prelude's features (an output
-  that takes over the donated buffer of `XT`)."""
+  that takes over the donated buffer of `XT`); with `progress`, the runs report their passes
+  to the active bar (`dpgcd_jax.progress`)."""
   problem = dataclasses.replace(problem, XT=XT)
   released = None
   if prelude is not None:
@@ -333,11 +340,11 @@ def _compiled_passes_program(solver: Solver, XT: Any, problem: problem_lib.Probl
       raise ValueError(f"Expected the prelude to give the runs a public smoothness (smoothness_source 'declared' "
                        f"or 'feature_bound'), got smoothness_source={problem.smoothness_source!r}.")
   result = _passes(solver, problem, key, params, passes, targets, capacity=capacity,
-                   store_objective=store_objective, options=options)._replace(released=released)
+                   store_objective=store_objective, options=options, progress=progress)._replace(released=released)
   return (result, problem.XT) if in_place else result
 
 
-_STATIC = ("solver", "capacity", "store_objective", "options")
+_STATIC = ("solver", "capacity", "store_objective", "options", "progress")
 _compiled_passes = jax.jit(_compiled_passes_program, static_argnames=_STATIC)
 _compiled_passes_in_place = jax.jit(functools.partial(_compiled_passes_program, in_place=True),
                                     static_argnames=_STATIC, donate_argnames="XT")
@@ -345,13 +352,13 @@ _compiled_passes_in_place = jax.jit(functools.partial(_compiled_passes_program, 
 
 def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
             passes: Array, targets: Array | None, *, capacity: int | None, store_objective: bool,
-            options: tuple[tuple[str, Any], ...]) -> Result:
+            options: tuple[tuple[str, Any], ...], progress: bool = False) -> Result:
   """The runs (traced in `_compiled_passes_program`): records padded to `capacity` passes."""
   if targets is not None:
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(targets.shape[0]))
     one_target = lambda y, k: _passes(  # noqa: E731
         solver, dataclasses.replace(problem, y=y), k, params, passes, None, capacity=capacity,
-        store_objective=store_objective, options=options)
+        store_objective=store_objective, options=options, progress=progress)
     if targets.shape[0] == 1:  # one target (a binary classifier, a regressor): no batching to trace
       return jax.tree.map(lambda leaf: leaf[None], one_target(targets[0], keys[0]))
     return jax.vmap(one_target)(targets, keys)
@@ -368,7 +375,8 @@ def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: An
 
   state, coordinates, objectives = run_steps(
       one_step, solver.init(problem), key, passes=passes, steps_per_pass=per_pass,
-      capacity=capacity, record=record if store_objective else None)
+      capacity=capacity, record=record if store_objective else None,
+      on_pass=progress_lib.tick if progress else None)
   return Result(fail_closed(params, state.w), Trace(coordinates, objectives))
 
 
