@@ -193,6 +193,25 @@ class ElasticNet(SeparablePenalty):
     return L1(self.strength * self.l1_ratio).subdiff_distance(w, smooth_g)
 
 
+def in_target_units(penalty: Any, unit: Any) -> Any:
+  """The penalty of a fit on targets divided by `unit` (a regressor's target bound `T`).
+
+  With `y' = y / T` and `w' = w / T`, the squared-loss objective
+  `(1/2n) ||X w - y||^2 + psi(w)` is `T^2` times `(1/2n) ||X w' - y'||^2 + psi(T w') / T^2`:
+  an l1 strength becomes `strength / T`, an l2 strength is unchanged (elastic net: each part
+  so). So `alpha` means what it means in raw units (scikit-learn's `Lasso`, `Ridge`,
+  `ElasticNet`). Other penalties are returned as they are. Jittable (`unit` may be traced).
+  """
+  if isinstance(penalty, L1):
+    return L1(penalty.strength / unit)
+  if isinstance(penalty, ElasticNet):
+    l1 = penalty.strength * penalty.l1_ratio / unit
+    l2 = penalty.strength * (1.0 - penalty.l1_ratio)
+    total = l1 + l2
+    return ElasticNet(total, jnp.where(total > 0, l1 / jnp.where(total > 0, total, 1.0), penalty.l1_ratio))
+  return penalty
+
+
 @penalty
 class Box(SeparablePenalty):
   """Indicator of `lower <= w <= upper` (`Box(0, inf)`: non-negativity); prox = clip."""

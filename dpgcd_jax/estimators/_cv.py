@@ -250,7 +250,8 @@ class _SearchMixin(_linear.DPGCDBase):
         W = self._train_at(X[train], targets[:, train], bound, hyper,
                            u * math.sqrt(hyper.max_iter * len(targets)),
                            jax.random.fold_in(key_run, next(counter)),
-                           alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"))
+                           alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"),
+                           target_unit=1.0 if target is None else float(target.bound))
         scores = _scores(W, X[val], bound, self.fit_intercept)
         noisy, _, _ = scoring.noisy_mean(jax.random.fold_in(key_score, next(counter)),
                                          self._validation_terms(scores, list(targets[:, val])), self._score_bound(),

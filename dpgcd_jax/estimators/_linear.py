@@ -394,11 +394,13 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
                          radius=AUTO_RADIUS)
 
   def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
-                key: jax.Array, alpha: Any = None, l1_ratio: Any = None) -> np.ndarray:
+                key: jax.Array, alpha: Any = None, l1_ratio: Any = None, target_unit: float = 1.0) -> np.ndarray:
     """The runs of `_train` at a GIVEN noise multiplier, for a caller that accounts for
-    them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights."""
+    them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights, on
+    `targets` already in units of `target_unit` (the penalty follows: `penalties.in_target_units`)."""
     width = bound.shape[0] + bool(self.fit_intercept)
     problem, targets = self._problem(self._layout(X), X.shape[0], bound.shape[0], targets, bound, alpha, l1_ratio)
+    problem = dataclasses.replace(problem, penalty=penalties.in_target_units(problem.penalty, target_unit))
     selection, update = self._mechanisms()
     params = dp_gcd.Params(hyper.step_size, hyper.clip, noise, noise, noise * dp_gcd.CURVATURE_RATIO)
     return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
@@ -721,7 +723,8 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   Args:
     penalty: "l1", "l2", "elasticnet" or None; the intercept is never penalized.
     alpha: penalty strength (`alpha ||w||_1`, `alpha / 2 ||w||^2` or scikit-learn's
-      elastic net), >= 0.
+      elastic net), >= 0, on `coef_` in raw units: a regressor, fitted on `y / T`, rescales
+      it (`penalties.in_target_units`), so that `alpha` is scikit-learn's `Lasso` alpha.
     l1_ratio: elastic-net mixing in [0, 1].
     epsilon: total privacy budget, > 0.
     delta: total delta in (0, 1); None (default) uses `1 / n^2` for `n` training rows.

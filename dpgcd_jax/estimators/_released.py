@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse as sparse_lib
 from dpgcd_jax.privacy import bounds
@@ -318,9 +319,9 @@ class Releases:
   `split(key, 3)`: the feature bounds' key, the target bound's and the runs'. The runs see the
   features clipped to `[-B_j, B_j]` with `M_j = beta B_j^2` (with `unit`, for DP-FW: divided
   by `B_j` too, `M_j = beta`) and, with a target release, the targets clipped to `[-T, T]` in
-  units of `T`. `released` is `((P,) bounds, T or None)`; `ledger` is both releases' (`fit`
-  composes it with the runs). `in_place`: the layout's buffer becomes the clipped features (the
-  estimator gives it up).
+  units of `T` (and the penalty with them: `penalties.in_target_units`). `released` is
+  `((P,) bounds, T or None)`; `ledger` is both releases' (`fit` composes it with the runs).
+  `in_place`: the layout's buffer becomes the clipped features (the estimator gives it up).
   """
 
   features: FeatureRelease
@@ -344,6 +345,7 @@ class Releases:
       target = self.target.bound(key_target, targets[0])
       unit = target.astype(targets.dtype)
       targets = jnp.clip(targets, -unit, unit) / unit
+      problem = dataclasses.replace(problem, penalty=penalties.in_target_units(problem.penalty, unit))
     return problem, key_run, targets, (bound, target)
 
 

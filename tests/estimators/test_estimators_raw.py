@@ -10,6 +10,9 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse
+from sklearn.linear_model import ElasticNet
+from sklearn.linear_model import Lasso
+from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
 
 from dpgcd_jax.estimators import DPGCDClassifier
@@ -192,3 +195,20 @@ def test_cv_runs_the_defaults_with_the_whole_budget_when_selection_cannot_pay(es
 def _cv_pays(n, epsilon):
   from dpgcd_jax.estimators import _cv  # pylint: disable=import-outside-toplevel
   return _cv.selection_pays(n, epsilon)
+
+
+@pytest.mark.parametrize("penalty, reference", [
+    ("l1", lambda n: Lasso(alpha=0.3, fit_intercept=False)),
+    ("l2", lambda n: Ridge(alpha=0.3 * n, fit_intercept=False)),  # Ridge: ||y - Xw||^2, not divided by n
+    ("elasticnet", lambda n: ElasticNet(alpha=0.3, l1_ratio=0.5, fit_intercept=False))])
+def test_the_regressors_alpha_is_in_raw_units_whatever_the_target_bound(penalty, reference):
+  """The fit runs on `y / T`; its penalty follows (`penalties.in_target_units`), so `alpha` is
+  scikit-learn's. Near the non-private limit (epsilon 1e6, no residual clipped) the model is
+  scikit-learn's optimum; before, an l1 strength was T = 20 times too strong."""
+  rng = np.random.default_rng(0)
+  n = 4000
+  X = np.clip(rng.normal(size=(n, 5)), -4, 4)
+  y = np.clip(X @ np.array([3.0, -2.0, 0.0, 0.5, 0.0]) + 0.5 * rng.normal(size=n), -20, 20)
+  model = DPGCDRegressor(penalty=penalty, alpha=0.3, l1_ratio=0.5, epsilon=1e6, feature_bound=4.0, target_bound=20.0,
+                         fit_intercept=False, max_iter=300, clip=10.0, random_state=0).fit(X, y)
+  np.testing.assert_allclose(model.coef_, reference(n).fit(X, y).coef_, atol=0.02)
