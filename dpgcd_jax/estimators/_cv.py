@@ -46,6 +46,7 @@ from dpgcd_jax import scoring
 from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
+from dpgcd_jax.estimators import _solvers
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
@@ -144,7 +145,7 @@ class _SearchMixin(_linear.DPGCDBase):
     raise NotImplementedError
 
   def _check_search(self) -> None:
-    if not self._adapter().searchable:
+    if self.solver not in _solvers.ADAPTERS or not _solvers.ADAPTERS[self.solver].searchable:
       raise ValueError(
           f"Expected solver='dp_gcd' in {type(self).__name__}: its private search accounts for "
           f"DP-GCD runs (repetitions at a noise multiplier u sqrt(T)); for another solver use "
@@ -251,7 +252,7 @@ class _SearchMixin(_linear.DPGCDBase):
                            u * math.sqrt(hyper.max_iter * len(targets)),
                            jax.random.fold_in(key_run, next(counter)),
                            alpha=cand.get("alpha"), l1_ratio=cand.get("l1_ratio"),
-                           target_unit=1.0 if target is None else float(target.bound))
+                           target_unit=None if target is None else float(target.bound))
         scores = _scores(W, X[val], bound, self.fit_intercept)
         noisy, _, _ = scoring.noisy_mean(jax.random.fold_in(key_score, next(counter)),
                                          self._validation_terms(scores, list(targets[:, val])), self._score_bound(),

@@ -394,13 +394,16 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
                          radius=AUTO_RADIUS)
 
   def _train_at(self, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
-                key: jax.Array, alpha: Any = None, l1_ratio: Any = None, target_unit: float = 1.0) -> np.ndarray:
+                key: jax.Array, alpha: Any = None, l1_ratio: Any = None,
+                target_unit: float | None = None) -> np.ndarray:
     """The runs of `_train` at a GIVEN noise multiplier, for a caller that accounts for
     them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights, on
-    `targets` already in units of `target_unit` (the penalty follows: `penalties.in_target_units`)."""
+    `targets` already in units of `target_unit` (a regressor's: the penalty follows,
+    `penalties.in_target_units`)."""
     width = bound.shape[0] + bool(self.fit_intercept)
     problem, targets = self._problem(self._layout(X), X.shape[0], bound.shape[0], targets, bound, alpha, l1_ratio)
-    problem = dataclasses.replace(problem, penalty=penalties.in_target_units(problem.penalty, target_unit))
+    if target_unit is not None:
+      problem = dataclasses.replace(problem, penalty=penalties.in_target_units(problem.penalty, target_unit))
     selection, update = self._mechanisms()
     params = dp_gcd.Params(hyper.step_size, hyper.clip, noise, noise, noise * dp_gcd.CURVATURE_RATIO)
     return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
@@ -973,7 +976,8 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
       `(lower, upper)` (fitted on `y - (lower + upper) / 2` with `T = (upper - lower) / 2`);
       None (default) releases a symmetric `T` privately.
     loss: "squared" (default) or "huber".
-    huber_delta: the Huber threshold, > 0.
+    huber_delta: the Huber threshold, > 0, in units of the target bound `T` (the residual of
+      the fit on `y / T`).
     others: as [`DPGCDClassifier`][dpgcd_jax.estimators._linear.DPGCDClassifier] (`clip` bounds the residual).
 
   Attributes:

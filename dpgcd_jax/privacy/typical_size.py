@@ -120,5 +120,5 @@ def release(key: jax.Array, X: Any, bound: Any, noise: float) -> float | None:
     raise ValueError(f"Expected fewer than 2^31 records, got X with {sizes.size} rows.")
   counts = np.searchsorted(sizes, GRID, side="right").astype(np.int32)[None, :]
   search = scales.noisy_search(key, counts, noise, QUANTILE * sizes.size, num_features=1)
-  index = int(search.index[0])
+  index = int(np.asarray(search.index)[0])  # on the host: no small program compiled for the indexing
   return None if index < 0 else float(GRID[index])

@@ -50,3 +50,27 @@ def test_a_bad_verbose_is_refused_by_name(verbose):
   X, y = data(n=50)
   with pytest.raises(ValueError, match="verbose"):
     DPGCDClassifier(classes=[0, 1], feature_bound=3.0, verbose=verbose).fit(X, y)
+
+
+def test_nested_bars_each_close_their_own_and_a_solver_import_needs_no_tqdm():
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+
+  from dpgcd_jax import progress  # pylint: disable=import-outside-toplevel
+
+  with progress.bar(total=2, desc="outer", enabled=True):
+    with progress.bar(total=2, desc="inner", enabled=True):
+      progress.tick(0)
+    assert progress.active()
+    progress.tick(1)
+  assert not progress.active()
+  progress.tick(2)  # no bar: nothing to advance, no error
+  code = ("import sys; import dpgcd_jax.solvers.dp_gcd; from dpgcd_jax import DPGCDClassifier; "
+          "assert 'tqdm' not in sys.modules, 'tqdm imported'")
+  subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_search_over_an_unknown_solver_is_refused_by_name():
+  X, y = data(n=50)
+  with pytest.raises(ValueError, match="solver"):
+    DPGCDClassifierCV(classes=[0, 1], feature_bound=3.0, solver="bogus").fit(X, y)
