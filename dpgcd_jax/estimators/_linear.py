@@ -371,7 +371,8 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
       return hyper, prior, (f"clip: the fixed {hyper.clip:g} (the typical feature size's release would not be "
                             f"informative at n = {n}, epsilon = {epsilon:g}: nothing spent on it)",)
     size = typical_size.release(key, rows, bound, noise)
-    how = (f"clip: {AUTO_MARGIN_STEP:g} x the typical feature size in units of the bounds, released privately "
+    how = (f"clip: max({self._auto_clip_released:g}, {AUTO_MARGIN_STEP:g} x the typical feature size in units of "
+           f"the bounds), the size released privately "
            f"(dpgcd_jax.privacy.typical_size, a share {TYPICAL_SIZE_SHARE:g} of the budget, noise multiplier "
            f"{noise:.4g})")
     if size is not None:
