@@ -18,7 +18,7 @@ AUTO = _released.AUTO
 AUTO_CLIP = 0.1
 # The classifier's clip when DP-GCD steps by the released curvature (measured: `released_step_size`).
 AUTO_CLIP_RELEASED = 0.25
-AUTO_CLIP_REGRESSION = 0.3  # in units of the target bound T (measured: module of DPGCDRegressor)
+AUTO_CLIP_REGRESSION = 0.15  # in units of the target bound T (measured: module of DPGCDRegressor)
 AUTO_MARGIN_STEP = 0.5
 AUTO_STEPS_UNIT = 80.0
 AUTO_STEPS_UNIT_REGRESSION = 25.0  # a real target carries more signal per record than a label
@@ -38,6 +38,9 @@ CLASS_COUNT_SHARE = 0.05  # of epsilon, for the class counts of class_weight="ba
 # size released at this share of epsilon and delta (dpgcd_jax.privacy.typical_size; measured:
 # DPGCDClassifier's docstring).
 TYPICAL_SIZE_SHARE = 0.05
+# The intercept's clip when DP-GCD steps by the released curvature: its terms are `phi'` itself,
+# about AUTO_MARGIN_STEP at `w = 0` (measured: `intercept_bound`).
+AUTO_INTERCEPT_CLIP = 0.5
 
 
 class Hyper(NamedTuple):
@@ -100,6 +103,23 @@ def released_step_size(clip: float) -> float:
   released typical size (`DPGCDBase._follow_data`).
   """
   return min(2.0, max(1.0, AUTO_MARGIN_STEP / clip))
+
+
+def intercept_bound(clip: float) -> float:
+  """The intercept's public bound `K = max(1, AUTO_INTERCEPT_CLIP / clip)` when DP-GCD steps by
+  the released curvature: the intercept is clipped apart from the features.
+
+  A constant feature of value 1 declared with the bound `K >= 1` (public: a function of the
+  clip) has its terms `phi'` clipped at `clip K = AUTO_INTERCEPT_CLIP` while every feature's
+  stay clipped at `clip B_j`, and its score is normalized by `sqrt(M_0) = K sqrt(beta)`, so
+  that every normalized score keeps the sensitivity `2 clip / (n sqrt(beta))`: the selection's
+  noise is unchanged, the intercept's update noise grows `K`-fold, and its step is
+  `gamma / hat M_0` with `hat M_0` about `beta` (released: the true second moment is 1). A
+  clip far below `|phi'(0)|` no longer shrinks the intercept's steps, so the features' clip
+  can follow the data down (`DPGCDBase._follow_data`). With the steps by the public
+  curvature (`M_0 = beta K^2`: a step `K^2` too short), `K = 1`.
+  """
+  return max(1.0, AUTO_INTERCEPT_CLIP / clip)
 
 
 def known_curvature(loss: losses_lib.Loss) -> float:

@@ -149,7 +149,7 @@ def _record_max_abs(XT: jax.Array, num_features: jax.Array) -> jax.Array:
 
 @functools.partial(jax.tree_util.register_dataclass, meta_fields=["how"],
                    data_fields=["declared", "epsilon", "noise", "share", "rank", "padding", "num_examples",
-                                "num_features"])
+                                "num_features", "intercept_bound"])
 @dataclasses.dataclass(frozen=True)
 class FeatureRelease:
   """How a fit gets its public feature bounds (module docstring), as a pytree: `how` is
@@ -165,6 +165,9 @@ class FeatureRelease:
     rank, padding: "bound": the public rank `ceil(q n)` and the `N - n` zero records of a
       padded layout (subtracted from the counts: [`dpgcd_jax.privacy.bounds.bound_at_rank`][]).
     num_examples, num_features: the true `n` and `p` of a padded layout.
+    intercept_bound: the public bound `K >= 1` of feature `p` (an intercept's constant 1; a
+      zero column without one): `K > 1` clips the intercept's terms at `K` times the clip
+      of the features' (`dpgcd_jax.estimators._defaults.intercept_bound`).
   """
 
   how: str
@@ -176,12 +179,13 @@ class FeatureRelease:
   padding: Any
   num_examples: Any
   num_features: Any
+  intercept_bound: Any = 1.0
 
   def bounds(self, key: jax.Array, XT: Any) -> jax.Array:
     """(P,) bounds for the features of `XT`, a dense layout (P, N) of
     [`dpgcd_jax.problem.columns`][] or a [`dpgcd_jax.sparse.SparseColumns`][] (p, n): `B_j`
-    for the first `p` (declared, or released from `XT` with `key`), 1 beyond (an intercept, padded
-    features: public). Jittable: only this reads the features."""
+    for the first `p` (declared, or released from `XT` with `key`), `intercept_bound` at `p` (an
+    intercept), 1 beyond (padded features): public. Jittable: only this reads the features."""
     P = XT.shape[0]
     true = jnp.arange(P) < self.num_features
     if self.how == DECLARED:
@@ -193,7 +197,8 @@ class FeatureRelease:
       statistic = (XT.record_max_abs() if isinstance(XT, sparse_lib.SparseColumns)
                    else _record_max_abs(XT, self.num_features))
       values = jnp.full(P, bounds.bound_at_rank(key, statistic, self.epsilon, self.rank, padding=self.padding))
-    return jnp.where(true, values, jnp.ones_like(values))
+    beyond = jnp.where(jnp.arange(P) == self.num_features, jnp.asarray(self.intercept_bound, values.dtype), 1)
+    return jnp.where(true, values, beyond.astype(values.dtype))
 
   def release(self, key: jax.Array, features: Any) -> Released:
     """The bounds released on the host, before the runs (the CV estimators, sparse features;

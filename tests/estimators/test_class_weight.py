@@ -20,16 +20,18 @@ def _imbalanced(seed, n=4000):
 
 
 def test_weights_on_the_minority_class_raise_the_balanced_accuracy():
-  gains = []
+  gains, weighted_scores = [], []
   for seed in range(2):
     X, y = _imbalanced(seed)
     X_test, y_test = _imbalanced(seed + 50)
     plain, weighted = (DPGCDClassifier(classes=[0, 1], class_weight=cw, feature_bound=3.0, random_state=seed)
                        .fit(X, y) for cw in (None, {0: 1.0, 1: 8.0}))
-    gains.append(balanced_accuracy_score(y_test, weighted.predict(X_test))
-                 - balanced_accuracy_score(y_test, plain.predict(X_test)))
+    weighted_scores.append(balanced_accuracy_score(y_test, weighted.predict(X_test)))
+    gains.append(weighted_scores[-1] - balanced_accuracy_score(y_test, plain.predict(X_test)))
     assert plain.privacy_.epsilon == weighted.privacy_.epsilon  # same ledger: the weights are public
-  assert min(gains) > 0.1  # measured 0.21-0.28
+  # measured 0.09-0.19 over 4 seeds (0.21-0.31 while the intercept was clipped with the features:
+  # the unweighted fit then gave nearly the majority class, 0.50-0.58; now 0.59-0.68)
+  assert min(gains) > 0.05 and min(weighted_scores) > 0.72, (gains, weighted_scores)  # weighted: 0.77-0.78
 
 
 def test_equal_weights_are_the_unweighted_fit():

@@ -153,14 +153,17 @@ def test_warnings_are_functions_of_released_values_only():
   assert "n=300" in message and "9000" in message and "feature_bound" in message
 
 
-def test_raw_small_data_warns_where_the_answer_is_the_majority_class():
+def test_raw_small_data_warns_only_where_the_answer_is_the_majority_class():
   """Raw breast_cancer (569 rows, positive features on scales over 4 decades) at epsilon = 1: one
-  released bound, and the majority-class answer. The fits whose released model proves it warn,
-  naming the fallback and the fix; a model that gives one class on these rows only because every
-  feature is positive (a corner of the bounds [-B, B]) cannot be told from released values."""
+  released bound, and often the majority-class answer. A warning fires only on a model that gives
+  one class (no false alarm) and names the fallback and the fix. Since the intercept is clipped
+  apart (`_defaults.intercept_bound`) the intercept no longer overshoots, the features move, and a
+  model that gives one class on these rows does so because every feature is positive (a corner of
+  the bounds [-B, B]): no released value proves it, so few of them warn (2 of 11 when measured;
+  10 of 12 before, when the intercept alone decided; `benchmarks/results/warnings.md`)."""
   from sklearn.datasets import load_breast_cancer  # pylint: disable=import-outside-toplevel
   X, y = load_breast_cancer(return_X_y=True)
-  warned = one_class = 0
+  one_class = 0
   for seed in range(20):
     with warnings.catch_warnings(record=True) as record:
       warnings.simplefilter("always", UserWarning)
@@ -171,8 +174,7 @@ def test_raw_small_data_warns_where_the_answer_is_the_majority_class():
     one_class += np.unique(model.predict(X)).size == 1
     if messages:
       assert np.unique(model.predict(X)).size == 1  # no false alarm
-      warned += 1
-  assert one_class >= 5 and warned >= one_class // 2, (warned, one_class)  # 10 of 12 when measured
+  assert one_class >= 5, one_class  # the regime this test is about (11 of 20 when measured)
 
 
 @pytest.mark.parametrize("estimator, kwargs", [
