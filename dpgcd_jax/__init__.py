@@ -27,6 +27,7 @@ _EXPORTS = {
     "dp_iht": "dpgcd_jax.solvers.dp_iht:",
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
+    "streamed": "dpgcd_jax.solvers.streamed:",
     "two_stage": "dpgcd_jax.solvers.two_stage:",
     "scoring": "dpgcd_jax.scoring:",
     "seeding": "dpgcd_jax.seeding:",
@@ -92,6 +93,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax.solvers import dp_iht  # noqa: F401
   from dpgcd_jax.solvers import dp_sgd  # noqa: F401
   from dpgcd_jax.solvers import reference  # noqa: F401
+  from dpgcd_jax.solvers import streamed  # noqa: F401
   from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401

@@ -597,6 +597,14 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
   return jnp.clip(clipping.finite_or_zero(dphi), -c, c)
 
 
+def clipped_derivatives(problem: Problem, margins: Array | None, thresholds: Array, mode: str) -> Array:
+  """`phi'` at the margins, clipped first with `mode="derivative"`
+  ([`derivative_clip`][dpgcd_jax.problem.derivative_clip]): the per-record factors of a GLM
+  loss's gradient terms `phi'_i x_ij`."""
+  dphi = _dphi(problem, margins)
+  return derivative_clip(problem, dphi, thresholds) if mode == "derivative" else dphi
+
+
 def clipped_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                      mode: str = "coordinate") -> Array:
   """Gradient of `f` with coordinate-wise per-example clipping of the data term.
@@ -612,13 +620,10 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
   and at every `n`. Sparse features: the same value from the stored entries only, O(nnz).
   """
   XT = problem.XT
-  if mode == "derivative":
-    dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
-  elif problem.loss.is_glm:
-    dphi = _dphi(problem, margins)
-  else:  # sparse problems have a GLM loss (make_problem)
+  if not problem.loss.is_glm:  # sparse problems have a GLM loss (make_problem)
     grads_t = per_example_gradients_t(problem, w, margins)
     return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1, count=problem.mean_count) + problem.l2 * w
+  dphi = clipped_derivatives(problem, margins, thresholds, mode)
   if isinstance(XT, sparse.SparseColumns):
     return XT.clipped_mean(dphi, thresholds) + problem.l2 * w
   return _blocked_clipped_mean(XT, dphi, thresholds, problem.mean_count) + problem.l2 * w
@@ -628,15 +633,10 @@ BLOCK_ROWS = 8
 
 
 def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int | Array | None = None) -> Array:
-  """`mean_i clip(XT_ji dphi_i, -C_j, C_j)` for every j, over blocks of `BLOCK_ROWS` features.
-
-  The same exact fixed-point mean as [`dpgcd_jax.clipping.clipped_mean`][]: each block of
-  features is clipped, quantized to its public grid and summed in int32 row blocks in one
-  pass (XLA's CPU code for the fused clip-and-reduce over a whole large (p, n) array runs at
-  about a tenth of the memory bandwidth; over blocks of a few rows it streams,
-  benchmarks/bench_scale.py); the (p, n / 256) block sums are then added exactly and scaled
-  once, divided by `count` (the true `n`; padded zero records add exact zeros). Infinite
-  thresholds (clipping off, non-private): a plain float mean.
+  """`mean_i clip(XT_ji dphi_i, -C_j, C_j)` for every j: the exact fixed-point mean of
+  [`dpgcd_jax.clipping.clipped_mean`][] from [`clipped_total`][dpgcd_jax.problem.clipped_total], divided by `count`
+  (the true `n`; padded zero records add exact zeros). Infinite thresholds (clipping off,
+  non-private): a plain float mean.
 
   Fail closed on `dphi` (length n), not on the products: with `X` finite, the products of
   a finite `dphi` are never NaN, so every clipped term is in `[-C_j, C_j]`
@@ -644,48 +644,65 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int 
   stays a branch ([`dpgcd_jax.clipping.when_finite`][]) and each block of X is read once for
   all of them.
   """
-  p, n = XT.shape
+  n = XT.shape[1]
   count = n if count is None else count
-  rows = max(BLOCK_ROWS, min(p, (1 << 16) // n) // BLOCK_ROWS * BLOCK_ROWS)  # >= 64K entries a block
-  num_blocks = -(-p // rows)
   bits = clipping.grid_bits(XT.dtype, n)
 
-  def blocked(one, XT, *per_row):  # one(x, *per_row) over blocks of rows of XT
-    if p <= rows:
-      return one(XT, *per_row)
-
-    def block(b):  # the last block starts at p - rows: its first rows repeat the previous block's
-      start = jnp.minimum(b * rows, p - rows)
-      return one(*(jax.lax.dynamic_slice_in_dim(a, start, rows) for a in (XT, *per_row)))
-
-    # Slices of XT by index, not XT[:head].reshape(...): when p is not a multiple of `rows`
-    # (an intercept row), that slice is a copy of X (1.1x X more at the estimators' peak).
-    blocks = jax.lax.map(block, jnp.arange(num_blocks))
-    new = p - (num_blocks - 1) * rows  # rows of the last block not in the previous ones
-    return jnp.concatenate([blocks[:-1].reshape((p - new,) + blocks.shape[2:]), blocks[-1][rows - new:]])
-
   def exact(thresholds, XT, dphi, count):
-    scale = clipping.grid_scale(thresholds, bits)
-    sums = lambda x, c, s: clipping.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]))
-    return clipping.exact_mean(clipping.exact_total(blocked(sums, XT, thresholds, scale)), scale, count, XT.dtype)
+    total = clipped_total(XT, dphi, thresholds, bits)
+    return clipping.exact_mean(total, clipping.grid_scale(thresholds, bits), count, XT.dtype)
 
   def plain(thresholds, XT, dphi, count):
     one = lambda x, c: jnp.sum(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
-    return (blocked(one, XT, thresholds) / count).astype(XT.dtype)  # the exact branch's dtype
+    return (_feature_blocks(one, XT, thresholds) / count).astype(XT.dtype)  # the exact branch's dtype
 
   return clipping.when_finite(thresholds, exact, plain, XT, clipping.finite_or_zero(dphi), jnp.asarray(count))
+
+
+def clipped_total(XT: Array, dphi: Array, thresholds: Array, bits: int) -> Array:
+  """`Q_j`, the exact integer sum over records of `clip(XT_ji dphi_i, -C_j, C_j)` on the public grid
+  of `bits` ([`dpgcd_jax.clipping.grid_bits`][] of the dtype and the TOTAL number of records), in
+  float64 (integers below `2^53`): one pass over blocks of `BLOCK_ROWS` features.
+
+  The terms are quantized one by one, so the totals of any partition of the records (row
+  chunks streamed from disk, row shards on several hosts) add up to the same `Q` exactly, in
+  any order. XLA's CPU code for the fused clip-and-reduce over a whole large (p, n) array runs
+  at about a tenth of the memory bandwidth; over blocks of a few features it streams
+  (benchmarks/bench_scale.py). `dphi` must be finite and `thresholds` finite.
+  """
+  scale = clipping.grid_scale(thresholds, bits)
+  sums = lambda x, c, s: clipping.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]),
+                                             bits=bits)
+  return clipping.exact_total(_feature_blocks(sums, XT, thresholds, scale))
+
+
+def _feature_blocks(one: Callable[..., Array], XT: Array, *per_row: Array) -> Array:
+  """`one(x, *per_row)` over blocks of rows of `XT` (features), concatenated: at least 64K
+  entries a block."""
+  p, n = XT.shape
+  rows = max(BLOCK_ROWS, min(p, (1 << 16) // n) // BLOCK_ROWS * BLOCK_ROWS)
+  num_blocks = -(-p // rows)
+  if p <= rows:
+    return one(XT, *per_row)
+
+  def block(b):  # the last block starts at p - rows: its first rows repeat the previous block's
+    start = jnp.minimum(b * rows, p - rows)
+    return one(*(jax.lax.dynamic_slice_in_dim(a, start, rows) for a in (XT, *per_row)))
+
+  # Slices of XT by index, not XT[:head].reshape(...): when p is not a multiple of `rows`
+  # (an intercept row), that slice is a copy of X (1.1x X more at the estimators' peak).
+  blocks = jax.lax.map(block, jnp.arange(num_blocks))
+  new = p - (num_blocks - 1) * rows  # rows of the last block not in the previous ones
+  return jnp.concatenate([blocks[:-1].reshape((p - new,) + blocks.shape[2:]), blocks[-1][rows - new:]])
 
 
 def clipped_coordinate_gradient(problem: Problem, w: Array, margins: Array | None, thresholds: Array,
                                 j: Array, mode: str = "coordinate") -> Array:
   """Coordinate `j` of `clipped_gradient`; O(n) for GLM losses (O(nnz_j) sparse)."""
   XT = problem.XT
-  if mode == "derivative":
-    dphi = derivative_clip(problem, _dphi(problem, margins), thresholds)
-  elif problem.loss.is_glm:
-    dphi = _dphi(problem, margins)
-  else:  # sparse problems have a GLM loss (make_problem)
+  if not problem.loss.is_glm:  # sparse problems have a GLM loss (make_problem)
     return clipped_gradient(problem, w, margins, thresholds)[j]
+  dphi = clipped_derivatives(problem, margins, thresholds, mode)
   if isinstance(XT, sparse.SparseColumns):
     return XT.clipped_coordinate_mean(dphi, thresholds, j) + problem.l2 * w[j]
   return clipping.clipped_mean(dphi * XT[j], thresholds[j], count=problem.mean_count) + problem.l2 * w[j]

@@ -16,6 +16,7 @@ _EXPORTS = {
     "dp_iht": "dpgcd_jax.solvers.dp_iht:",
     "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
     "reference": "dpgcd_jax.solvers.reference:",
+    "streamed": "dpgcd_jax.solvers.streamed:",
     "two_stage": "dpgcd_jax.solvers.two_stage:",
     "Result": "dpgcd_jax.solvers.base",
     "Trace": "dpgcd_jax.solvers.base",
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
   from dpgcd_jax.solvers import dp_iht  # noqa: F401
   from dpgcd_jax.solvers import dp_sgd  # noqa: F401
   from dpgcd_jax.solvers import reference  # noqa: F401
+  from dpgcd_jax.solvers import streamed  # noqa: F401
   from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401

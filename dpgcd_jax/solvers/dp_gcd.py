@@ -221,8 +221,8 @@ def run(
     >>> res.w.shape, res.trace.coordinates.shape
     ((8,), (10,))
   """
-  selection, update = _resolve(selection, update, secure_noise)
-  _check_names(selection, update, rule)
+  selection, update = mechanisms_run(selection, update, secure_noise)
+  check_options(selection, update, rule)
   problem_lib.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
   _check_curvature_noise(params, curvature)
@@ -248,14 +248,15 @@ def _check_curvature_noise(params: Any, curvature: str) -> None:
                   _validate.PrivacyLeakWarning, stacklevel=3)
 
 
-def _resolve(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
+def mechanisms_run(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
   """The mechanisms actually run: their discrete counterparts when `secure_noise`."""
   if not isinstance(secure_noise, bool):
     raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
   return mechanisms.secure(selection, update) if secure_noise else (selection, update)
 
 
-def _check_names(selection: str, update: str, rule: str) -> None:
+def check_options(selection: str, update: str, rule: str) -> None:
+  """The mechanisms' names and the greedy rule are known (ValueErrors naming them)."""
   mechanisms.selection(selection)
   mechanisms.update(update)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
@@ -342,29 +343,58 @@ def fit(
   release.
   """
   passes = _validate.check_int("passes", passes, low=1)
-  selection, update = _resolve(selection, update, secure_noise)
-  _check_names(selection, update, rule)
+  selection, update = mechanisms_run(selection, update, secure_noise)
+  check_options(selection, update, rule)
   released, bounded = problem_lib.as_fit_runs(problem)  # fit releases a feature bound first
   problem_lib.check_clipping_mode(bounded, clipping_mode)
   curvature_lib.check(bounded, curvature)
+  runs = 1 if targets is None else int(np.shape(targets)[0])
+  plan = private_plan(base.total_steps(SOLVER, problem, passes) * runs, step_size=step_size, clip=clip,
+                      selection=selection, update=update, selection_share=selection_share, curvature=curvature,
+                      curvature_ratio=curvature_ratio)
+  return budget.private_fit(
+      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
+      params_at=plan.params_at, solver_ledger=plan.ledger, cache_key=plan.cache_key,
+      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,), targets=targets,
+      prelude=prelude, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode,
+      curvature=curvature)
+
+
+class Plan(NamedTuple):
+  """DP-GCD's privacy side at a noise scale `s` (what [`fit`][dpgcd_jax.solvers.dp_gcd.fit] calibrates).
+
+  Attributes:
+    params_at: `s -> Params`: the selection and update multipliers `s r_sel`, `s r_upd` (and
+      the curvature release's `s r_curv`).
+    ledger: `s -> Ledger` of the `steps` iterations at those multipliers (monotone in `s`).
+    cache_key: a hashable description of `ledger` (the calibration cache).
+  """
+
+  params_at: Any
+  ledger: Any
+  cache_key: tuple[Any, ...]
+
+
+def private_plan(steps: int, *, step_size: Any, clip: Any, selection: str, update: str,
+                 selection_share: float | None, curvature: str = "public",
+                 curvature_ratio: float = CURVATURE_RATIO) -> Plan:
+  """The [`Plan`][dpgcd_jax.solvers.dp_gcd.Plan] of `steps` DP-GCD iterations: which noise each step
+  draws and which events the ledger charges for it, in one place (the in-memory `fit` and the
+  streamed one, [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update` are the
+  mechanisms actually run (after `secure_noise`); the other arguments are `fit`'s."""
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
   r_curv = float(curvature_ratio) * r_upd if curvature == "released" else 0.0
-  runs = 1 if targets is None else int(np.shape(targets)[0])
-  steps = base.total_steps(SOLVER, problem, passes) * runs
 
-  def solver_ledger(scale: float) -> Any:
-    ledger = accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps, selection=selection, update=update)
+  def ledger(scale: float) -> Any:
+    spent = accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps, selection=selection, update=update)
     if curvature == "released":
-      ledger = ledger.add("curvature", mechanisms.update(update).event(scale * r_curv), steps)
-    return ledger
+      spent = spent.add("curvature", mechanisms.update(update).event(scale * r_curv), steps)
+    return spent
 
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=lambda scale: Params(step_size(scale * r_upd) if callable(step_size) else step_size,
-                                     clip, scale * r_sel, scale * r_upd, scale * r_curv),
-      solver_ledger=solver_ledger, cache_key=("dp_gcd", steps, selection, update, share, curvature, r_curv),
-      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,), targets=targets,
-      prelude=prelude, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode,
-      curvature=curvature)
+  def params_at(scale: float) -> Params:
+    return Params(step_size(scale * r_upd) if callable(step_size) else step_size, clip, scale * r_sel,
+                  scale * r_upd, scale * r_curv)
+
+  return Plan(params_at, ledger, ("dp_gcd", steps, selection, update, share, curvature, r_curv))

@@ -49,7 +49,7 @@ def _deprecations(caught):
 
 
 def test_public_modules_and_result_types():
-  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_fw", "dp_iht", "dp_sgd", "reference",
+  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_fw", "dp_iht", "dp_sgd", "reference", "streamed",
                                      "two_stage", "Result", "Trace"}
   assert dg.Result is dg.solvers.Result is base.Result
   assert dg.Trace is dg.solvers.Trace is base.Trace

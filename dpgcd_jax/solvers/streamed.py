@@ -1,0 +1,243 @@
+"""DP-GCD on data larger than memory: the records streamed in row chunks, the same model bit for bit.
+
+[`fit`][dpgcd_jax.solvers.streamed.fit] runs [`dpgcd_jax.solvers.dp_gcd.fit`][]'s iterations with
+the data read from row chunks (`.npy` files read chunk by chunk, [`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks],
+or any function that yields `(X, y)` chunks) instead of one device array. Iteration `t`:
+
+1. For every chunk: its margins `X_c w^t`, replayed from `w^0` through the `t` coordinate
+   changes so far (`m <- m + (w_j^{s+1} - w_j^s) X_c[:, j_s]`, the same float operations, in the same
+   order, as the in-memory run's cached margins), then the exact integer totals
+   `Q_j = sum_i q_ij` of its clipped, quantized terms on the grid of the TOTAL `n`
+   ([`dpgcd_jax.problem.clipped_total`][]).
+2. The chunks' totals are added on the host: integers below `2^53` in float64, exact in any
+   order, so `Q_j`, and the gradient `g_j = Q_j h_j / n` rounded once, equal the in-memory
+   run's.
+3. The selection and the update draw from `fold_in(key, t)` through the kernel every DP-GCD
+   step uses ([`dpgcd_jax.solvers.greedy.private_coordinate_step`][]).
+
+So the selected coordinates and the returned `w` are the in-memory fit's, bit for bit, and so
+is the privacy report: the ledger and its calibration are
+[`dpgcd_jax.solvers.dp_gcd.private_plan`][]'s, the one DP-GCD plan. Peak memory: one chunk (its
+device copy and its margins) plus O(p + T), whatever `n`. Time: each iteration reads the data
+once (`T` passes for `T` iterations, the estimators' 10-20 in high dimension), plus `O(t)` per
+record for the margins' replay.
+
+Privacy: the released values are those of the in-memory fit (module docstring of
+[`dpgcd_jax.solvers.dp_gcd`][]): the chunking changes the order of exact integer additions
+only. Public inputs: `num_examples` (declared, checked against the rows read), the chunks'
+shapes, `feature_bound` (declared: the features are clipped to it in every chunk); the code that
+runs is a function of them only.
+
+Scope: dense features, a GLM loss (the margins' fast path), `curvature="public"` and one key.
+The estimators and a Parquet reader are not wired to it yet.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Any
+from typing import cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpgcd_jax import _validate
+from dpgcd_jax import clipping
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import greedy
+
+Array = jax.Array
+Chunks = Callable[[], Iterable[tuple[Any, Any]]]
+
+
+def npy_chunks(X_path: Any, y_path: Any, rows: int) -> Chunks:
+  """Row chunks of `rows` records read from two `.npy` files (`np.save`), one chunk at a time.
+
+  Each chunk is read with a seek and a read of its bytes (no memory map: the process holds
+  one chunk, whatever the file's size).
+
+  Args:
+    X_path: an (n, p) `.npy` file in C order.
+    y_path: an (n,) `.npy` file.
+    rows: records per chunk, >= 1 (the last chunk may be shorter).
+
+  Returns:
+    A function that yields the `(X, y)` chunks of one pass each time it is called.
+  """
+  rows = _validate.check_int("rows", rows, low=1)
+  (n, p), x_dtype, x_offset = _npy_header("X_path", X_path, ndim=2)
+  (m,), y_dtype, y_offset = _npy_header("y_path", y_path, ndim=1)
+  if m != n:
+    raise ValueError(f"Expected y_path to hold {n} entries (the rows of X_path), got {m}.")
+
+  def chunks() -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    with open(X_path, "rb") as fx, open(y_path, "rb") as fy:
+      for start in range(0, n, rows):
+        size = min(rows, n - start)
+        fx.seek(x_offset + start * p * x_dtype.itemsize)
+        fy.seek(y_offset + start * y_dtype.itemsize)
+        yield np.fromfile(fx, x_dtype, size * p).reshape(size, p), np.fromfile(fy, y_dtype, size)
+
+  return chunks
+
+
+def _npy_header(name: str, path: Any, *, ndim: int) -> tuple[tuple[int, ...], np.dtype, int]:
+  """The shape, dtype and data offset of a C-order `.npy` file (ValueError naming `name`)."""
+  with open(path, "rb") as f:
+    version = np.lib.format.read_magic(f)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(f)
+    offset = f.tell()
+  if len(shape) != ndim or fortran_order or dtype.hasobject:
+    raise ValueError(f"Expected {name} to hold a {ndim}-d numeric array in C order, got shape {shape}, "
+                     f"fortran_order={fortran_order}, dtype {dtype}.")
+  return shape, dtype, offset
+
+
+def fit(
+    chunks: Chunks | Iterable[tuple[Any, Any]],
+    key: Array,
+    *,
+    num_examples: int,
+    loss: Any,
+    feature_bound: Any,
+    epsilon: float,
+    delta: float,
+    passes: int,
+    penalty: Any = None,
+    step_size: Any = 1.0,
+    clip: Any = 1.0,
+    selection: str = "laplace",
+    update: str = "laplace",
+    rule: str = "gs-s",
+    selection_share: float | None = None,
+    clipping_mode: str = "coordinate",
+    secure_noise: bool = False,
+    prior: ledger_lib.Ledger | None = None,
+) -> base.Result:
+  """(epsilon, delta)-DP DP-GCD over row chunks: the model of [`dpgcd_jax.solvers.dp_gcd.fit`][] on
+  `make_problem(X, y, loss, feature_bound=feature_bound, penalty=penalty)`, bit for bit.
+
+  One iteration:
+  `g_j = (1/n) sum_i clip(grad_j l(w; d_i), -C_j, C_j)` summed exactly over the chunks, then
+  `j_t` = the private greedy choice, `w_{j_t} <- prox(w_{j_t} - (gamma / M_j)(g_{j_t} + eta_t))`
+  with `M_j = beta B_j^2` (module docstring).
+
+  Args:
+    chunks: a function returning the `(X_c, y_c)` row chunks of one pass each time it is
+      called (e.g. [`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]), or a sequence of them
+      (held in memory: for tests and small data). Every pass must yield the same rows in the
+      same order.
+    key: a JAX PRNG key (the same key gives the in-memory fit's model).
+    num_examples: `n`, the number of records (public: declared; the rows read must match).
+    loss: a GLM loss (a [`dpgcd_jax.Loss`][] with `phi`, or "squared", "logistic", "huber").
+    feature_bound: public bound `B` on `|x_ij|` (scalar or (p,)): the chunks are clipped to it.
+    epsilon, delta, passes, penalty, step_size, clip: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
+    selection, update, rule, selection_share: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
+    clipping_mode, secure_noise, prior: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
+
+  Returns:
+    A [`dpgcd_jax.Result`][]: `w`, `trace.coordinates` and `privacy` (the report of
+    everything spent, `prior` included).
+  """
+  n = _validate.check_int("num_examples", num_examples, low=1)
+  passes = _validate.check_int("passes", passes, low=1)
+  _validate.check_key("key", key)
+  read = _reader(chunks)
+  selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
+  dp_gcd.check_options(selection, update, rule)
+  plan = dp_gcd.private_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
+                             selection_share=selection_share)
+
+  def problem_of(X: Any, y: Any) -> problem_lib.Problem:
+    return problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound)
+
+  first = problem_of(*_first(read))
+  if not first.loss.is_glm:
+    raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
+  problem_lib.check_clipping_mode(first, clipping_mode)
+  budget.check_fit_inputs(first, key, epsilon, delta, budget.DEFAULT_BOUND_SHARE)
+  spent = ledger_lib.Ledger() if prior is None else prior
+  scale, report = budget.calibrated(lambda s: spent + plan.ledger(s), epsilon, delta,
+                                    key=plan.cache_key + (() if prior is None else (prior,)) + (None,))
+  params = base.cast_params(dp_gcd.SOLVER, first, plan.params_at(scale))
+  M = problem_lib.coordinate_smoothness(first)
+  thresholds = clipping.coordinate_thresholds(params.clip, M, first.curvature)
+  bits = clipping.grid_bits(first.XT.dtype, n)
+
+  w0 = w = dp_gcd.init(first).w
+  coordinates = np.zeros(passes, np.int32)
+  changes = jnp.zeros(passes, w.dtype)
+  for t in range(passes):
+    total = np.zeros(first.num_features, np.float64)
+    rows = 0
+    for X, y in read():
+      chunk = problem_of(X, y)
+      rows += chunk.num_examples
+      total += np.asarray(_chunk_total(chunk, w0, jnp.asarray(coordinates), changes, np.int32(t), thresholds,
+                                       mode=clipping_mode, bits=bits))
+    if rows != n:
+      raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
+    with jax.enable_x64(True):  # the exact totals stay float64 on the device
+      g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
+    j, new_wj = _step(base.step_key(key, t), g, w, first.penalty, params, M, thresholds, num_examples=n,
+                      selection=selection, update=update, rule=rule)
+    coordinates[t] = int(j)
+    changes = changes.at[t].set(new_wj - w[j])
+    w = jnp.where(jnp.arange(w.shape[0]) == j, new_wj, w)
+  note = ("smoothness: M_j = beta B_j^2 from a public feature bound (declared); records streamed in "
+          "row chunks (dpgcd_jax.solvers.streamed)")
+  return base.Result(base.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
+                     privacy=report.with_notes(note))
+
+
+def _reader(chunks: Any) -> Chunks:
+  """`chunks` as a function that yields one pass of `(X, y)` chunks."""
+  if callable(chunks):
+    return chunks
+  if isinstance(chunks, (list, tuple)) and chunks and all(isinstance(c, (list, tuple)) and len(c) == 2
+                                                          for c in chunks):
+    return lambda: iter(chunks)
+  raise ValueError(f"Expected chunks to be a function yielding (X, y) row chunks, or a non-empty list of "
+                   f"(X, y) pairs, got chunks={type(chunks).__name__}.")
+
+
+def _first(read: Chunks) -> tuple[Any, Any]:
+  for X, y in read():
+    return X, y
+  raise ValueError("Expected chunks to yield at least one (X, y) chunk, got none.")
+
+
+@functools.partial(jax.jit, static_argnames=("mode", "bits"))
+def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, changes: Array, t: Array,
+                 thresholds: Array, *, mode: str, bits: int) -> Array:
+  """The chunk's exact totals `Q_j` (float64) at iteration `t`: margins replayed from `w0`
+  through the first `t` changes, as the in-memory run updates its cached margins."""
+  margins = problem_lib.init_margins(chunk, w0)
+  margins = jax.lax.fori_loop(
+      0, t, lambda s, m: problem_lib.update_margins(chunk, m, coordinates[s], changes[s]), margins)
+  dphi = clipping.finite_or_zero(problem_lib.clipped_derivatives(chunk, margins, thresholds, mode))
+  return problem_lib.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)  # dense: make_problem on arrays
+
+
+@functools.partial(jax.jit, static_argnames=("num_examples", "bits"))
+def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examples: int, bits: int) -> Array:
+  """`g = Q h / n + l2 w`, rounded as the in-memory clipped gradient
+  ([`dpgcd_jax.problem.clipped_gradient`][])."""
+  return clipping.exact_mean(total, clipping.grid_scale(thresholds, bits), num_examples, w.dtype) + l2 * w
+
+
+@functools.partial(jax.jit, static_argnames=("num_examples", "selection", "update", "rule"))
+def _step(key: Array, g: Array, w: Array, penalty: Any, params: dp_gcd.Params, M: Array, thresholds: Array, *,
+          num_examples: int, selection: str, update: str, rule: str) -> tuple[Array, Array]:
+  """The selected `j` and its new `w_j`: DP-GCD's private kernel on the gradient `g`."""
+  return greedy.private_coordinate_step(key, g, w, M, thresholds, num_examples, penalty, params.step_size,
+                                        params.selection_noise, params.update_noise, selection=selection,
+                                        update=update, rule=rule)
