@@ -30,18 +30,18 @@ import dpgcd_jax as dg
 
 
 def _write(folder: pathlib.Path, n: int, p: int, rows: int) -> None:
-  X = np.lib.format.open_memmap(folder / "X.npy", mode="w+", dtype=np.float32, shape=(n, p))
-  y = np.lib.format.open_memmap(folder / "y.npy", mode="w+", dtype=np.float32, shape=(n,))
+  """The table and its labels written chunk by chunk with plain writes (no memory map: the
+  process's resident set stays that of one chunk)."""
   w = np.zeros(p, np.float32)
   w[:10] = 0.3
   rng = np.random.default_rng(0)
-  for start in range(0, n, rows):
-    x = rng.choice(np.array([-1.0, 1.0], np.float32), size=(min(rows, n - start), p))
-    X[start:start + len(x)] = x
-    y[start:start + len(x)] = np.where(x @ w + rng.normal(size=len(x)) > 0, 1.0, -1.0)
-  X.flush()
-  y.flush()
-  del X, y
+  with open(folder / "X.npy", "wb") as fx, open(folder / "y.npy", "wb") as fy:
+    for f, shape in ((fx, (n, p)), (fy, (n,))):
+      np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    for start in range(0, n, rows):
+      x = rng.choice(np.array([-1.0, 1.0], np.float32), size=(min(rows, n - start), p))
+      x.tofile(fx)
+      np.where(x @ w + rng.normal(size=len(x)) > 0, 1.0, -1.0).astype(np.float32).tofile(fy)
 
 
 def _peak_rss_mib() -> float:
