@@ -661,8 +661,9 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int 
 
 def clipped_total(XT: Array, dphi: Array, thresholds: Array, bits: int) -> Array:
   """`Q_j`, the exact integer sum over records of `clip(XT_ji dphi_i, -C_j, C_j)` on the public grid
-  of `bits` ([`dpgcd_jax.clipping.grid_bits`][] of the dtype and the TOTAL number of records), in
-  float64 (integers below `2^53`): one pass over blocks of `BLOCK_ROWS` features.
+  of `bits` ([`dpgcd_jax.clipping.grid_bits`][] of the dtype and the TOTAL number of records), as
+  [`dpgcd_jax.clipping.exact_total`][] returns it (float64 integers below `2^53` for float32
+  features, int64 for float64): one pass over blocks of `BLOCK_ROWS` features.
 
   The terms are quantized one by one, so the totals of any partition of the records (row
   chunks streamed from disk, row shards on several hosts) add up to the same `Q` exactly, in

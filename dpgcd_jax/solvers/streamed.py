@@ -1,4 +1,4 @@
-"""DP-GCD on data larger than memory: the records streamed in row chunks, the same model bit for bit.
+"""DP-GCD on data larger than memory: the records streamed in row chunks, one model whatever the chunking.
 
 [`fit`][dpgcd_jax.solvers.streamed.fit] runs [`dpgcd_jax.solvers.dp_gcd.fit`][]'s iterations with
 the data read from row chunks (`.npy` files read chunk by chunk, [`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks],
@@ -9,24 +9,33 @@ or any function that yields `(X, y)` chunks) instead of one device array. Iterat
    order, as the in-memory run's cached margins), then the exact integer totals
    `Q_j = sum_i q_ij` of its clipped, quantized terms on the grid of the TOTAL `n`
    ([`dpgcd_jax.problem.clipped_total`][]).
-2. The chunks' totals are added on the host: integers below `2^53` in float64, exact in any
-   order, so `Q_j`, and the gradient `g_j = Q_j h_j / n` rounded once, equal the in-memory
-   run's.
+2. The chunks' totals are added on the host: integers (int64 for float64 data, float64 below
+   `2^53` for float32 data), exact in any order, so `Q_j`, and the gradient `g_j = Q_j h_j / n`
+   rounded once, are the in-memory run's.
 3. The selection and the update draw from `fold_in(key, t)` through the kernel every DP-GCD
    step uses ([`dpgcd_jax.solvers.greedy.private_coordinate_step`][]).
 
-So the selected coordinates and the returned `w` are the in-memory fit's, bit for bit, and so
-is the privacy report: the ledger and its calibration are
-[`dpgcd_jax.solvers.dp_gcd.private_plan`][]'s, the one DP-GCD plan. Peak memory: one chunk (its
-device copy and its margins) plus O(p + T), whatever `n`. Time: each iteration reads the data
-once (`T` passes for `T` iterations, the estimators' 10-20 in high dimension), plus `O(t)` per
-record for the margins' replay.
+So the model is the same bit for bit whatever the chunk sizes, their order and the number of
+processes. Against the in-memory fit: the same selected coordinates and privacy report (the
+ledger and its calibration are [`dpgcd_jax.solvers.dp_gcd.private_plan`][]'s, the one DP-GCD
+plan), and `w` up to the rounding of the updates (XLA compiles the selection and the update
+into another program, where it may fuse a multiply-add into an FMA and not in the other: an ulp
+per update at most, measured). Peak memory: one chunk (its device copy and its margins) plus
+O(p + T), whatever `n`. Time: each iteration reads the data once (`T` passes for `T`
+iterations, the estimators' 10-20 in high dimension), plus `O(t)` per record for the margins'
+replay.
 
-Privacy: the released values are those of the in-memory fit (module docstring of
-[`dpgcd_jax.solvers.dp_gcd`][]): the chunking changes the order of exact integer additions
-only. Public inputs: `num_examples` (declared, checked against the rows read), the chunks'
+Privacy: each iteration releases what an in-memory iteration releases, from the same exact
+clipped gradient, by the same mechanisms at the same multipliers and sensitivities: the
+argument of [`dpgcd_jax.solvers.dp_gcd`][] holds as it is (the chunking changes the order of
+exact integer additions only). Public inputs: `num_examples` (declared, checked against the rows read), the chunks'
 shapes, `feature_bound` (declared: the features are clipped to it in every chunk); the code that
 runs is a function of them only.
+
+Several hosts: under `jax.distributed`, each process passes the chunks of ITS rows and
+`num_examples` = the rows of all processes; the processes' totals (and row counts) are added
+with one all-gather per iteration (exact, as above) and every process holds the one-process
+streamed model, bit for bit (tests/solvers/test_two_process.py). The key must be the same everywhere.
 
 Scope: dense features, a GLM loss (the margins' fast path), `curvature="public"` and one key.
 The estimators and a Parquet reader are not wired to it yet.
@@ -123,7 +132,7 @@ def fit(
     prior: ledger_lib.Ledger | None = None,
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD over row chunks: the model of [`dpgcd_jax.solvers.dp_gcd.fit`][] on
-  `make_problem(X, y, loss, feature_bound=feature_bound, penalty=penalty)`, bit for bit.
+  `make_problem(X, y, loss, feature_bound=feature_bound, penalty=penalty)` (module docstring).
 
   One iteration:
   `g_j = (1/n) sum_i clip(grad_j l(w; d_i), -C_j, C_j)` summed exactly over the chunks, then
@@ -135,7 +144,7 @@ def fit(
       called (e.g. [`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]), or a sequence of them
       (held in memory: for tests and small data). Every pass must yield the same rows in the
       same order.
-    key: a JAX PRNG key (the same key gives the in-memory fit's model).
+    key: a JAX PRNG key (the same key gives the same model; the same on every process).
     num_examples: `n`, the number of records (public: declared; the rows read must match).
     loss: a GLM loss (a [`dpgcd_jax.Loss`][] with `phi`, or "squared", "logistic", "huber").
     feature_bound: public bound `B` on `|x_ij|` (scalar or (p,)): the chunks are clipped to it.
@@ -176,13 +185,14 @@ def fit(
   coordinates = np.zeros(passes, np.int32)
   changes = jnp.zeros(passes, w.dtype)
   for t in range(passes):
-    total = np.zeros(first.num_features, np.float64)
+    total: Any = 0  # exact: int64 totals (float64 data) or float64 integers below 2^53 (float32)
     rows = 0
     for X, y in read():
       chunk = problem_of(X, y)
       rows += chunk.num_examples
-      total += np.asarray(_chunk_total(chunk, w0, jnp.asarray(coordinates), changes, np.int32(t), thresholds,
-                                       mode=clipping_mode, bits=bits))
+      total = total + np.asarray(_chunk_total(chunk, w0, jnp.asarray(coordinates), changes, np.int32(t), thresholds,
+                                              mode=clipping_mode, bits=bits))
+    total, rows = _across_processes(total, rows)
     if rows != n:
       raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
     with jax.enable_x64(True):  # the exact totals stay float64 on the device
@@ -196,6 +206,21 @@ def fit(
           "row chunks (dpgcd_jax.solvers.streamed)")
   return base.Result(base.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
                      privacy=report.with_notes(note))
+
+
+def _across_processes(total: Any, rows: int) -> tuple[Any, int]:
+  """The totals and row counts of every process added up (several hosts under
+  `jax.distributed`, each streaming its own rows): integers (int64, or float64 below `2^53`),
+  exact in any order, so every process holds the one-process totals and draws the same selection and
+  noise from the shared key."""
+  if jax.process_count() == 1:
+    return total, rows
+  from jax.experimental import multihost_utils  # only under jax.distributed
+  with jax.enable_x64(True):  # float64 or int64 through the collective
+    local = np.asarray(total)
+    gathered = np.asarray(multihost_utils.process_allgather(np.append(local, np.asarray(rows, local.dtype))))
+  summed = gathered.reshape(jax.process_count(), -1).sum(axis=0)
+  return summed[:-1], int(summed[-1])
 
 
 def _reader(chunks: Any) -> Chunks:

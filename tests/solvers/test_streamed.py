@@ -1,9 +1,11 @@
-"""dpgcd_jax.solvers.streamed: DP-GCD over row chunks equals the in-memory fit bit for bit.
+"""dpgcd_jax.solvers.streamed: DP-GCD over row chunks, against the in-memory fit.
 
-The chunks partition the records unevenly (the last chunk shorter), in float32 and float64,
-for every loss, clipping mode, penalty and mechanism pair that the streamed fit takes; its
-privacy report is the in-memory fit's. Also: `.npy` files read chunk by chunk, a prior ledger, the
-chunk order (exact sums: any order gives the same model) and bad input, rejected by name.
+Bit for bit whatever the chunking and the chunk order (exact integer totals), from lists or
+from `.npy` files read chunk by chunk. Against the in-memory `dp_gcd.fit` (chunks of uneven
+sizes, float32 and float64, every loss, clipping mode, penalty and mechanism pair the streamed
+fit takes): the same selected coordinates and privacy report, and `w` equal up to the rounding
+of the updates (XLA may fuse a multiply-add into an FMA in one compiled program and not in
+another: a few ulps at most). Also a prior ledger, and bad input, rejected by name.
 """
 
 import jax
@@ -30,9 +32,15 @@ def _chunks(X, y, rows):
   return [(X[i:i + rows], y[i:i + rows]) for i in range(0, X.shape[0], rows)]
 
 
-def _assert_same(streamed_result, result):
+def _assert_same(streamed_result, result, exact=True):
+  """The same coordinates and report; `w` bit for bit (`exact`), else up to the updates' rounding."""
   np.testing.assert_array_equal(np.asarray(streamed_result.trace.coordinates), np.asarray(result.trace.coordinates))
-  np.testing.assert_array_equal(np.asarray(streamed_result.w), np.asarray(result.w))
+  if exact:
+    np.testing.assert_array_equal(np.asarray(streamed_result.w), np.asarray(result.w))
+  else:
+    w = np.asarray(result.w)
+    ulp = np.finfo(w.dtype).eps
+    np.testing.assert_allclose(np.asarray(streamed_result.w), w, rtol=64 * ulp, atol=64 * ulp * np.abs(w).max())
   assert streamed_result.privacy.entries == result.privacy.entries
   assert streamed_result.privacy.epsilon == result.privacy.epsilon
   assert streamed_result.privacy.delta == result.privacy.delta
@@ -50,14 +58,14 @@ CASES = [
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("loss, options, l1", CASES)
-def test_streamed_fit_equals_in_memory_fit_bit_for_bit(loss, options, l1, dtype):
+def test_streamed_fit_matches_in_memory_fit(loss, options, l1, dtype):
   X, y = _data(loss, dtype)
   penalty = None if l1 is None else dg.penalties.L1(l1)
   key = jax.random.key(7)
   result = dg.dp_gcd.fit(dg.make_problem(X, y, loss, feature_bound=2.5, penalty=penalty), key, **FIT, **options)
   chunked = streamed.fit(_chunks(X, y, 400), key, num_examples=N, loss=loss, feature_bound=2.5, penalty=penalty,
                          **FIT, **options)
-  _assert_same(chunked, result)
+  _assert_same(chunked, result, exact=False)
   assert np.count_nonzero(np.asarray(result.w)) > 0  # a run that moved: the equality is not of zeros
 
 
@@ -83,8 +91,8 @@ def test_npy_chunks_read_the_files_chunk_by_chunk(tmp_path):
   assert sizes == [300, 300, 300, 200]
   assert [x.shape[0] for x, _ in chunks()] == sizes  # every call is a new pass
   key = jax.random.key(5)
-  result = dg.dp_gcd.fit(dg.make_problem(X, y, "squared", feature_bound=3.0), key, **FIT)
-  _assert_same(streamed.fit(chunks, key, num_examples=N, loss="squared", feature_bound=3.0, **FIT), result)
+  kwargs = dict(num_examples=N, loss="squared", feature_bound=3.0, **FIT)
+  _assert_same(streamed.fit(chunks, key, **kwargs), streamed.fit(_chunks(X, y, 128), key, **kwargs))
 
 
 def test_prior_is_composed_in_the_one_ledger():
@@ -94,7 +102,7 @@ def test_prior_is_composed_in_the_one_ledger():
   result = dg.dp_gcd.fit(dg.make_problem(X, y, "squared", feature_bound=3.0), key, prior=prior, **FIT)
   chunked = streamed.fit(_chunks(X, y, 500), key, num_examples=N, loss="squared", feature_bound=3.0, prior=prior,
                          **FIT)
-  _assert_same(chunked, result)
+  _assert_same(chunked, result, exact=False)
   assert chunked.privacy.entries[0][0] == "feature scales"
   assert chunked.privacy.epsilon <= FIT["epsilon"]
 
@@ -128,3 +136,15 @@ def test_npy_chunks_reject_mismatched_files_by_name(tmp_path):
     streamed.npy_chunks(tmp_path / "y.npy", tmp_path / "y.npy", rows=4)
   with pytest.raises(ValueError, match="X_path"):
     streamed.npy_chunks(tmp_path / "F.npy", tmp_path / "y.npy", rows=4)
+
+
+def test_float64_totals_beyond_2_to_53_are_added_as_integers():
+  """float64 features: the grid is fine enough that a chunk's total exceeds 2^53 (int64 totals);
+  adding them as float64 would round (measured: 3 of 30 weights off by an ulp with 4 chunks)."""
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(400, 30))
+  y = np.where(X[:, :3] @ np.array([1.0, -1.0, 0.5]) + rng.logistic(size=400) > 0, 1.0, -1.0)
+  key = jax.random.key(0)
+  kwargs = dict(num_examples=400, loss="logistic", feature_bound=1.0, epsilon=1.0, delta=1e-5, passes=25)
+  one = streamed.fit([(X, y)], key, **kwargs)
+  _assert_same(streamed.fit(_chunks(X, y, 100), key, **kwargs), one)

@@ -10,7 +10,10 @@ Cases: squared loss with a declared feature bound (float32) and with the private
 bound (float64, the release's statistic is a cross-process reduction too), logistic loss with
 coordinate clipping, and with derivative clipping where ``fit`` has it. Also: a sparse ``X``
 whose entries span the two processes is refused with a ValueError naming ``X``, and a fresh
-OS-seeded key drawn on process 0 and broadcast (the docs' recipe) is the same on both.
+OS-seeded key drawn on process 0 and broadcast (the docs' recipe) is the same on both. And
+``dg.streamed.fit`` with each process streaming only its own rows (declared bounds) returns the
+one-process streamed model bit for bit (exact totals, added across the processes), and the
+in-memory fit's coordinates.
 
 Every address is loopback: the coordinator binds 127.0.0.1, and the gloo transport is given
 hostname 127.0.0.1. The children are bounded in time and killed when the test fails.
@@ -112,6 +115,14 @@ WORKER = textwrap.dedent("""
         result = dg.dp_gcd.fit(problem, jax.random.key(0), **fit_kw, **eval(part["fit"].item()))
         out[name + "/w"] = np.asarray(result.w)  # replicated: every process reads all of w
         out[name + "/coordinates"] = np.asarray(result.trace.coordinates)
+        if "feature_bound" in make_kw:  # streamed: this process's rows in two chunks, summed exactly
+          half = len(X_local) // 2
+          chunks = [(X_local[:half], y_local[:half]), (X_local[half:], y_local[half:])]
+          streamed = dg.streamed.fit(chunks, jax.random.key(0), num_examples=2 * len(X_local), loss=loss,
+                                     **make_kw, **fit_kw, **eval(part["fit"].item()))
+          out[name + "/streamed_w"] = np.asarray(streamed.w)
+          out[name + "/streamed_coordinates"] = np.asarray(streamed.trace.coordinates)
+          out[name + "/streamed_epsilon"] = np.asarray(streamed.privacy.epsilon)
 
       # Sparse X whose entries span both processes: refused (sparse problems are not sharded).
       X_local = part["X"]
@@ -229,11 +240,14 @@ def test_two_processes_fit_equals_one_process(tmp_path):
   folder = str(tmp_path)
   procs, logs, port = _start_children(folder)
   try:  # the single-process fits while the children run
-    singles = {}
+    singles, streamed_singles = {}, {}
     for name, loss, make_kw, fit_kw, dtype, _ in cases:
       y = y_logistic if loss == "logistic" else y_squared
       problem = dg.make_problem(X.astype(dtype), y.astype(dtype), loss, **make_kw)
       singles[name] = dg.dp_gcd.fit(problem, jax.random.key(0), **fit_kw, **FIT)
+      if "feature_bound" in make_kw:  # all rows in one chunk, in one process
+        streamed_singles[name] = dg.streamed.fit([(X.astype(dtype), y.astype(dtype))], jax.random.key(0),
+                                                 num_examples=N, loss=loss, **make_kw, **fit_kw, **FIT)
   except BaseException:
     _stop(procs, logs)
     raise
@@ -254,6 +268,14 @@ def test_two_processes_fit_equals_one_process(tmp_path):
       np.testing.assert_allclose(out[name + "/w"], np.asarray(single.w), rtol=rtol, atol=atol,
                                  err_msg=where)
       assert np.count_nonzero(out[name + "/w"]) > 0, where  # a fit that moved
+      if name + "/streamed_w" in out:  # each process streamed its own rows: the one-process streamed model,
+        one = streamed_singles[name]   # bit for bit (exact totals added across the processes)
+        np.testing.assert_array_equal(out[name + "/streamed_w"], np.asarray(one.w), err_msg=where)
+        np.testing.assert_array_equal(out[name + "/streamed_coordinates"], np.asarray(single.trace.coordinates),
+                                      err_msg=where)
+        np.testing.assert_allclose(out[name + "/streamed_w"], np.asarray(single.w), rtol=rtol, atol=atol,
+                                   err_msg=where)
+        assert float(out[name + "/streamed_epsilon"]) == single.privacy.epsilon, where
   np.testing.assert_array_equal(outs[0]["key_data"], outs[1]["key_data"])  # one key everywhere
   for out in outs:
     message = str(out["sparse_error"])
