@@ -1,4 +1,5 @@
-"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver.
+"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver (the registry
+SOLVERS below holds all six: DP-GCD, DP-CD, DP-SGD, DP-FW, DP-IHT, two-stage).
 
 ``step(key, state, problem, params, **options) -> (State, Info)`` is pure and jittable; a
 hand-written loop of ``init`` / ``step`` equals ``run``; ``run(problem, key, params, *, passes)``
@@ -36,7 +37,15 @@ SOLVERS = {
     "dp_cd": (dg.dp_cd, dg.dp_cd.Params(0.8, 1.0, 2.0), {}, {}),
     "dp_sgd": (dg.dp_sgd, dg.dp_sgd.Params(0.1, 1.0, 1.0), dict(batch_size=8),
                dict(sampling_rate=8 / 40)),
+    "dp_fw": (dg.dp_fw, dg.dp_fw.Params(2.0, 1.0, 2.0), {}, {}),
+    "dp_iht": (dg.dp_iht, dg.dp_iht.Params(0.5, 1.0, 2.0, 2.0), dict(sparsity=2), dict(sparsity=2)),
+    "two_stage": (dg.two_stage, dg.two_stage.Params(1.0, 1.0, 2.0, 2.0, 2.0), dict(sparsity=3), dict(sparsity=3)),
 }
+FIT_ONLY = {"dp_fw": dict(radius=2.0)}  # fit's arguments that are Params fields in run
+
+
+def _records_coordinates(module):
+  return "coordinate" in module.Info._fields
 
 
 def _assert_same(a, b):
@@ -66,10 +75,15 @@ def test_step_returns_its_state_and_info_and_jits(name):
   new_state, info = module.step(jax.random.key(1), state, problem, params, **step_options)
   assert type(new_state) is module.State and type(info) is module.Info
   assert new_state.w.shape == state.w.shape and not np.array_equal(new_state.w, state.w)
-  assert all(jnp.shape(leaf) == () for leaf in info)
+  for field, leaf in zip(info._fields, info, strict=True):
+    if field == "support":  # DP-IHT: the s indices peeling kept, distinct
+      assert jnp.shape(leaf) == (step_options["sparsity"],) and len(set(np.asarray(leaf).tolist())) == len(leaf)
+      assert np.all((0 <= np.asarray(leaf)) & (np.asarray(leaf) < problem.num_features))
+    else:
+      assert jnp.shape(leaf) == (), field
   if module is dg.dp_sgd:
     assert 0 <= int(info.batch_size) <= problem.num_examples
-  else:
+  elif _records_coordinates(module):
     assert 0 <= int(info.coordinate) < problem.num_features
   jitted = jax.jit(module.step, static_argnames=tuple(step_options))
   jit_state, jit_info = jitted(jax.random.key(1), state, problem, params, **step_options)
@@ -105,7 +119,7 @@ def test_a_loop_of_init_and_step_equals_run(name):
     state, info = step(jax.random.fold_in(key, t), state, problem, cast, **step_options)
     coordinates.append(getattr(info, "coordinate", None))
   np.testing.assert_allclose(result.w, state.w, rtol=1e-10, atol=1e-12)
-  if module is dg.dp_sgd:
+  if not _records_coordinates(module):
     assert result.trace.coordinates is None
   else:
     np.testing.assert_array_equal(result.trace.coordinates, np.array(coordinates))
@@ -126,7 +140,7 @@ def test_new_conventions_do_not_warn():
   assert not ours, [str(w.message) for w in ours]
 
 
-@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+@pytest.mark.parametrize("name", list(SOLVERS))
 def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   module, params, run_options, _ = SOLVERS[name]
   traces = []
@@ -155,17 +169,21 @@ def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   assert len(traces) == after_run  # the number of passes is a runtime value: no retrace either
 
 
-@pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
+@pytest.mark.parametrize("name", [n for n in SOLVERS if n != "dp_gcd_gumbel"])
 def test_fit_accounts_for_exactly_the_steps_it_runs(name):
   module, _, options, _ = SOLVERS[name]
   problem = _problem()
-  result = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, **options)
+  result = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, **options,
+                      **FIT_ONLY.get(name, {}))
   ran = base.total_steps(module.SOLVER, problem, 3, **options)
-  if result.trace.coordinates is not None:
+  if _records_coordinates(module):
     assert result.trace.coordinates.shape == (ran,)
-  assert ran == {"dp_gcd": 3, "dp_cd": 3 * 6, "dp_sgd": 3 * (40 // 8)}[name]
-  counts = [e.count for e in result.privacy.entries if e.label in ("selection", "update", "step")]
-  assert counts and all(c == ran for c in counts)
+  assert ran == {"dp_gcd": 3, "dp_cd": 3 * 6, "dp_sgd": 3 * (40 // 8), "dp_fw": 3, "dp_iht": 3, "two_stage": 3}[name]
+  per_step = {"selection": ran, "update": ran, "step": ran, "vertex selection": ran,
+              # DP-IHT peels `s` indices every step; two-stage selects its support of `s` once
+              "support selection": ran * options.get("sparsity", 0) if name == "dp_iht" else options.get("sparsity")}
+  counts = {e.label: e.count for e in result.privacy.entries if e.label in per_step}  # DP-SGD's sampling apart
+  assert counts and counts == {label: per_step[label] for label in counts}, counts
 
 
 def test_another_solvers_params_are_rejected_by_name():
