@@ -35,7 +35,10 @@ runs is a function of them only.
 Several hosts: under `jax.distributed`, each process passes the chunks of ITS rows and
 `num_examples` = the rows of all processes; the processes' totals (and row counts) are added
 with one all-gather per iteration (exact, as above) and every process holds the one-process
-streamed model, bit for bit (tests/solvers/test_two_process.py). The key must be the same everywhere.
+streamed model, bit for bit (tests/solvers/test_two_process.py). The key, the number of features
+and the dtype must be the same everywhere (checked by one all-gather before the first pass). A
+ValueError on one process (a bad chunk, a wrong row count) stops that process only: the others
+wait in the next all-gather until the launcher's failure handling ends the job.
 
 Scope: dense features, a GLM loss (the margins' fast path), `curvature="public"` and one key.
 The estimators and a Parquet reader are not wired to it yet.
@@ -56,6 +59,7 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import sparse
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
@@ -159,20 +163,31 @@ def fit(
   n = _validate.check_int("num_examples", num_examples, low=1)
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_key("key", key)
+  _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
+  _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+  if feature_bound is None:  # a bound from the data would set the steps and thresholds, unaccounted
+    raise ValueError("Expected a declared public feature_bound for a streamed fit (the chunks are clipped to "
+                     "it), got feature_bound=None.")
+  if clipping_mode not in problem_lib.CLIPPING_MODES:
+    raise ValueError(f"Expected clipping_mode in {problem_lib.CLIPPING_MODES}, got clipping_mode={clipping_mode!r}.")
+  if prior is not None and not isinstance(prior, ledger_lib.Ledger):
+    raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
   read = _reader(chunks)
   selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
   dp_gcd.check_options(selection, update, rule)
   plan = dp_gcd.private_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
                              selection_share=selection_share)
 
-  def problem_of(X: Any, y: Any) -> problem_lib.Problem:
-    return problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound)
-
-  first = problem_of(*_first(read))
+  first = _chunk_problem(*_first(read), loss=loss, penalty=penalty, feature_bound=feature_bound)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
   problem_lib.check_clipping_mode(first, clipping_mode)
   budget.check_fit_inputs(first, key, epsilon, delta, budget.DEFAULT_BOUND_SHARE)
+  _check_processes(first, key)
+
+  def problem_of(X: Any, y: Any) -> problem_lib.Problem:
+    return _chunk_problem(X, y, loss=loss, penalty=penalty, feature_bound=feature_bound, like=first)
+
   spent = ledger_lib.Ledger() if prior is None else prior
   scale, report = budget.calibrated(lambda s: spent + plan.ledger(s), epsilon, delta,
                                     key=plan.cache_key + (() if prior is None else (prior,)) + (None,))
@@ -221,6 +236,38 @@ def _across_processes(total: Any, rows: int) -> tuple[Any, int]:
     gathered = np.asarray(multihost_utils.process_allgather(np.append(local, np.asarray(rows, local.dtype))))
   summed = gathered.reshape(jax.process_count(), -1).sum(axis=0)
   return summed[:-1], int(summed[-1])
+
+
+def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: Any,
+                   like: problem_lib.Problem | None = None) -> problem_lib.Problem:
+  """The chunk's problem, clipped to the declared bound; `like`: the first chunk's, whose
+  width and dtype every chunk must have (a ValueError naming `chunks`, from public shapes)."""
+  if sparse.is_sparse(X) or np.ndim(X) != 2 or np.shape(X)[0] == 0:
+    raise ValueError(f"Expected every chunk's X to be a dense non-empty (rows, p) array, got "
+                     f"{type(X).__name__} of shape {np.shape(X)} in chunks.")
+  if like is not None and np.shape(X)[1] != like.num_features:
+    raise ValueError(f"Expected every chunk to have the first chunk's {like.num_features} features, got "
+                     f"{np.shape(X)[1]} in chunks.")
+  chunk = problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound)
+  if like is not None and chunk.XT.dtype != like.XT.dtype:
+    raise ValueError(f"Expected every chunk in the first chunk's dtype {like.XT.dtype}, got {chunk.XT.dtype} in "
+                     f"chunks.")
+  return chunk
+
+
+def _check_processes(first: problem_lib.Problem, key: Array) -> None:
+  """Under `jax.distributed`: the same width, dtype and key on every process (a ValueError
+  naming them before any total is computed: one key, one release)."""
+  if jax.process_count() == 1:
+    return
+  from jax.experimental import multihost_utils  # only under jax.distributed
+  mine = np.concatenate([[first.num_features, np.dtype(first.XT.dtype).num],
+                         np.asarray(jax.random.key_data(key), np.int64).ravel()])
+  with jax.enable_x64(True):
+    every = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
+  if not np.all(every == every[0]):
+    raise ValueError("Expected the same key, number of features and dtype on every process, got "
+                     f"(features, dtype number, key data) = {every.tolist()}.")
 
 
 def _reader(chunks: Any) -> Chunks:

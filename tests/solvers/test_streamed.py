@@ -11,6 +11,7 @@ another: a few ulps at most). Also a prior ledger, and bad input, rejected by na
 import jax
 import numpy as np
 import pytest
+from scipy import sparse as scipy_sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax.solvers import streamed
@@ -56,13 +57,14 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=pytest.mark.float64)])
 @pytest.mark.parametrize("loss, options, l1", CASES)
 def test_streamed_fit_matches_in_memory_fit(loss, options, l1, dtype):
   X, y = _data(loss, dtype)
   penalty = None if l1 is None else dg.penalties.L1(l1)
   key = jax.random.key(7)
   result = dg.dp_gcd.fit(dg.make_problem(X, y, loss, feature_bound=2.5, penalty=penalty), key, **FIT, **options)
+  assert result.w.dtype == dtype
   chunked = streamed.fit(_chunks(X, y, 400), key, num_examples=N, loss=loss, feature_bound=2.5, penalty=penalty,
                          **FIT, **options)
   _assert_same(chunked, result, exact=False)
@@ -124,6 +126,39 @@ def test_bad_input_is_rejected_by_name():
                  **dict(kwargs, loss=dg.custom_loss(lambda w, x, y: 0.5 * (x @ w - y) ** 2)))
   with pytest.raises(ValueError, match="rows"):
     streamed.npy_chunks("X.npy", "y.npy", rows=0)
+  chunks = _chunks(X, y, 400)
+  with pytest.raises(ValueError, match="chunks"):  # an empty chunk (a host with no rows)
+    streamed.fit(chunks + [(X[:0], y[:0])], key, num_examples=N, **kwargs)
+  with pytest.raises(ValueError, match="chunks"):  # a chunk with another number of features
+    streamed.fit(chunks + [(X[:5, :-1], y[:5])], key, num_examples=N + 5, **kwargs)
+  with pytest.raises(ValueError, match="chunks"):
+    streamed.fit([(scipy_sparse.csr_matrix(X), y)], key, num_examples=N, **kwargs)
+
+
+@pytest.mark.float64  # float64 chunks stay float64
+def test_a_chunk_in_another_dtype_is_rejected_by_name():
+  X, y = _data("squared", np.float32)
+  with pytest.raises(ValueError, match="chunks"):
+    streamed.fit(_chunks(X, y, 400) + [(X[:5].astype(np.float64), y[:5])], jax.random.key(0), num_examples=N + 5,
+                 loss="squared", feature_bound=3.0, **FIT)
+
+
+def _never_read():
+  raise AssertionError("the chunks were read before the error")
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(feature_bound=None), "feature_bound"),  # a bound from the data would set the steps, unaccounted
+    (dict(epsilon=-1.0), "epsilon"),
+    (dict(delta=1.5), "delta"),
+    (dict(clipping_mode="both"), "clipping_mode"),
+    (dict(prior="x"), "prior"),
+    (dict(rule="gs-x"), "rule"),
+])
+def test_bad_arguments_are_rejected_before_any_chunk_is_read(bad, match):
+  kwargs = dict(num_examples=N, loss="squared", feature_bound=3.0, **FIT)
+  with pytest.raises(ValueError, match=match):
+    streamed.fit(_never_read, jax.random.key(0), **{**kwargs, **bad})
 
 
 def test_npy_chunks_reject_mismatched_files_by_name(tmp_path):
@@ -138,6 +173,7 @@ def test_npy_chunks_reject_mismatched_files_by_name(tmp_path):
     streamed.npy_chunks(tmp_path / "F.npy", tmp_path / "y.npy", rows=4)
 
 
+@pytest.mark.float64
 def test_float64_totals_beyond_2_to_53_are_added_as_integers():
   """float64 features: the grid is fine enough that a chunk's total exceeds 2^53 (int64 totals);
   adding them as float64 would round (measured: 3 of 30 weights off by an ulp with 4 chunks)."""
@@ -147,4 +183,5 @@ def test_float64_totals_beyond_2_to_53_are_added_as_integers():
   key = jax.random.key(0)
   kwargs = dict(num_examples=400, loss="logistic", feature_bound=1.0, epsilon=1.0, delta=1e-5, passes=25)
   one = streamed.fit([(X, y)], key, **kwargs)
+  assert one.w.dtype == np.float64
   _assert_same(streamed.fit(_chunks(X, y, 100), key, **kwargs), one)
