@@ -100,8 +100,8 @@ def _run_dp_gcd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyp
   result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps, step_size=step_size,
                       clip=hyper.clip, selection=selection, update=update, prior=prior, targets=targets,
                       prelude=prelude, clipping_mode=estimator.clipping, curvature=estimator._curvature_option())
-  if callable(step_size):
-    hyper = hyper._replace(step_size=float(step_size(update_noise(result.privacy))))
+  if callable(step_size):  # the step the run used, from the multipliers it returns
+    hyper = hyper._replace(step_size=float(result.params.step_size))
   return result, hyper
 
 
@@ -196,11 +196,6 @@ ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
         steps=lambda n, width, epsilon, unit: max(1, round(auto_max_iter(n, width, epsilon) / width))),
 )}
 SOLVERS = tuple(ADAPTERS)
-
-
-def update_noise(report: Any) -> float:
-  """The update noise multiplier a DP-GCD run used (its ledger's "update" entry)."""
-  return float(next(e.event.noise for e in report.entries if e.label == "update"))
 
 
 def check_solver(solver: Any, given: Any, *, penalty: Any, step_size: Any, clipping: str,

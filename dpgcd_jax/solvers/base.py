@@ -72,12 +72,15 @@ class Result(NamedTuple):
     released: the public values a `fit` released before its runs, in the same program (the
       feature bound `B` when the problem had no public smoothness; an estimator's bounds), or
       None.
+    params: the hyperparameters the run used, as cast to its dtype (a `fit`'s calibrated noise
+      multipliers, rounded up, and its step size), or None for `run`, which took them.
   """
 
   w: Array
   trace: Trace
   privacy: Any = None
   released: Any = None
+  params: Any = None
 
 
 def _one_step_per_pass(problem: problem_lib.Problem, **options: Any) -> int:

@@ -186,7 +186,7 @@ def private_fit(
     note = "smoothness: M_j = beta B_j^2 from public feature bounds B_j (declared, or released: entries above)"
   else:
     note = _smoothness_note(problem, needs_bound)
-  return result._replace(privacy=report.with_notes(note))
+  return result._replace(privacy=report.with_notes(note), params=params)
 
 
 def calibrated(ledger_at: Callable[[float], ledger_lib.Ledger], epsilon: float, delta: float, *,

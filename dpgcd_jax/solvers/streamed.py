@@ -220,7 +220,7 @@ def fit(
   note = ("smoothness: M_j = beta B_j^2 from a public feature bound (declared); records streamed in "
           "row chunks (dpgcd_jax.solvers.streamed)")
   return base.Result(base.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
-                     privacy=report.with_notes(note))
+                     privacy=report.with_notes(note), params=params)
 
 
 def _across_processes(total: Any, rows: int) -> tuple[Any, int]:

@@ -184,6 +184,13 @@ def test_fit_accounts_for_exactly_the_steps_it_runs(name):
               "support selection": ran * options.get("sparsity", 0) if name == "dp_iht" else options.get("sparsity")}
   counts = {e.label: e.count for e in result.privacy.entries if e.label in per_step}  # DP-SGD's sampling apart
   assert counts and counts == {label: per_step[label] for label in counts}, counts
+  # The result carries the hyperparameters it ran with: the calibrated multipliers, rounded up.
+  assert type(result.params) is module.Params
+  assert any(float(getattr(result.params, f)) > 0 for f in module.SOLVER.noises if getattr(result.params, f) is not None)
+  if module is dg.dp_gcd:
+    event = next(e.event for e in result.privacy.entries if e.label == "update")  # Laplace(1 / s)
+    accounted = 1.0 / event.epsilon
+    assert accounted * (1 - 1e-12) <= float(result.params.update_noise) <= accounted * (1 + 1e-6)
 
 
 def test_another_solvers_params_are_rejected_by_name():
