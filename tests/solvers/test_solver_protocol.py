@@ -186,7 +186,8 @@ def test_fit_accounts_for_exactly_the_steps_it_runs(name):
   assert counts and counts == {label: per_step[label] for label in counts}, counts
   # The result carries the hyperparameters it ran with: the calibrated multipliers, rounded up.
   assert type(result.params) is module.Params
-  assert any(float(getattr(result.params, f)) > 0 for f in module.SOLVER.noises if getattr(result.params, f) is not None)
+  noises = [getattr(result.params, f) for f in module.SOLVER.noises]
+  assert any(float(v) > 0 for v in noises if v is not None)
   if module is dg.dp_gcd:
     event = next(e.event for e in result.privacy.entries if e.label == "update")  # Laplace(1 / s)
     accounted = 1.0 / event.epsilon
