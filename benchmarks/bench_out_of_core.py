@@ -24,6 +24,7 @@ import tempfile
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import dpgcd_jax as dg
@@ -70,13 +71,47 @@ def main(n: int = 1_000_000, p: int = 64, rows: int = 65536, passes: int = 10, f
   peak = _peak_rss_mib()
   X0, y0 = next(iter(chunks()))
   accuracy = float(np.mean(np.where(X0 @ np.asarray(result.w) > 0, 1.0, -1.0) == y0))
+  layout, kernel, gemv = _per_chunk(X0, y0, n=n, passes=passes)
   print(f"table {n} x {p} float32 = {table_mib:.0f} MiB, chunks of {rows} rows, {passes} passes (eps = 1)")
   print("| measure | value |\n|---|---|")
   print(f"| disk floor: one pass of npy_chunks (read + sum) | {floor:.2f} s |")
   print(f"| streamed DP-GCD, time per pass | {per_pass:.2f} s ({per_pass / floor:.1f}x the floor) |")
   print(f"| peak resident set before the fit / over the fit | {before:.0f} MiB / {peak:.0f} MiB |")
   print(f"| growth over the fit vs the table | {peak - before:.0f} MiB vs {table_mib:.0f} MiB |")
+  print(f"| per chunk: make_problem (validation, clip, device layout) | {layout * 1e3:.1f} ms |")
+  print(f"| per chunk: margins' replay + exact clipped totals (t = {passes - 1}) | {kernel * 1e3:.1f} ms "
+        f"({kernel / gemv:.2f}x an XLA gemv over the same chunk, {gemv * 1e3:.1f} ms) |")
   print(f"| training accuracy on the first chunk | {accuracy:.3f} |")
+
+
+def _best(f, repeats: int = 7) -> float:
+  f()
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    f()
+    times.append(time.perf_counter() - start)
+  return min(times)
+
+
+def _per_chunk(X: np.ndarray, y: np.ndarray, *, n: int, passes: int) -> tuple[float, float, float]:
+  """Where a pass's time goes, per chunk (best of 7): the chunk's problem, the streamed kernel at
+  the last iteration (the longest replay), and the floor: an XLA gemv `X_c^T v` on the device."""
+  from dpgcd_jax import clipping  # the benchmark reads the streamed kernel directly
+  from dpgcd_jax.solvers import streamed
+  make = lambda: streamed._chunk_problem(X, y, loss="logistic", penalty=None, feature_bound=1.0)  # noqa: E731
+  layout = _best(lambda: make().XT.block_until_ready())
+  chunk = make()
+  p = X.shape[1]
+  thresholds = jnp.full(p, 0.5, chunk.XT.dtype)
+  coordinates, changes = jnp.arange(passes, dtype=jnp.int32) % p, jnp.full(passes, 0.01, chunk.XT.dtype)
+  bits = clipping.grid_bits(chunk.XT.dtype, n)
+  kernel = _best(lambda: np.asarray(streamed._chunk_total(chunk, jnp.zeros(p, chunk.XT.dtype), coordinates, changes,
+                                                          np.int32(passes - 1), thresholds, mode="coordinate",
+                                                          bits=bits)))
+  X_device, v = jax.device_put(X), jnp.ones(X.shape[0], X.dtype)
+  gemv = jax.jit(lambda X, v: X.T @ v)
+  return layout, kernel, _best(lambda: gemv(X_device, v).block_until_ready())
 
 
 if __name__ == "__main__":
