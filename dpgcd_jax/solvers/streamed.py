@@ -202,10 +202,11 @@ def fit(
   for t in range(passes):
     total: Any = 0  # exact: int64 totals (float64 data) or float64 integers below 2^53 (float32)
     rows = 0
+    history = jnp.asarray(coordinates)  # once per pass, not per chunk
     for X, y in read():
       chunk = problem_of(X, y)
       rows += chunk.num_examples
-      total = total + np.asarray(_chunk_total(chunk, w0, jnp.asarray(coordinates), changes, np.int32(t), thresholds,
+      total = total + np.asarray(_chunk_total(chunk, w0, history, changes, np.int32(t), thresholds,
                                               mode=clipping_mode, bits=bits))
     total, rows = _across_processes(total, rows)
     if rows != n:
@@ -290,7 +291,8 @@ def _first(read: Chunks) -> tuple[Any, Any]:
 @functools.partial(jax.jit, static_argnames=("mode", "bits"))
 def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, changes: Array, t: Array,
                  thresholds: Array, *, mode: str, bits: int) -> Array:
-  """The chunk's exact totals `Q_j` (float64) at iteration `t`: margins replayed from `w0`
+  """The chunk's exact totals `Q_j` at iteration `t` (float64 integers below `2^53` for float32
+  features, int64 for float64: [`dpgcd_jax.clipping.exact_total`][]): margins replayed from `w0`
   through the first `t` changes, as the in-memory run updates its cached margins."""
   margins = problem_lib.init_margins(chunk, w0)
   margins = jax.lax.fori_loop(
