@@ -13,7 +13,8 @@ rows (the harness may read them: it is not the estimator) and sorts each fit:
 * **learned**: accuracy at least the majority share of the held-out rows + 0.05, or R^2 >= 0.1;
 * **weak**: none of these (reported, not scored).
 
-Rates: false positives = learned fits that raised any post-fit UserWarning / learned fits
+Rates: false positives = learned fits that raised any post-fit UserWarning (at `fit`, or at
+`predict` on the held-out rows: `dpgcd_jax.estimators._predictions`) / learned fits
 (target <= 5%); detection = failed (zero or constant) fits that warned / failed fits (target
 >= 95%), with Wilson 95% intervals. The `before` columns apply the rules of the code before this
 change (commit 323de33: w = 0; one class over the bounds from per-class score intervals; a
@@ -151,7 +152,8 @@ CASES = [
 # ---------------------------------------------------------------------------------------------
 # Fits
 # ---------------------------------------------------------------------------------------------
-KINDS = (("zero", "every coefficient is 0"), ("box", "within the feature bounds"),
+KINDS = (("predictions", "reads only the predictions returned"),
+         ("zero", "every coefficient is 0"), ("box", "within the feature bounds"),
          ("ellipsoid", "most likely for every row"), ("flat", "nearly constant"),
          ("feature bound noise", "released feature bound"), ("target bound noise", "released target bound"))
 
@@ -163,7 +165,6 @@ def _kinds(messages: list[str]) -> list[str]:
 def _before(model: Any, n: int, regressor: bool) -> bool:
   """Whether the rules of 323de33 warn on this fit's released values (module docstring)."""
   from dpgcd_jax.estimators import _released  # pylint: disable=import-outside-toplevel
-  from dpgcd_jax.estimators import _solvers  # pylint: disable=import-outside-toplevel
   coef, intercept = np.atleast_2d(model.coef_), np.atleast_1d(model.intercept_)
   reach = np.abs(coef) @ model.feature_bound_
   if not np.any(coef):
@@ -178,7 +179,8 @@ def _before(model: Any, n: int, regressor: bool) -> bool:
     return bool(low[best] > np.max(np.delete(high, best)))
   if 2.0 * reach[0] < 0.05 * 2.0 * model.target_bound_:
     return True
-  noise = _released.prediction_noise(_solvers.update_noise(model.privacy_), step_size=model.step_size_,
+  update = next(e.event for e in model.privacy_.entries if e.label == "update")
+  noise = _released.prediction_noise(update.noise, step_size=model.step_size_,
                                      clip=model.clip_, curvature=model._curvature, n=n,  # pylint: disable=protected-access
                                      steps=model.n_iter_)
   return noise > 0.25
@@ -229,7 +231,12 @@ def fit_one(case: Case, epsilon: float, seed: int, cv: bool = False) -> dict[str
     fallback = [m for m in messages if "search was skipped" in m]
     return dict(record, fell_back=bool(model.fell_back_), reason=model.fallback_reason_, warned=bool(fallback))
   coef = np.atleast_2d(model.coef_)
-  prediction = model.predict(X_test)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    prediction = model.predict(X_test)
+  messages += [str(w.message) for w in caught
+               if w.category is UserWarning and str(w.message).startswith(f"{name}.predict:")]
+  losses: dict[str, float] = {}
   if classification:
     majority = np.max(np.unique(y_test, return_counts=True)[1]) / y_test.size
     score = float(np.mean(prediction == y_test))
@@ -239,6 +246,7 @@ def fit_one(case: Case, epsilon: float, seed: int, cv: bool = False) -> dict[str
     provable = _released._constant_winner(  # pylint: disable=protected-access
         coef, np.atleast_1d(model.intercept_), model.feature_bound_, 1)[0] is not None
     ratio = _ellipsoid_ratio(coef, np.atleast_1d(model.intercept_), model.feature_bound_)
+    losses = _log_losses(model, X_test, y_test, y_train)
   else:
     score = float(1.0 - np.mean((prediction - y_test) ** 2) / np.var(y_test))
     constant = bool(np.std(prediction) < CONSTANT_STD * np.std(y_test))
@@ -246,7 +254,17 @@ def fit_one(case: Case, epsilon: float, seed: int, cv: bool = False) -> dict[str
     provable, ratio = False, math.nan
   outcome = "zero" if not np.any(coef) else "constant" if constant else "learned" if learned else "weak"
   return dict(record, outcome=outcome, score=score, provable=provable, ratio=ratio, kinds=_kinds(messages),
-              warned=bool(messages), before=_before(model, X_train.shape[0], not classification))
+              warned=bool(messages), before=_before(model, X_train.shape[0], not classification), **losses)
+
+
+def _log_losses(model: Any, X_test: np.ndarray, y_test: np.ndarray, y_train: np.ndarray) -> dict[str, float]:
+  """Held-out log loss of `predict_proba` and of the training rows' class shares (the prior; read
+  by this harness, not by the estimator), for issue 31's item 6."""
+  from sklearn.metrics import log_loss  # pylint: disable=import-outside-toplevel
+  labels = model.classes_
+  prior = np.array([np.mean(y_train == c) for c in labels])
+  return dict(log_loss=float(log_loss(y_test, model.predict_proba(X_test), labels=labels)),
+              prior_log_loss=float(log_loss(y_test, np.tile(prior, (y_test.size, 1)), labels=labels)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,17 +360,18 @@ def report(rows: list[dict[str, Any]], cv_rows: list[dict[str, Any]], args: argp
   lines += ["", "## Failed fits that did not warn", "",
             ", ".join(f"{name}: {count}" for name, count in missed.most_common()) or "none", "",
             "- Features in a corner of the bounds `[-B, B]` (non-negative ones: `imbalanced_positive`, raw "
-            "`breast_cancer` and `wine`): the model answers one class on the rows, not over the bounds. The same "
-            "released coefficients, intercept and bounds separate centred data, so no released value tells the "
-            "two apart. Declared bounds that follow each feature's range (and asymmetric ones, once "
-            "`feature_bound=(lower, upper)` exists) let the `box` test see it.",
+            "`breast_cancer` and `wine`): the model answers one class on the rows, not over the bounds, and no "
+            "released value tells it from a model that separates centred data. `predict` sees it on the rows it "
+            "returns (the `predictions` warning, a function of its output only, from 30 rows).",
             "- Models near the threshold on centred data: the ellipsoid test fires when the intercept margin "
             "exceeds `||w B||_2` (ratio > 1). Largest ratio among the fits that learned: "
             f"{max(learned_ratios, default=math.nan):.2f}; ratios of the missed constant classifiers: "
-            f"{', '.join(f'{x:.2f}' for x in missed_ratios[-12:])} (the largest 12).",
+            f"{', '.join(f'{x:.2f}' for x in missed_ratios[-12:]) or 'none'} (the largest 12).",
             "- A regressor's target bound that its noise put low although, at that n and epsilon, the noise "
-            "rarely does (`noise_probability` < 0.5): the predictions are then ~0, but the same T is what a "
-            "small target gives.",
+            "rarely does (`noise_probability` < 0.5): the predictions are then ~0 and vary by more than 1% of "
+            "that T but less than 1% of the standard deviation of y, which neither the released values nor the "
+            "predictions (without y) tell from a small target.",
+            ""] + _probability_lines(rows) + [
             "", "## CV estimators: the fallback to the defaults", "",
             "| estimator | fits | fell_back_ | warned | fallback_reason_ (first) |", "|---|---|---|---|---|"]
   for name in ("DPGCDClassifierCV", "DPGCDRegressorCV"):
@@ -361,6 +380,31 @@ def report(rows: list[dict[str, Any]], cv_rows: list[dict[str, Any]], args: argp
       lines.append(f"| {name} | {len(chosen)} | {sum(r['fell_back'] for r in chosen)} | "
                    f"{sum(r['warned'] for r in chosen)} | {chosen[0]['reason']} |")
   return "\n".join(lines) + "\n"
+
+
+PROBABILITY_SLACK = 0.02  # nats: a held-out log loss above the prior's by more than this is "worse"
+
+
+def _probability_lines(rows: list[dict[str, Any]]) -> list[str]:
+  """Issue 31, item 6: `predict_proba`'s held-out log loss against the class prior's."""
+  chosen = [r for r in rows if "log_loss" in r]
+  if not chosen:
+    return []
+  lines = ["## Honest probabilities: predict_proba against the class prior", "",
+           f"Held-out log loss (nats) of `predict_proba` and of the training rows' class shares; `worse`: fits whose "
+           f"log loss exceeds the prior's by more than {PROBABILITY_SLACK:g}.", "",
+           "| data set | eps | log loss | prior | worse | largest excess |", "|---|---|---|---|---|---|"]
+  by_cell: dict[tuple[str, float], list[dict[str, Any]]] = collections.defaultdict(list)
+  for r in chosen:
+    by_cell[(r["case"], r["epsilon"])].append(r)
+  for (name, eps), cell in by_cell.items():
+    excess = np.array([r["log_loss"] - r["prior_log_loss"] for r in cell])
+    lines.append(f"| {name} | {eps:g} | {np.mean([r['log_loss'] for r in cell]):.3f} | "
+                 f"{np.mean([r['prior_log_loss'] for r in cell]):.3f} | {int(np.sum(excess > PROBABILITY_SLACK))}/"
+                 f"{len(cell)} | {np.max(excess):+.3f} |")
+  worse = sum(r["log_loss"] - r["prior_log_loss"] > PROBABILITY_SLACK for r in chosen)
+  lines += ["", f"In all: {_rate(worse, len(chosen))} of the classifier fits are worse than the prior.", ""]
+  return lines
 
 
 def main() -> None:

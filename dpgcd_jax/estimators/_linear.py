@@ -56,6 +56,7 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
+from dpgcd_jax.estimators import _predictions
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators._defaults import AUTO
@@ -521,6 +522,20 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
       acct.spend(report, f"{type(self).__name__}.fit")
     self.privacy_ = report
 
+  def predict(self, X: Any) -> np.ndarray:
+    """The class of each row (classifier) or `<clip_B(x), w> + b` (regressor), (n,).
+
+    Warns when the model answers one class for every one of at least 30 rows, or a regressor's
+    predictions barely vary (`dpgcd_jax.estimators._predictions`: a function of the returned
+    predictions only, so it reveals nothing they do not).
+    """
+    predictions = self._predict(X)
+    _predictions.predicted(self, predictions)
+    return predictions
+
+  def _predict(self, X: Any) -> np.ndarray:
+    raise NotImplementedError
+
   def private_score(self, X: Any, y: Any, *, epsilon: float, key: jax.Array | None = None,
                     target_bound: Any = None) -> Any:
     """A private score of the fitted model on `(X, y)`: accuracy (classifier) or R^2 (regressor,
@@ -535,13 +550,13 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
 
     key = key_from(None) if key is None else key
     if isinstance(self, ClassifierMixin):
-      return scoring.private_accuracy(np.asarray(y), self.predict(X), epsilon=epsilon, key=key,
+      return scoring.private_accuracy(np.asarray(y), self._predict(X), epsilon=epsilon, key=key,
                                       accountant=self.accountant, secure_noise=bool(self.secure_noise))
     bound = self.target_bound if target_bound is None else target_bound
     if bound is None:
       raise ValueError("Expected a public target_bound for a regressor's private R^2 (declare it in the "
                        "estimator or pass target_bound=), got target_bound=None.")
-    return scoring.private_r2(np.asarray(y, float), self.predict(X), epsilon=epsilon, key=key, target_bound=bound,
+    return scoring.private_r2(np.asarray(y, float), self._predict(X), epsilon=epsilon, key=key, target_bound=bound,
                               accountant=self.accountant, secure_noise=bool(self.secure_noise))
 
   def fit(self, X: Any, y: Any, sample_weight: Any = None) -> DPGCDBase:
@@ -952,7 +967,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     scores = self._decision(X)
     return scores[:, 0] if scores.shape[1] == 1 else scores
 
-  def predict(self, X: Any) -> np.ndarray:
+  def _predict(self, X: Any) -> np.ndarray:
     scores = self.decision_function(X)
     index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
     return self.classes_[index]
@@ -1067,6 +1082,6 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef[0], float(intercept[0])
 
-  def predict(self, X: Any) -> np.ndarray:
+  def _predict(self, X: Any) -> np.ndarray:
     """`<clip_B(x), w> + b`, (n,)."""
     return self._decision(X)[:, 0]

@@ -195,3 +195,51 @@ def test_cv_says_when_it_fell_back_to_the_defaults_and_why(estimator, kwargs):
                                                param_grid={"clip": [0.1, 0.2]}, **kwargs), X, y)
   assert searched.fell_back_ is False and searched.fallback_reason_ is None
   assert not any("search was skipped" in m for m in messages)
+
+
+# ---------------------------------------------------------------------------------------------
+# predict: one answer for every row it returns
+# ---------------------------------------------------------------------------------------------
+def _predict_warnings(model, X):
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    predictions = model.predict(X)
+  return predictions, [str(w.message) for w in caught if w.category is UserWarning]
+
+
+def test_a_classifier_answering_one_class_on_the_rows_warns_at_predict_only_there():
+  """Non-negative features with symmetric bounds: no released value proves one class over the
+  bounds, but the rows all get the majority; `predict` says so, `private_score` (whose
+  predictions are not released) and a model that separates the rows do not."""
+  rng = np.random.default_rng(0)
+  X, y = np.abs(rng.normal(size=(400, 10))), (rng.uniform(size=400) < 0.2).astype(int)
+  model = DPGCDClassifier(classes=[0, 1], feature_bound=3.0, random_state=0)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    model.fit(X, y)
+  predictions, messages = _predict_warnings(model, X)
+  assert np.unique(predictions).size == 1
+  (message,) = messages
+  assert message.startswith("DPGCDClassifier.predict: every one of the 400 predictions is the same class, 0")
+  assert "Cause:" in message and "feature_bound=(lower, upper)" in message
+  _, few = _predict_warnings(model, X[:29])  # under MIN_ROWS: a model that learned may answer one class
+  assert few == []
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model.private_score(X, y, epsilon=1.0)
+  assert not [w for w in caught if "predictions" in str(w.message)]
+  X, y = _blobs(0)
+  model = DPGCDClassifier(classes=[0, 1], epsilon=5.0, feature_bound=4.0, random_state=0).fit(X, y)
+  predictions, messages = _predict_warnings(model, X)
+  assert np.unique(predictions).size == 2 and messages == []
+
+
+def test_a_regressor_with_flat_predictions_warns_at_predict():
+  X, y = _linear_target(0, 400)
+  model = DPGCDRegressor(epsilon=5.0, feature_bound=3.0, target_bound=4.0, random_state=0).fit(X, y)
+  _, messages = _predict_warnings(model, X)
+  assert messages == []
+  model.coef_ = 0.001 * model.coef_  # a model that barely moves its predictions (std << 1% of T)
+  _, messages = _predict_warnings(model, X)
+  (message,) = messages
+  assert "standard deviation" in message and "target bound T = 4" in message and "target_bound=" in message
