@@ -125,7 +125,7 @@ def _common(estimator: Any, problem: Any, targets: Any, hyper: Hyper, *, n: int,
 def _run_dp_fw(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyper, **kw: Any) -> tuple[Any, Hyper]:
   params, common = _common(estimator, problem, targets, hyper, **kw)
   return dp_fw.fit(problem, key, radius=params["radius"], clip=hyper.clip, clipping_mode=estimator.clipping,
-                   **common), hyper
+                   secure_noise=bool(estimator.secure_noise), **common), hyper
 
 
 def _run_dp_iht(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyper, **kw: Any) -> tuple[Any, Hyper]:
@@ -175,8 +175,9 @@ ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
             released_curvature=True, steps=lambda n, width, epsilon, unit: auto_greedy_steps(n, epsilon, unit)),
     Adapter("dp_fw", ("radius",), _run_dp_fw, lambda estimator, num_targets, hyper: (
         f"solver dp_fw (DP Frank-Wolfe): {num_targets} run(s) x {hyper.max_iter} steps on the l1 ball of radius "
-        f"{estimator.solver_params_['radius']:g} (in units of {_units(estimator)}), one exponential-mechanism "
-        f"vertex selection per step"), unit_features=True, check=_check_dp_fw),
+        f"{estimator.solver_params_['radius']:g} (in units of {_units(estimator)}), one "
+        f"{'discrete report-noisy-max' if estimator.secure_noise else 'exponential-mechanism'} vertex selection "
+        f"per step"), secure=True, unit_features=True, check=_check_dp_fw),
     # s coordinates move at once: DP-GCD's step divided by s keeps the margin move per step at
     # most about AUTO_MARGIN_STEP (measured in AUTO_RADIUS's setting: step 1 / 0.5 / 0.25 / auto
     # gave R^2 -2.7 / -0.17 / 0.25 / 0.56 at epsilon = 1, 0.44 / 0.78 / 0.85 / 0.90 at 5).

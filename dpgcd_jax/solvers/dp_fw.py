@@ -49,8 +49,18 @@ Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
   scalar `clip` read the coordinate smoothness `M`, which must be public: [`fit`][dpgcd_jax.solvers.dp_fw.fit]
   makes it so, as for DP-GCD. The objective values in the trace are NOT private.
 
-Floating point: the Gumbel draw is not snapped (`secure_noise` is not offered, like
-`selection="gumbel"` in DP-GCD).
+Floating point: the Gumbel draw is not snapped. With `secure_noise=True` the vertex is drawn
+by report-noisy-max with discrete Laplace noise on the public grid instead
+(`dpgcd_jax.mechanisms.DiscreteLaplaceNoisyMax`, selection "discrete_laplace"): the
+utilities `+-r g_j` snapped to integers, plus integer noise of scale `floor(b D) + 1`, the
+event `PureDp(2 / b)` per step (an upper bound on the exact mechanism; it is `2 / b`-DP like
+the exponential mechanism, and the ledger composes it as pure DP instead of bounded range).
+Its sensitivity adds the arithmetic after the exact clipped mean to `Delta_u`
+([`secure_sensitivity`][dpgcd_jax.solvers.dp_fw.secure_sensitivity]): `g_j` is the mean (its
+rounding in `Delta_j`) plus the public `l2 w_j` and penalty gradient, then times the public
+`r`; each of those two roundings moves a value of size at most `V = r max_j (C_j + |l2 w_j +
+psi'_j(w)|)` (public: `w` is) by at most `u V` (`u` the unit roundoff), on either
+neighbour. An invalid multiplier or a capped draw releases NaN (fail closed).
 
 One step reads every example once: `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_fw.run] and
   [`fit`][dpgcd_jax.solvers.dp_fw.fit])
@@ -80,6 +90,7 @@ from dpgcd_jax.solvers import budget
 Array = jax.Array
 
 SELECTION = mechanisms.GumbelMax()  # the exponential mechanism, BoundedRange(2 / b) per use
+SELECTIONS = ("gumbel", "discrete_laplace")  # secure_noise=False / True
 
 
 class Params(NamedTuple):
@@ -148,8 +159,18 @@ def utility_sensitivity(radius: Array, thresholds: Array, num_examples: int) -> 
   return radius * jnp.max(clipping.mean_sensitivity(thresholds, num_examples))
 
 
+def secure_sensitivity(sensitivity: Array, radius: Array, thresholds: Array, public_gradient: Array) -> Array:
+  """`Delta_u + 4 eps V`, `V = r max_j (C_j + |public_gradient_j|)` (module docstring,
+  "Floating point"): the utilities' sensitivity with the rounding of the two float
+  operations after the exact mean (`eps` of the dtype: twice the unit roundoff, twice over
+  for the two neighbours)."""
+  eps = jnp.finfo(jnp.result_type(sensitivity, jnp.float32)).eps
+  size = radius * jnp.max(thresholds + jnp.abs(public_gradient))
+  return sensitivity + 4.0 * eps * size
+
+
 def select_vertex(key: Array, g: Array, radius: Array, multiplier: Array,
-                  sensitivity: Array) -> tuple[Array, Array]:
+                  sensitivity: Array, *, selection: str = "gumbel") -> tuple[Array, Array, Array]:
   """`(j, sigma)` of the vertex `sigma r e_j` drawn by the exponential mechanism.
 
   Utilities `u = r (-g, +g)` (index `k < p`: `+r e_k`; `k >= p`: `-r e_(k-p)`),
@@ -157,16 +178,25 @@ def select_vertex(key: Array, g: Array, radius: Array, multiplier: Array,
   [`utility_sensitivity`][dpgcd_jax.solvers.dp_fw.utility_sensitivity]):
   `P(sigma r e_j) = softmax(u / (multiplier sensitivity))`. A multiplier of 0 is the exact
   argmax; an invalid one gives NaN scores (a data-independent index, and `run` returns NaN).
+  `selection="discrete_laplace"` (`secure_noise`): report-noisy-max on the public grid, with
+  `sensitivity` from [`secure_sensitivity`][dpgcd_jax.solvers.dp_fw.secure_sensitivity].
+
+  Returns:
+    `(j, sigma, ok)`: `ok` False when a discrete draw failed (the step then releases NaN).
   """
   p = g.shape[0]
   utilities = radius * jnp.concatenate([-g, g])
-  scale = clipping.noise_scale(multiplier, sensitivity)
-  # The score ignores w, M, penalty (None here), and GumbelMax ignores rule: select is typed
+  # The score ignores w, M, penalty (None here), and the mechanisms ignore rule: select is typed
   # for DP-GCD's call (mechanisms.py), so it is called here through an untyped view of itself.
-  select = cast(Callable[..., Array], SELECTION.select)
-  k = select(key, lambda u, *_: u, utilities, None, None, None, scale, None)
+  mechanism = mechanisms.selection(selection)
+  select = cast(Callable[..., Any], mechanism.select)
+  if mechanisms.is_discrete(mechanism):
+    k, ok = select(key, lambda u, *_: u, utilities, None, None, None, multiplier, sensitivity, "gs-s")
+  else:
+    k, ok = select(key, lambda u, *_: u, utilities, None, None, None,
+                   clipping.noise_scale(multiplier, sensitivity), None), jnp.asarray(True)
   sign = jnp.where(k < p, 1, -1).astype(g.dtype)
-  return k % p, sign
+  return k % p, sign, ok
 
 
 def step(
@@ -176,6 +206,7 @@ def step(
     params: Params,
     *,
     clipping_mode: str = "coordinate",
+    selection: str = "gumbel",
 ) -> tuple[State, Info]:
   """One DP-FW step (pure, jittable): the new state and the selected vertex.
 
@@ -185,7 +216,7 @@ def step(
     problem: from [`dpgcd_jax.make_problem`][] (penalty none or `L2`).
     params: [`Params`][dpgcd_jax.solvers.dp_fw.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_fw.run] validates and
       casts them).
-    clipping_mode: static; see [`run`][dpgcd_jax.solvers.dp_fw.run].
+    clipping_mode, selection: static; see [`run`][dpgcd_jax.solvers.dp_fw.run].
 
   Returns:
     `(State, Info)`.
@@ -193,11 +224,14 @@ def step(
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
-  g = g + _penalty_gradient(problem.penalty, state.w)
+  penalty_gradient = _penalty_gradient(problem.penalty, state.w)
+  g = g + penalty_gradient
   sensitivity = utility_sensitivity(params.radius, thresholds, problem.num_examples)
-  j, sign = select_vertex(key, g, params.radius, params.selection_noise, sensitivity)
+  if mechanisms.is_discrete(mechanisms.selection(selection)):
+    sensitivity = secure_sensitivity(sensitivity, params.radius, thresholds, problem.l2 * state.w + penalty_gradient)
+  j, sign, ok = select_vertex(key, g, params.radius, params.selection_noise, sensitivity, selection=selection)
   mu = (2.0 / (state.count + 2.0)).astype(state.w.dtype)
-  move = mu * sign * params.radius
+  move = jnp.where(ok, mu * sign * params.radius, jnp.nan)  # a failed discrete draw: NaN, data-independent
   w = (1.0 - mu) * state.w + jnp.where(jnp.arange(state.w.shape[0]) == j, move, 0.0)  # no scatter
   margins = None
   if state.margins is not None:
@@ -213,11 +247,14 @@ def _penalty_gradient(penalty: Any, w: Array) -> Array:
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise",))
 
 
-def fw_ledger(selection_noise: float, steps: int) -> ledger_lib.Ledger:
-  """The ledger of `steps` DP-FW steps: one `BoundedRange(2 / b)` vertex selection each."""
+def fw_ledger(selection_noise: float, steps: int, selection: str = "gumbel") -> ledger_lib.Ledger:
+  """The ledger of `steps` DP-FW steps: one vertex selection each, `BoundedRange(2 / b)`
+  (`selection="gumbel"`) or `PureDp(2 / b)` (`"discrete_laplace"`, `secure_noise`)."""
   steps = _validate.check_int("steps", steps, low=0)
   _validate.check_positive("selection_noise", selection_noise, allow_zero=True, allow_inf=True)
-  return ledger_lib.Ledger.of(("vertex selection", SELECTION.event(float(selection_noise)), steps))
+  _validate.check_choice("selection", selection, SELECTIONS)
+  event = mechanisms.selection(selection).event(float(selection_noise))
+  return ledger_lib.Ledger.of(("vertex selection", event, steps))
 
 
 def _check_radius(radius: Any) -> None:
@@ -245,6 +282,7 @@ def run(
     passes: int,
     clipping_mode: str = "coordinate",
     store_objective: bool = False,
+    selection: str = "gumbel",
 ) -> base.Result:
   """Runs `passes` DP-FW steps (one step = one pass over the data) under jit.
 
@@ -256,6 +294,8 @@ def run(
     clipping_mode: "coordinate" (per-coordinate clipping, as DP-GCD) or "derivative" (clip the
       scalar `phi'` of a GLM loss with bounded features; same sensitivity).
     store_objective: record the (NOT private) objective after every step (off by default).
+    selection: "gumbel" (the exponential mechanism, default) or "discrete_laplace"
+      (report-noisy-max on the public grid, floating-point safe; module docstring).
 
   Returns:
     A [`dpgcd_jax.Result`][]: the final iterate and the trace (the coordinate of each
@@ -273,8 +313,9 @@ def run(
   """
   _check_params_radius(params)
   _check_problem(problem, clipping_mode)
+  _validate.check_choice("selection", selection, SELECTIONS)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
-                  clipping_mode=clipping_mode)
+                  clipping_mode=clipping_mode, selection=selection)
 
 
 def fit(
@@ -292,6 +333,7 @@ def fit(
     targets: Any = None,
     prelude: Any = None,
     clipping_mode: str = "coordinate",
+    secure_noise: bool = False,
 ) -> base.Result:
   """(epsilon, delta)-DP Frank-Wolfe on the l1 ball of radius `radius`.
 
@@ -320,11 +362,16 @@ def fit(
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
       estimators' bounds), whose `ledger` joins the one ledger.
     clipping_mode: see [`run`][dpgcd_jax.solvers.dp_fw.run].
+    secure_noise: draw each vertex by discrete report-noisy-max on the public grid
+      (`PureDp(2 / b)` per step; module docstring, "Floating point") instead of Gumbel noise.
 
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
   passes = _validate.check_int("passes", passes, low=1)
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  selection = SELECTIONS[secure_noise]
   _check_radius(radius)
   released, bounded = problem_lib.as_fit_runs(problem)
   _check_problem(bounded, clipping_mode)
@@ -333,6 +380,7 @@ def fit(
   return budget.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(radius, clip, scale),
-      solver_ledger=lambda scale: fw_ledger(scale, steps),
-      cache_key=("dp_fw", steps), store_objective=store_objective, prior=prior,
-      prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, clipping_mode=clipping_mode)
+      solver_ledger=lambda scale: fw_ledger(scale, steps, selection),
+      cache_key=("dp_fw", steps, selection), store_objective=store_objective, prior=prior,
+      prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, clipping_mode=clipping_mode,
+      selection=selection)

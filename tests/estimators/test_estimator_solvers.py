@@ -137,7 +137,6 @@ def test_default_is_dp_gcd_exactly(estimator):
     (dict(solver="dp_iht", solver_params={"sparsity": 2.5}), "solver_params['sparsity']"),
     (dict(solver="two_stage", solver_params={"sparsity": 22}), "solver_params['sparsity']"),
     (dict(solver="two_stage", solver_params={"support_share": 1.0}), "solver_params['support_share']"),
-    (dict(solver="dp_fw", secure_noise=True), "secure_noise"),
     (dict(solver="dp_iht", secure_noise=True), "secure_noise"),
     (dict(solver="dp_cd", clipping="derivative"), "clipping"),
     (dict(solver="dp_fw", penalty="l1"), "penalty"),

@@ -39,6 +39,7 @@ ESTIMATORS = {
     "regressor_cv": lambda secure: DPGCDRegressorCV(secure_noise=secure, param_grid={"max_iter": [5, 10]},
                                                     random_state=0),
     "dp_cd": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="dp_cd", random_state=0),
+    "dp_fw": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="dp_fw", random_state=0),
 }
 
 

@@ -12,6 +12,8 @@ from scipy import special
 from scipy import stats
 
 import dpgcd_jax as dg
+from dpgcd_jax import discrete_noise
+from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import BoundedRange
 from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.solvers import base
@@ -198,6 +200,58 @@ def test_selected_vertex_frequencies_match_the_exponential_mechanism():
   np.testing.assert_allclose(special.softmax(eps0 * utilities / (2 * sensitivity)),
                              special.softmax(utilities / (b * sensitivity)))
   assert p_value(2.0 * b) < 1e-12 and p_value(0.5 * b) < 1e-12  # a wrong scale is rejected
+
+
+def _noisy_max_law(k: np.ndarray, t: int) -> np.ndarray:
+  """`P(argmax_s k_s + Z_s = s)` for integers `k`, iid discrete Laplace `Z` of scale `t`, ties
+  to the lowest index (exact, by summing over the winner's noise)."""
+  z = np.arange(-80 * t, 80 * t + 1)
+  pmf = discrete_noise.discrete_laplace_pmf(z, t)
+  cdf = np.cumsum(pmf)
+  below = lambda v: np.interp(v, z, cdf, left=0.0, right=1.0)  # P(Z <= v), v integer
+  law = []
+  for s in range(k.size):
+    total = np.ones_like(z, float)
+    for l in range(k.size):
+      if l != s:  # a lower index wins ties: strictly below it, at or below a higher one
+        total *= below(k[s] + z - k[l] - (1 if l < s else 0))
+    law.append(np.sum(pmf * total))
+  return np.array(law)
+
+
+def test_secure_vertex_frequencies_match_discrete_report_noisy_max():
+  """`secure_noise`: the vertex is report-noisy-max of the snapped utilities with discrete
+  Laplace noise of scale `floor(b D) + 1` (D the grid sensitivity of `secure_sensitivity`);
+  a wrong scale is rejected, and the ledger charges `PureDp(2 / b)` per step."""
+  rng = np.random.default_rng(3)
+  n, p, r, b, draws = 20, 3, 2.0, 2.0, 20_000
+  X = rng.uniform(-1.0, 1.0, size=(n, p))
+  y = rng.uniform(-1.0, 1.0, size=n)
+  problem = dg.make_problem(X, y, "squared", feature_bound=1.0)
+  params = base.cast_params(dp_fw.SOLVER, problem, dp_fw.Params(r, 1.0, b))
+  state = dp_fw.init(problem)
+  keys = jax.random.split(jax.random.key(7), draws)
+  step = lambda k: dp_fw.step(k, state, problem, params, selection="discrete_laplace")
+  _, info = jax.jit(jax.vmap(step))(keys)
+  counts = np.bincount(np.where(np.asarray(info.sign) > 0, 0, p) + np.asarray(info.coordinate), minlength=2 * p)
+  thresholds = np.ones(p, np.float32)
+  g = problem_lib.clipped_gradient(problem, state.w, state.margins, jnp.asarray(thresholds))
+  sensitivity = dp_fw.secure_sensitivity(dp_fw.utility_sensitivity(r, thresholds, n), r, thresholds,
+                                         jnp.zeros(p))
+  assert float(sensitivity) > r * 2.0 / n  # the float slack is added
+  gran = float(discrete_noise.grid_step(b * sensitivity))
+  D = float(discrete_noise.grid_sensitivity(sensitivity, gran))
+  k = np.round(np.asarray(r * np.concatenate([-g, g]), np.float64) / gran)
+
+  def p_value(scale):
+    return stats.chisquare(counts, _noisy_max_law(k, scale) * draws).pvalue
+
+  t = int(np.floor(b * D)) + 1
+  assert p_value(t) > 1e-3
+  assert p_value(2 * t) < 1e-12 and p_value(t // 2) < 1e-12
+  ledger = dp_fw.fw_ledger(b, 4, "discrete_laplace")
+  (entry,) = ledger.entries
+  assert isinstance(entry.event, PureDp) and entry.event.epsilon >= 2.0 / b and entry.count == 4
 
 
 # ------------------------------------------------------------------------------------------
