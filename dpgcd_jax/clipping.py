@@ -196,6 +196,16 @@ def mean_sensitivity(thresholds: Array, num_examples: int | Array) -> Array:
   return (2.0 * thresholds / num_examples + (2.0 * r) * thresholds) * margin
 
 
+def with_roundings(sensitivity: Array, size: Array, *, roundings: int) -> Array:
+  """`sensitivity + roundings eps size`: a sensitivity widened by the rounding of up to
+  `roundings` float operations on either neighbour (each at most `u size`, `u = eps / 2` the
+  unit roundoff, so `2 roundings u size` in all, doubled for margin), on values of magnitude at
+  most the PUBLIC `size`. The secure (grid) mechanisms of DP-FW, DP-IHT and two-stage use it
+  for the arithmetic between the exact clipped mean and the released score or value."""
+  eps = jnp.finfo(jnp.result_type(sensitivity, jnp.float32)).eps
+  return sensitivity + roundings * eps * size
+
+
 # ----------------------------------------------------------------------------------------
 # Exact clipped sums on a public power-of-two grid (module docstring, "Sums that meet ...").
 # ----------------------------------------------------------------------------------------

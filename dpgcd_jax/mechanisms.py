@@ -291,18 +291,26 @@ class DiscreteLaplaceNoisyMax(_Costed):
   def select(self, key: Array, score: Callable[..., Array], g: Array, w: Array, M: Array,
              penalty: Any, multiplier: Array, sensitivity: Array, rule: str) -> tuple[Array, Array]:
     del rule
-    scores = score(g, w, M, penalty)
+    return self.noisy_max(key, score(g, w, M, penalty), multiplier, sensitivity)
+
+  def noisy_max(self, key: Array, scores: Array, multiplier: Array, sensitivity: Array,
+                allowed: Array | None = None) -> tuple[Array, Array]:
+    """`(j, ok)`: report-noisy-max of `scores` on the grid, over the entries where the PUBLIC
+    mask `allowed` is True (all by default; each round of secure peeling,
+    [`dpgcd_jax.peeling`][], excludes the indices already drawn)."""
     gran, t, valid = _grid(multiplier, sensitivity)
     z = discrete_noise.discrete_laplace(key, t, scores.shape)
     with jax.enable_x64(True):
-      j = argmax(_noisy_integer(scores, gran, z)).astype(jnp.int32)
+      noisy = _noisy_integer(scores, gran, z)
+      j = argmax(noisy if allowed is None else jnp.where(allowed, noisy, -jnp.inf)).astype(jnp.int32)
     # A NaN score would win the exact argmax whatever the noise: fail closed instead.
     ok = valid & jnp.all(z != discrete_noise.FAILED) & jnp.all(~jnp.isnan(scores))
     # Not ok (a scale out of the samplers' range, or a capped draw): j would be released
     # with too little noise, so the released index is 0, independent of the data, and the
     # step releases NaN.
     j = jnp.where(ok, j, 0)
-    return jnp.where(multiplier == 0, argmax(scores), j), (multiplier == 0) | ok
+    exact = argmax(scores if allowed is None else jnp.where(allowed, scores, -jnp.inf))
+    return jnp.where(multiplier == 0, exact, j), (multiplier == 0) | ok
 
 
 def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,

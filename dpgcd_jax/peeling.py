@@ -27,7 +27,14 @@ which is a function of the earlier outputs only: the argument of `dpgcd_jax.mech
 term in `[-1/b, 1/b]` plus a constant) makes it `2 / b`-bounded-range. The `s` rounds are
 `s` adaptive `BoundedRange(2 / b)` releases, [`ledger`][dpgcd_jax.peeling.ledger]; the one-shot draw has the
 same output distribution, hence the same guarantee. Releasing the set instead of the ordered
-list is post-processing. The Gumbel draw is not snapped to a grid (no `secure_noise`).
+list is post-processing. The Gumbel draw is not snapped to a grid.
+
+Secure peeling ([`peel_secure`][dpgcd_jax.peeling.peel_secure], the solvers' `secure_noise`):
+round `r` is report-noisy-max with discrete Laplace noise on the public grid over `R_r`
+(`dpgcd_jax.mechanisms.DiscreteLaplaceNoisyMax.noisy_max`, fresh noise each round): given
+the earlier outputs, `R_r` is public and the round is `2 / b`-DP, the event `PureDp(2 / b)`;
+the `s` rounds compose adaptively ([`ledger`][dpgcd_jax.peeling.ledger] with
+`selection="discrete_laplace"`). A failed draw makes `ok` False (the caller releases NaN).
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from dpgcd_jax.privacy import ledger as ledger_lib
 Array = jax.Array
 
 ROUND = mechanisms.GumbelMax()  # one round: the exponential mechanism, BoundedRange(2 / b)
+SECURE_ROUND = mechanisms.DiscreteLaplaceNoisyMax()  # one secure round: PureDp(2 / b)
+SELECTIONS = ("gumbel", "discrete_laplace")  # secure_noise=False / True
 
 
 def peel(key: Array, scores: Array, sparsity: int, multiplier: Array, sensitivity: Array) -> Array:
@@ -66,22 +75,40 @@ def peel(key: Array, scores: Array, sparsity: int, multiplier: Array, sensitivit
   return jax.lax.top_k(noisy, sparsity)[1]
 
 
+def peel_secure(key: Array, scores: Array, sparsity: int, multiplier: Array,
+                sensitivity: Array) -> tuple[Array, Array]:
+  """`(indices, ok)`: `sparsity` rounds of discrete report-noisy-max without replacement
+  (module docstring), `fold_in(key, r)` at round `r`; `ok` False if any round failed."""
+
+  def one_round(carry: tuple[Array, Array], r: Array) -> tuple[tuple[Array, Array], Array]:
+    drawn, ok = carry
+    j, ok_r = SECURE_ROUND.noisy_max(jax.random.fold_in(key, r), scores, multiplier, sensitivity, ~drawn)
+    return (drawn | (jnp.arange(scores.shape[0]) == j), ok & ok_r), j
+
+  start = (jnp.zeros(scores.shape, bool), jnp.asarray(True))
+  (_, ok), indices = jax.lax.scan(one_round, start, jnp.arange(sparsity))
+  return indices, ok
+
+
 def indicator(indices: Array, size: int) -> Array:
   """(size,) bool: `True` at `indices` (a comparison, not a scatter: it vmaps well)."""
   return jnp.any(jnp.arange(size)[:, None] == indices[None, :], axis=1)
 
 
-def event(multiplier: float) -> events.PrivacyEvent:
-  """The event of ONE round with multiplier `b`: `BoundedRange(2 / b)`."""
-  return ROUND.event(float(multiplier))
+def event(multiplier: float, selection: str = "gumbel") -> events.PrivacyEvent:
+  """The event of ONE round with multiplier `b`: `BoundedRange(2 / b)` (`selection="gumbel"`)
+  or `PureDp(2 / b)` (`"discrete_laplace"`, secure peeling)."""
+  _validate.check_choice("selection", selection, SELECTIONS)
+  return mechanisms.selection(selection).event(float(multiplier))
 
 
-def ledger(label: str, multiplier: float, sparsity: int, count: int = 1) -> ledger_lib.Ledger:
-  """`count` peelings of `sparsity` rounds each: `count * sparsity` rounds `BoundedRange(2 / b)`."""
+def ledger(label: str, multiplier: float, sparsity: int, count: int = 1,
+           selection: str = "gumbel") -> ledger_lib.Ledger:
+  """`count` peelings of `sparsity` rounds each: `count * sparsity` rounds of [`event`][dpgcd_jax.peeling.event]."""
   sparsity = check_sparsity(sparsity)
   count = _validate.check_int("count", count, low=0)
   _validate.check_positive("multiplier", multiplier, allow_zero=True, allow_inf=True)
-  return ledger_lib.Ledger.of((label, event(multiplier), sparsity * count))
+  return ledger_lib.Ledger.of((label, event(multiplier, selection), sparsity * count))
 
 
 def check_sparsity(sparsity: int, num_features: int | None = None) -> int:

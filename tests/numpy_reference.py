@@ -60,3 +60,20 @@ def dp_gcd(
     margins += change * X[:, j]
     coordinates[t] = j
   return w, coordinates
+
+
+def discrete_noisy_max_law(k: np.ndarray, t: int) -> np.ndarray:
+  """`P(argmax_s k_s + Z_s = s)` for integers `k`, iid discrete Laplace `Z` of scale `t`, ties
+  to the lowest index (exact, by summing over the winner's noise)."""
+  z = np.arange(-80 * t, 80 * t + 1)
+  pmf = np.tanh(0.5 / t) * np.exp(-np.abs(z) / t)  # P(Z = z), discrete Laplace of scale t
+  cdf = np.cumsum(pmf)
+  below = lambda v: np.interp(v, z, cdf, left=0.0, right=1.0)  # P(Z <= v), v integer
+  law = []
+  for s in range(k.size):
+    total = np.ones_like(z, float)
+    for l in range(k.size):
+      if l != s:  # a lower index wins ties: strictly below it, at or below a higher one
+        total *= below(k[s] + z - k[l] - (1 if l < s else 0))
+    law.append(np.sum(pmf * total))
+  return np.array(law)

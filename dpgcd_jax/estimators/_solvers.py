@@ -132,7 +132,7 @@ def _run_dp_iht(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyp
   params, common = _common(estimator, problem, targets, hyper, **kw)
   return dp_iht.fit(problem, key, sparsity=params["sparsity"], step_size=hyper.step_size, clip=hyper.clip,
                     selection_share=params.get("selection_share", 0.5), clipping_mode=estimator.clipping,
-                    **common), hyper
+                    secure_noise=bool(estimator.secure_noise), **common), hyper
 
 
 def _run_two_stage(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyper,
@@ -183,12 +183,14 @@ ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
     # gave R^2 -2.7 / -0.17 / 0.25 / 0.56 at epsilon = 1, 0.44 / 0.78 / 0.85 / 0.90 at 5).
     Adapter("dp_iht", ("sparsity", "selection_share"), _run_dp_iht, lambda estimator, num_targets, hyper: (
         f"solver dp_iht (private hard thresholding): {num_targets} run(s) x {hyper.max_iter} steps keeping "
-        f"{estimator.solver_params_['sparsity']} coordinates, peeling and Gaussian values"),
-        step=lambda clip, beta, params: auto_step_size(clip, beta) / params["sparsity"]),
+        f"{estimator.solver_params_['sparsity']} coordinates, "
+        f"{'secure peeling and discrete Gaussian' if estimator.secure_noise else 'peeling and Gaussian'} values"),
+        secure=True, step=lambda clip, beta, params: auto_step_size(clip, beta) / params["sparsity"]),
     Adapter("two_stage", ("sparsity", "support_share"), _run_two_stage, lambda estimator, num_targets, hyper: (
-        "solver two_stage: {} run(s), each a peeling of {} coordinates then {} DP-GCD steps on them "
-        "({} selection, {} updates)").format(num_targets, estimator.solver_params_["sparsity"], hyper.max_iter,
-                                              *estimator._mechanisms())),
+        "solver two_stage: {} run(s), each a {}peeling of {} coordinates then {} DP-GCD steps on them "
+        "({} selection, {} updates)").format(num_targets, "secure " if estimator.secure_noise else "",
+                                              estimator.solver_params_["sparsity"], hyper.max_iter,
+                                              *estimator._mechanisms()), secure=True),
     # passes of p coordinate updates: about as many updates as the other solvers' T
     Adapter("dp_cd", (), _run_dp_cd, lambda estimator, num_targets, hyper: (
         f"solver dp_cd (randomized coordinate descent): {num_targets} run(s) x {hyper.max_iter} passes of "

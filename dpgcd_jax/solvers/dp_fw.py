@@ -160,13 +160,11 @@ def utility_sensitivity(radius: Array, thresholds: Array, num_examples: int) -> 
 
 
 def secure_sensitivity(sensitivity: Array, radius: Array, thresholds: Array, public_gradient: Array) -> Array:
-  """`Delta_u + 4 eps V`, `V = r max_j (C_j + |public_gradient_j|)` (module docstring,
-  "Floating point"): the utilities' sensitivity with the rounding of the two float
-  operations after the exact mean (`eps` of the dtype: twice the unit roundoff, twice over
-  for the two neighbours)."""
-  eps = jnp.finfo(jnp.result_type(sensitivity, jnp.float32)).eps
+  """`Delta_u` widened by the rounding of the two float operations after the exact mean
+  (module docstring, "Floating point"; [`dpgcd_jax.clipping.with_roundings`][]) on values of
+  size at most `V = r max_j (C_j + |public_gradient_j|)`."""
   size = radius * jnp.max(thresholds + jnp.abs(public_gradient))
-  return sensitivity + 4.0 * eps * size
+  return clipping.with_roundings(sensitivity, size, roundings=4)
 
 
 def select_vertex(key: Array, g: Array, radius: Array, multiplier: Array,
@@ -231,8 +229,9 @@ def step(
     sensitivity = secure_sensitivity(sensitivity, params.radius, thresholds, problem.l2 * state.w + penalty_gradient)
   j, sign, ok = select_vertex(key, g, params.radius, params.selection_noise, sensitivity, selection=selection)
   mu = (2.0 / (state.count + 2.0)).astype(state.w.dtype)
-  move = jnp.where(ok, mu * sign * params.radius, jnp.nan)  # a failed discrete draw: NaN, data-independent
+  move = mu * sign * params.radius
   w = (1.0 - mu) * state.w + jnp.where(jnp.arange(state.w.shape[0]) == j, move, 0.0)  # no scatter
+  w = jnp.where(ok, w, jnp.nan)  # a failed discrete draw: a NaN model, data-independent
   margins = None
   if state.margins is not None:
     margins = problem_lib.update_margins(problem, (1.0 - mu) * state.margins, j, move)

@@ -61,9 +61,24 @@ Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
   which must be public: [`fit`][dpgcd_jax.solvers.dp_iht.fit] makes it so, as for DP-GCD. The objective values in the
   trace are NOT private.
 
-Floating point: the arithmetic after the exact clipped sum (`u`, the prox, the scores, the
-noise and its addition) is the mechanisms' own, not snapped (no `secure_noise`, as for
-`selection="gumbel"` in DP-GCD).
+Floating point: by default the arithmetic after the exact clipped sum (`u`, the prox, the
+scores, the noise and its addition) is the mechanisms' own, not snapped. `secure_noise=True`
+(`selection="discrete_laplace"` in [`run`][dpgcd_jax.solvers.dp_iht.run]) draws every release on the
+public grid instead:
+
+* the support by secure peeling ([`dpgcd_jax.peeling.peel_secure`][]: `s` rounds of discrete
+  Laplace report-noisy-max, `PureDp(2 / b)` each), on the same scores, with the sensitivity
+  `Delta_u` plus the rounding of the float operations between the exact mean and the score
+  ([`dpgcd_jax.clipping.with_roundings`][]: at most 8 roundings per neighbour, each moving a
+  value of size at most the public `V = max_j sqrt(M_j) (|w_j| + eta_j (C_j + |l2 w_j|) +
+  |prox(0)_j|)` by `u V`, `u` the unit roundoff; 16 `u V` charged);
+* the values: the gradient `g_j` (not `u_j`) of every coordinate with discrete Gaussian noise
+  of multiplier `sigma sqrt(s)` on the grid of its sensitivity `Delta_j` plus the rounding of
+  the public `l2 w_j`'s addition (`2 eps (C_j + |l2 w_j|)`), then `u_j = w_j - eta_j hat g_j`
+  (post-processing). Over the `s` released coordinates, each `DiscreteGaussian(sigma sqrt(s))`
+  (`rho < 1 / (2 s sigma^2)`-zCDP, CKS Thm 4), the zCDP adds up to `1 / (2 sigma^2)`: one event
+  `DiscreteGaussian(sigma)` per step (RDP, `alpha / (2 sigma^2)`, which the ledger composes).
+  A failed draw (a scale out of the samplers' range, a capped draw) releases NaN.
 
 Coordinates outside the support are set to 0: the penalty should allow 0 (every built-in
 penalty does, except a box that excludes 0). One step reads every example once: `passes`
@@ -155,6 +170,7 @@ def step(
     *,
     sparsity: int,
     clipping_mode: str = "coordinate",
+    selection: str = "gumbel",
 ) -> tuple[State, Info]:
   """One DP-IHT step (pure, jittable): the new state and the support.
 
@@ -165,7 +181,7 @@ def step(
     params: [`Params`][dpgcd_jax.solvers.dp_iht.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_iht.run] validates and
       casts them).
     sparsity: `s`, static, `1 <= s <= p`.
-    clipping_mode: static; see [`run`][dpgcd_jax.solvers.dp_iht.run].
+    clipping_mode, selection: static; see [`run`][dpgcd_jax.solvers.dp_iht.run].
 
   Returns:
     `(State, Info)`.
@@ -178,24 +194,43 @@ def step(
   u = state.w - eta * g
   key_select, key_noise = jax.random.split(key)
   scores = jnp.sqrt(M) * jnp.abs(problem.penalty.prox(u, eta))
-  support = peeling.peel(key_select, scores, sparsity, params.selection_noise,
-                         params.step_size * greedy.selection_sensitivity(thresholds, M, n))
-  scale = clipping.noise_scale(params.update_noise,
-                               math.sqrt(sparsity) * eta * clipping.mean_sensitivity(thresholds, n))
-  noisy = mechanisms.GaussianNoise().perturb(key_noise, u, scale)
+  sensitivity = params.step_size * greedy.selection_sensitivity(thresholds, M, n)
+  if selection == "discrete_laplace":  # secure_noise (module docstring, "Floating point")
+    size = jnp.sqrt(M) * (jnp.abs(state.w) + eta * (thresholds + jnp.abs(problem.l2 * state.w))
+                          + jnp.abs(problem.penalty.prox(jnp.zeros_like(u), eta)))
+    support, ok = peeling.peel_secure(key_select, scores, sparsity, params.selection_noise,
+                                      clipping.with_roundings(sensitivity, jnp.max(size), roundings=8))
+    value_sensitivity = clipping.with_roundings(clipping.mean_sensitivity(thresholds, n),
+                                           thresholds + jnp.abs(problem.l2 * state.w), roundings=2)
+    g_hat = UPDATE_SECURE.perturb(key_noise, g, params.update_noise * math.sqrt(sparsity), value_sensitivity)
+    noisy = state.w - eta * g_hat
+  else:
+    support = peeling.peel(key_select, scores, sparsity, params.selection_noise, sensitivity)
+    scale = clipping.noise_scale(params.update_noise,
+                                 math.sqrt(sparsity) * eta * clipping.mean_sensitivity(thresholds, n))
+    noisy = mechanisms.GaussianNoise().perturb(key_noise, u, scale)
   w = jnp.where(peeling.indicator(support, p), problem.penalty.prox(noisy, eta), 0.0)
+  if selection == "discrete_laplace":
+    w = jnp.where(ok & jnp.all(jnp.isfinite(g_hat)), w, jnp.nan)  # a failed discrete draw: a NaN model
   return State(w, problem_lib.init_margins(problem, w)), Info(support)
+
+
+UPDATE_SECURE = mechanisms.DiscreteGaussianNoise()
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"))
 
 
-def iht_ledger(selection_noise: float, update_noise: float, steps: int, sparsity: int) -> ledger_lib.Ledger:
-  """The ledger of `steps` DP-IHT steps: `sparsity` peeling rounds and one Gaussian each."""
+def iht_ledger(selection_noise: float, update_noise: float, steps: int, sparsity: int,
+               selection: str = "gumbel") -> ledger_lib.Ledger:
+  """The ledger of `steps` DP-IHT steps: `sparsity` peeling rounds and one Gaussian each
+  (`selection="discrete_laplace"`, `secure_noise`: `PureDp(2 / b)` rounds and one
+  `DiscreteGaussian(sigma)`)."""
   steps = _validate.check_int("steps", steps, low=0)
   _validate.check_positive("update_noise", update_noise, allow_zero=True, allow_inf=True)
-  return (peeling.ledger("support selection", selection_noise, sparsity, steps)
-          + ledger_lib.Ledger.of(("update", events.Gaussian(float(update_noise)), steps)))
+  values = events.Gaussian if selection == "gumbel" else events.DiscreteGaussian
+  return (peeling.ledger("support selection", selection_noise, sparsity, steps, selection)
+          + ledger_lib.Ledger.of(("update", values(float(update_noise)), steps)))
 
 
 def multipliers(scale: float, sparsity: int, selection_share: float) -> tuple[float, float]:
@@ -225,6 +260,7 @@ def run(
     sparsity: int,
     clipping_mode: str = "coordinate",
     store_objective: bool = False,
+    selection: str = "gumbel",
 ) -> base.Result:
   """Runs `passes` DP-IHT steps (one step = one pass over the data) under jit.
 
@@ -238,6 +274,9 @@ def run(
     clipping_mode: "coordinate" (per-coordinate clipping, as DP-GCD) or "derivative" (clip the
       scalar `phi'` of a GLM loss with bounded features; same sensitivity).
     store_objective: record the (NOT private) objective after every step (off by default).
+    selection: "gumbel" (peeling by the exponential mechanism and Gaussian values, default) or
+      "discrete_laplace" (secure peeling and discrete Gaussian values on the public grid,
+      floating-point safe; module docstring).
 
   Returns:
     A [`dpgcd_jax.Result`][]: the final iterate (at most `s` non-zeros) and the trace
@@ -254,8 +293,9 @@ def run(
     ((8,), True)
   """
   sparsity = _check_problem(problem, sparsity, clipping_mode)
+  _validate.check_choice("selection", selection, peeling.SELECTIONS)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
-                  sparsity=sparsity, clipping_mode=clipping_mode)
+                  sparsity=sparsity, clipping_mode=clipping_mode, selection=selection)
 
 
 def fit(
@@ -275,6 +315,7 @@ def fit(
     targets: Any = None,
     prelude: Any = None,
     clipping_mode: str = "coordinate",
+    secure_noise: bool = False,
 ) -> base.Result:
   """(epsilon, delta)-DP iterative hard thresholding with `sparsity` non-zeros.
 
@@ -306,11 +347,16 @@ def fit(
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
       estimators' bounds), whose `ledger` joins the one ledger.
     clipping_mode: see [`run`][dpgcd_jax.solvers.dp_iht.run].
+    secure_noise: secure peeling and discrete Gaussian values on the public grid (module
+      docstring, "Floating point") instead of float Gumbel and Gaussian noise.
 
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
   passes = _validate.check_int("passes", passes, low=1)
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  selection = peeling.SELECTIONS[secure_noise]
   _validate.check_number("selection_share", selection_share, low=0.0, high=1.0, low_open=True,
                          high_open=True)
   released, bounded = problem_lib.as_fit_runs(problem)
@@ -321,7 +367,7 @@ def fit(
   return budget.private_fit(
       SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
       params_at=lambda scale: Params(step_size, clip, *multipliers(scale, sparsity, share)),
-      solver_ledger=lambda scale: iht_ledger(*multipliers(scale, sparsity, share), steps, sparsity),
-      cache_key=("dp_iht", steps, sparsity, share), store_objective=store_objective, prior=prior,
+      solver_ledger=lambda scale: iht_ledger(*multipliers(scale, sparsity, share), steps, sparsity, selection),
+      cache_key=("dp_iht", steps, sparsity, share, selection), store_objective=store_objective, prior=prior,
       prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, sparsity=sparsity,
-      clipping_mode=clipping_mode)
+      clipping_mode=clipping_mode, selection=selection)

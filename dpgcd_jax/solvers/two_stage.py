@@ -47,7 +47,13 @@ Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
   (indices in `1..p`) are post-processing. The coordinate smoothness `M` must be public
   ([`fit`][dpgcd_jax.solvers.two_stage.fit] makes it so). The objective values in the trace are NOT private.
 
-Floating point: the Gumbel draw of stage 1 is not snapped (no `secure_noise` option).
+Floating point: the Gumbel draw of stage 1 is not snapped. With a discrete stage-2 selection
+(`selection="discrete_laplace"`, the estimators' `secure_noise=True`), stage 1 is secure
+peeling too ([`dpgcd_jax.peeling.peel_secure`][], `PureDp(2 / b_0)` per round), on the same
+scores, with the sensitivity widened by the rounding of the two float operations between the
+exact mean and the score (`l2 w_j`'s addition, the division by `sqrt(M_j)`; values of size at
+most the public `max_j (C_j + |l2 w_j|) / sqrt(M_j)`, [`dpgcd_jax.clipping.with_roundings`][]).
+A failed draw releases NaN.
 """
 
 from __future__ import annotations
@@ -156,13 +162,19 @@ def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseCo
 
 
 def select_support(key: Array, problem: problem_lib.Problem, state: State, params: Params, *,
-                   sparsity: int, clipping_mode: str = "coordinate") -> Array:
-  """Stage 1: the (s,) columns drawn by peeling on `|g_j(w)| / sqrt(M_j)` (see the module docstring)."""
+                   sparsity: int, clipping_mode: str = "coordinate", secure: bool = False) -> tuple[Array, Array]:
+  """Stage 1: `(columns, ok)`, the (s,) columns drawn by peeling on `|g_j(w)| / sqrt(M_j)`
+  (secure peeling when `secure`; `ok` False when a discrete draw failed; module docstring)."""
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
-  return peeling.peel(key, jnp.abs(g) / jnp.sqrt(M), sparsity, params.support_noise,
-                      greedy.selection_sensitivity(thresholds, M, problem.num_examples))
+  sensitivity = greedy.selection_sensitivity(thresholds, M, problem.num_examples)
+  scores = jnp.abs(g) / jnp.sqrt(M)
+  if not secure:
+    return peeling.peel(key, scores, sparsity, params.support_noise, sensitivity), jnp.asarray(True)
+  size = jnp.max((thresholds + jnp.abs(problem.l2 * state.w)) / jnp.sqrt(M))
+  return peeling.peel_secure(key, scores, sparsity, params.support_noise,
+                             clipping.with_roundings(sensitivity, size, roundings=2))
 
 
 def step(
@@ -193,10 +205,14 @@ def step(
   """
   p = problem.num_features
   key_support, key_gcd = jax.random.split(key)
-  support = jax.lax.cond(
-      jnp.any(state.support), lambda: state.support,
-      lambda: peeling.indicator(select_support(key_support, problem, state, params, sparsity=sparsity,
-                                               clipping_mode=clipping_mode), p))
+  secure = mechanisms.is_discrete(mechanisms.selection(selection))
+
+  def draw_support() -> tuple[Array, Array]:
+    columns, ok = select_support(key_support, problem, state, params, sparsity=sparsity,
+                                 clipping_mode=clipping_mode, secure=secure)
+    return peeling.indicator(columns, p), ok
+
+  support, ok = jax.lax.cond(jnp.any(state.support), lambda: (state.support, jnp.asarray(True)), draw_support)
   columns = jnp.nonzero(support, size=sparsity)[0]
   clip = params.clip if jnp.ndim(params.clip) == 0 else params.clip[columns]
   restricted, info = dp_gcd.step(
@@ -205,6 +221,7 @@ def step(
       selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)
   j = columns[info.coordinate]
   w = jnp.where(jnp.arange(p) == j, restricted.w[info.coordinate], state.w)  # no scatter
+  w = jnp.where(ok, w, jnp.nan)  # a failed secure peeling: a NaN model, data-independent
   return State(w, restricted.margins, support), Info(j)
 
 
@@ -217,10 +234,12 @@ def two_stage_ledger(support_noise: float, selection_noise: float, update_noise:
                      runs: int = 1) -> ledger_lib.Ledger:
   """The ledger of `runs` two-stage runs of `steps` DP-GCD iterations in all.
 
-  `runs` peelings of `sparsity` rounds `BoundedRange(2 / b_0)`, then DP-GCD's
+  `runs` peelings of `sparsity` rounds `BoundedRange(2 / b_0)` (`PureDp(2 / b_0)`, secure
+  peeling, with a discrete `selection`), then DP-GCD's
   [`dpgcd_jax.privacy.accounting.gcd_ledger`][] for `steps` iterations.
   """
-  return (peeling.ledger("support selection", support_noise, sparsity, runs)
+  stage1 = peeling.SELECTIONS[mechanisms.is_discrete(mechanisms.selection(selection))]
+  return (peeling.ledger("support selection", support_noise, sparsity, runs, stage1)
           + accounting.gcd_ledger(selection_noise, update_noise, steps=steps, selection=selection,
                                   update=update))
 

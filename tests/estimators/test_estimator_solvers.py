@@ -6,6 +6,7 @@ solver's events), and a bad ``solver`` / ``solver_params`` is a ValueError namin
 any work. The default is DP-GCD, bit for bit.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.estimators import DPGCDRegressorCV
 from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _linear
+from dpgcd_jax.estimators import _solvers
 
 EPSILON = 5.0
 # The events each solver's runs add to the ledger (the declared bounds add none).
@@ -137,7 +139,6 @@ def test_default_is_dp_gcd_exactly(estimator):
     (dict(solver="dp_iht", solver_params={"sparsity": 2.5}), "solver_params['sparsity']"),
     (dict(solver="two_stage", solver_params={"sparsity": 22}), "solver_params['sparsity']"),
     (dict(solver="two_stage", solver_params={"support_share": 1.0}), "solver_params['support_share']"),
-    (dict(solver="dp_iht", secure_noise=True), "secure_noise"),
     (dict(solver="dp_cd", clipping="derivative"), "clipping"),
     (dict(solver="dp_fw", penalty="l1"), "penalty"),
     (dict(solver="dp_fw", step_size=0.5), "step_size"),
@@ -150,6 +151,16 @@ def test_bad_solver_arguments_raise_before_any_work(kwargs, name, monkeypatch):
   X, y, _, _ = _classification()
   with pytest.raises(ValueError, match=f"got {name.replace('[', '.').replace(']', '.')}"):
     DPGCDClassifier(classes=[0, 1], feature_bound=3.0, **kwargs).fit(X, y)
+
+
+def test_a_solver_without_a_secure_mode_refuses_secure_noise_before_any_work(monkeypatch):
+  """Every built-in solver has a secure mode now; the capability check still guards one that
+  does not (declared `secure=False` in its adapter)."""
+  monkeypatch.setitem(_solvers.ADAPTERS, "dp_iht", dataclasses.replace(_solvers.ADAPTERS["dp_iht"], secure=False))
+  monkeypatch.setattr(_linear.DPGCDBase, "_layout", lambda *a, **k: pytest.fail("work before validation"))
+  X, y, _, _ = _classification()
+  with pytest.raises(ValueError, match="secure_noise=False with solver='dp_iht'.*got secure_noise=True"):
+    DPGCDClassifier(classes=[0, 1], feature_bound=3.0, solver="dp_iht", secure_noise=True).fit(X, y)
 
 
 @pytest.mark.parametrize("estimator", [DPGCDClassifierCV, DPGCDRegressorCV])

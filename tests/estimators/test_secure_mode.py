@@ -40,6 +40,10 @@ ESTIMATORS = {
                                                     random_state=0),
     "dp_cd": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="dp_cd", random_state=0),
     "dp_fw": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="dp_fw", random_state=0),
+    "dp_iht": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="dp_iht",
+                                             solver_params={"sparsity": 2}, random_state=0),
+    "two_stage": lambda secure: DPGCDClassifier(classes=[0, 1], secure_noise=secure, solver="two_stage",
+                                                solver_params={"sparsity": 2}, random_state=0),
 }
 
 

@@ -38,4 +38,4 @@ def test_the_rule_finds_a_branch_on_a_name():
 def test_every_solver_has_a_record_with_a_run_and_a_note():
   for name, adapter in _solvers.ADAPTERS.items():
     assert adapter.name == name and callable(adapter.run) and callable(adapter.note)
-  assert {a.name for a in _solvers.ADAPTERS.values() if a.secure} == {"dp_gcd", "dp_cd", "dp_fw"}
+  assert {a.name for a in _solvers.ADAPTERS.values() if a.secure} == {"dp_gcd", "dp_cd", "dp_fw", "dp_iht", "two_stage"}

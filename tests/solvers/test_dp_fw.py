@@ -5,6 +5,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy_reference
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy import optimize
@@ -202,23 +203,6 @@ def test_selected_vertex_frequencies_match_the_exponential_mechanism():
   assert p_value(2.0 * b) < 1e-12 and p_value(0.5 * b) < 1e-12  # a wrong scale is rejected
 
 
-def _noisy_max_law(k: np.ndarray, t: int) -> np.ndarray:
-  """`P(argmax_s k_s + Z_s = s)` for integers `k`, iid discrete Laplace `Z` of scale `t`, ties
-  to the lowest index (exact, by summing over the winner's noise)."""
-  z = np.arange(-80 * t, 80 * t + 1)
-  pmf = discrete_noise.discrete_laplace_pmf(z, t)
-  cdf = np.cumsum(pmf)
-  below = lambda v: np.interp(v, z, cdf, left=0.0, right=1.0)  # P(Z <= v), v integer
-  law = []
-  for s in range(k.size):
-    total = np.ones_like(z, float)
-    for l in range(k.size):
-      if l != s:  # a lower index wins ties: strictly below it, at or below a higher one
-        total *= below(k[s] + z - k[l] - (1 if l < s else 0))
-    law.append(np.sum(pmf * total))
-  return np.array(law)
-
-
 def test_secure_vertex_frequencies_match_discrete_report_noisy_max():
   """`secure_noise`: the vertex is report-noisy-max of the snapped utilities with discrete
   Laplace noise of scale `floor(b D) + 1` (D the grid sensitivity of `secure_sensitivity`);
@@ -244,11 +228,14 @@ def test_secure_vertex_frequencies_match_discrete_report_noisy_max():
   k = np.round(np.asarray(r * np.concatenate([-g, g]), np.float64) / gran)
 
   def p_value(scale):
-    return stats.chisquare(counts, _noisy_max_law(k, scale) * draws).pvalue
+    return stats.chisquare(counts, numpy_reference.discrete_noisy_max_law(k, scale) * draws).pvalue
 
   t = int(np.floor(b * D)) + 1
   assert p_value(t) > 1e-3
   assert p_value(2 * t) < 1e-12 and p_value(t // 2) < 1e-12
+  too_large = base.cast_params(dp_fw.SOLVER, problem, dp_fw.Params(r, 1.0, 1e9))  # beyond MAX_SCALE grid steps
+  failed, _ = dp_fw.step(keys[0], state, problem, too_large, selection="discrete_laplace")
+  assert np.all(np.isnan(np.asarray(failed.w)))  # fail closed: a NaN model, whatever the data
   ledger = dp_fw.fw_ledger(b, 4, "discrete_laplace")
   (entry,) = ledger.entries
   assert isinstance(entry.event, PureDp) and entry.event.epsilon >= 2.0 / b and entry.count == 4

@@ -6,6 +6,7 @@ import dp_accounting
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy_reference
 import pytest
 from scipy import optimize
 from scipy import special
@@ -14,6 +15,7 @@ from sklearn import linear_model
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import discrete_noise
 from dpgcd_jax import peeling
 from dpgcd_jax.privacy import BoundedRange
 from dpgcd_jax.privacy import Gaussian
@@ -134,6 +136,37 @@ def test_peeling_is_the_exponential_mechanism_without_replacement():
   assert list(ledger) == [("sel", BoundedRange(2.0 / b), 12)]
 
 
+def test_secure_peeling_is_discrete_report_noisy_max_without_replacement():
+  """Each round: report-noisy-max with discrete Laplace noise of scale `floor(b D) + 1` on the
+  snapped scores, over the indices not drawn yet; a wrong scale is rejected; the ledger
+  charges `PureDp(2 / b)` per round."""
+  u = np.array([0.3, -0.1, 0.5, 0.0])
+  b, sensitivity, draws = 0.8, 0.25, 20_000
+  keys = jax.random.split(jax.random.key(11), draws)
+  pairs, ok = jax.jit(jax.vmap(lambda k: peeling.peel_secure(k, jnp.asarray(u), 2, b, sensitivity)))(keys)
+  pairs = np.asarray(pairs)
+  assert np.all(np.asarray(ok)) and np.all(pairs[:, 0] != pairs[:, 1])
+  gran = float(discrete_noise.grid_step(b * sensitivity))
+  k = np.round(u / gran)
+  t = int(np.floor(b * float(discrete_noise.grid_sensitivity(sensitivity, gran)))) + 1
+
+  def ordered_pairs(scale):
+    first = numpy_reference.discrete_noisy_max_law(k, scale)
+    law = {}
+    for i in range(u.size):
+      rest = [j for j in range(u.size) if j != i]
+      for j, q in zip(rest, numpy_reference.discrete_noisy_max_law(k[rest], scale), strict=True):
+        law[(i, j)] = first[i] * q
+    return law
+
+  for scale, accept in ((t, True), (2 * t, False), (t // 2, False)):
+    law = ordered_pairs(scale)
+    observed = [np.sum((pairs[:, 0] == i) & (pairs[:, 1] == j)) for i, j in law]
+    p_value = stats.chisquare(observed, np.array(list(law.values())) * draws).pvalue
+    assert (p_value > 1e-3) if accept else (p_value < 1e-12)
+  assert list(peeling.ledger("sel", b, 3, count=4, selection="discrete_laplace"))[0][1] == PureDp(2.0 / b)
+
+
 @pytest.fixture(scope="module")
 def bounded_problem():
   """|x_ij| <= 1, feature_bound=1: M_j = 1 and C_j = clip for the squared loss."""
@@ -173,6 +206,36 @@ def test_the_released_values_carry_gaussian_noise_sigma_sqrt_s_eta_delta(bounded
   assert stats.kstest(z, "norm").pvalue > 1e-3
   assert stats.kstest(z * 1.5, "norm").pvalue < 1e-6 and stats.kstest(z / 1.5, "norm").pvalue < 1e-6
   assert np.all(np.asarray(new.w)[:, np.setdiff1d(np.arange(3), support)] == 0.0)
+
+
+def test_secure_values_carry_discrete_gaussian_noise_on_the_gradient_grid(bounded_problem):
+  """`secure_noise`: the kept values are `w - eta (g + gran Z)`, `Z` discrete Gaussian of
+  integer scale `floor(sigma sqrt(s) D) + 1` on the grid of `g`'s widened sensitivity; the
+  ledger charges one `DiscreteGaussian(sigma)` per step."""
+  problem, gamma, sigma, s, draws = bounded_problem, 0.7, 2.0, 2, 4000
+  params = base.cast_params(dp_iht.SOLVER, problem, dp_iht.Params(gamma, 0.5, 0.0, sigma))
+  state = dp_iht.init(problem)
+  keys = jax.random.split(jax.random.key(8), draws)
+  step = lambda k: dp_iht.step(k, state, problem, params, sparsity=s, selection="discrete_laplace")
+  new, info = jax.jit(jax.vmap(step))(keys)
+  X, y, n = np.asarray(problem.X), np.asarray(problem.y), problem.num_examples
+  g = np.mean(np.clip(-y[:, None] * X, -0.5, 0.5), axis=0)
+  support = np.asarray(info.support[0])
+  assert np.all(np.asarray(info.support) == support)
+  sensitivity = float(clipping.with_roundings(clipping.mean_sensitivity(jnp.asarray(0.5), n), 0.5, roundings=2))
+  gran = float(discrete_noise.grid_step(sigma * math.sqrt(s) * sensitivity))
+  t = math.floor(sigma * math.sqrt(s) * float(discrete_noise.grid_sensitivity(sensitivity, gran))) + 1
+  g_hat = -np.asarray(new.w)[:, support] / gamma  # w = 0: w' = -eta g_hat, eta = gamma (M_j = 1)
+  z = (g_hat - np.round(g[support] / gran) * gran).reshape(-1) / (gran * t)
+  assert stats.kstest(z, "norm").pvalue > 1e-3
+  assert stats.kstest(z * 1.5, "norm").pvalue < 1e-6 and stats.kstest(z / 1.5, "norm").pvalue < 1e-6
+  for too_large in (dp_iht.Params(gamma, 0.5, 1e9, sigma), dp_iht.Params(gamma, 0.5, 0.0, 1e9)):
+    failed, _ = dp_iht.step(keys[0], state, problem, base.cast_params(dp_iht.SOLVER, problem, too_large),
+                            sparsity=s, selection="discrete_laplace")
+    assert np.all(np.isnan(np.asarray(failed.w)))  # fail closed: a NaN model, whatever the data
+  ledger = dp_iht.iht_ledger(1.0, sigma, 3, s, "discrete_laplace")
+  assert [(label, type(event).__name__, count) for label, event, count in ledger] == [
+      ("support selection", "PureDp", 6), ("update", "DiscreteGaussian", 3)]
 
 
 def test_neighbours_move_the_scores_and_values_by_at_most_the_sensitivities_used():

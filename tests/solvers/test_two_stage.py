@@ -71,7 +71,7 @@ def test_noisy_run_is_dp_gcd_on_the_selected_columns_dense_and_sparse():
   cast = base.cast_params(two_stage.SOLVER, problem, params)
   key_support = jax.random.split(jax.random.fold_in(key, 0))[0]
   select = jax.jit(two_stage.select_support, static_argnames=("sparsity",))
-  support = np.sort(np.asarray(select(key_support, problem, two_stage.init(problem), cast, sparsity=s)))
+  support = np.sort(np.asarray(select(key_support, problem, two_stage.init(problem), cast, sparsity=s)[0]))
   # DP-GCD on a problem built from the selected columns by hand, with the same keys.
   sub = dg.make_problem(X[:, support], y, "logistic", feature_bound=4.0)
   gcd_params = base.cast_params(dg.dp_gcd.SOLVER, sub, dg.dp_gcd.Params(0.8, 1.0, 3.0, 3.0))
@@ -118,7 +118,8 @@ def test_stage_one_peels_the_normalized_gradient_at_temperature_b0_delta_bar():
   cast = base.cast_params(two_stage.SOLVER, problem, two_stage.Params(1.0, 1.0, b0))
   state = two_stage.init(problem)
   keys = jax.random.split(jax.random.key(7), draws)
-  pairs = np.asarray(jax.jit(jax.vmap(lambda k: two_stage.select_support(k, problem, state, cast, sparsity=2)))(keys))
+  support = lambda k: two_stage.select_support(k, problem, state, cast, sparsity=2)[0]
+  pairs = np.asarray(jax.jit(jax.vmap(support))(keys))
   u = np.abs(X.T @ y / n)  # |g_j(0)| / sqrt(M_j): per-example gradients in [-1, 1], no clipping
 
   def p_value(tau):
@@ -203,6 +204,26 @@ def test_the_ledger_counts_one_peeling_per_run():
                                       update="gaussian")
   assert [(e.label, e.count) for e in ledger] == [("support selection", 6), ("selection", 30), ("update", 30)]
   assert [e.event for e in ledger] == [BoundedRange(0.5), BoundedRange(0.4), dg.privacy.Gaussian(6.0)]
+
+
+def test_a_discrete_selection_makes_stage_one_secure_peeling(logistic_problem):
+  """With `selection="discrete_laplace"` the support is drawn by secure peeling (`PureDp`
+  rounds in the ledger, the same support as the float peeling without noise) and a failed
+  discrete draw (a scale beyond the samplers' range) releases NaN, not a model."""
+  ledger = two_stage.two_stage_ledger(4.0, 5.0, 6.0, steps=10, sparsity=2, selection="discrete_laplace",
+                                      update="discrete_gaussian")
+  assert [type(e.event).__name__ for e in ledger] == ["PureDp", "PureDp", "DiscreteGaussian"]
+  secure = dict(selection="discrete_laplace", update="discrete_gaussian")
+  exact = two_stage.Params(0.8, 1.0, 0.0, 0.0, 0.0)
+  float_run = two_stage.run(logistic_problem, jax.random.key(0), exact, passes=5, sparsity=3)
+  secure_run = two_stage.run(logistic_problem, jax.random.key(0), exact, passes=5, sparsity=3, **secure)
+  np.testing.assert_array_equal(np.asarray(secure_run.w), np.asarray(float_run.w))
+  fit = two_stage.fit(logistic_problem, jax.random.key(1), epsilon=1.0, delta=1e-5, passes=5, sparsity=3, **secure)
+  assert {type(e.event).__name__ for e in fit.privacy.entries} == {"PureDp", "DiscreteGaussian"}
+  assert np.all(np.isfinite(np.asarray(fit.w)))
+  too_large = two_stage.Params(0.8, 1.0, 1e9, 1.0, 1.0)  # support noise beyond MAX_SCALE grid steps
+  failed = two_stage.run(logistic_problem, jax.random.key(0), too_large, passes=2, sparsity=3, **secure)
+  assert np.all(np.isnan(np.asarray(failed.w)))
 
 
 # ------------------------------------------------------------------------------------------
