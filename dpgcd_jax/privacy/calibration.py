@@ -177,6 +177,15 @@ def bisect_scale(feasible: Callable[[float], bool], guess: float, rel_tol: float
   return hi
 
 
+def _verified(cached: tuple[float, PrivacyReport], factory: Callable[[float], Ledger], epsilon: float,
+              delta: float, route: str) -> bool:
+  """Whether a cached `(scale, report)` is this `factory`'s: the same entries at that scale,
+  within the target (one accountant evaluation, itself cached per ledger)."""
+  scale, report = cached
+  again = factory(scale).report(delta, route=route)
+  return again.entries == report.entries and again.epsilon <= epsilon
+
+
 def calibrate(
     factory: Callable[[float], Ledger],
     epsilon: float,
@@ -205,6 +214,9 @@ def calibrate(
     route: "best" or one route name (see `Ledger.routes`).
     key: a hashable description of `factory` for the cache (default: `factory` itself,
       so a new lambda is a new entry); results are cached per (key, epsilon, delta, route).
+      A hit is re-verified: the cached scale is used only if `factory` at that scale gives
+      the cached ledger and meets the target (a key that does not describe `factory`
+      recalibrates instead of returning another ledger's scale).
     rel_tol: relative precision of the returned scale.
 
   Returns:
@@ -220,7 +232,7 @@ def calibrate(
   if guess is not None:
     _validate.check_positive("guess", guess)
   cache_key = (key if key is not None else factory, epsilon, delta, route, rel_tol)
-  if cache_key in _CACHE:
+  if cache_key in _CACHE and _verified(_CACHE[cache_key], factory, epsilon, delta, route):
     _CACHE.move_to_end(cache_key)
     return _CACHE[cache_key]
   guess = 1.0 if guess is None else float(guess)

@@ -191,11 +191,23 @@ def test_calibrate_api_example_and_minimality():
   # 0.1% less noise is infeasible on every route.
   led = _example(k / 1.001)
   assert all(led.epsilon(DELTA, route=r) > 1.0 for r in ("pld", "bounded_range", "rdp"))
-  # Cached: the same key answers without calling the factory.
+  # Cached: the same key answers with one call of the factory, at the cached scale (the hit is
+  # re-verified), instead of a search.
   calls = []
   again = calibrate(lambda s: calls.append(s) or _example(s), 1.0, DELTA,
                     key=("test-example", 100))
-  assert again == (k, report) and not calls
+  assert again == (k, report) and calls == [k]
+
+
+def test_a_cache_key_that_does_not_describe_its_factory_recalibrates():
+  """A hand-written key reused for a costlier ledger (twice the steps) must not return the first
+  ledger's scale: the hit is re-verified and the calibration meets the new ledger's target."""
+  first = lambda s: Ledger.of(("g", Gaussian(s), 10))
+  costlier = lambda s: Ledger.of(("g", Gaussian(s), 20))
+  k1, _ = calibrate(first, 1.0, DELTA, key=("shared-key",))
+  k2, report = calibrate(costlier, 1.0, DELTA, key=("shared-key",))
+  assert costlier(k1).epsilon(DELTA) > 1.0  # the first scale would break the target
+  assert k2 > k1 and report.epsilon <= 1.0 and costlier(k2).epsilon(DELTA) <= 1.0
 
 
 def test_calibrate_each_route_and_tolerance():
