@@ -58,8 +58,8 @@ the exponential mechanism, and the ledger composes it as pure DP instead of boun
 Its sensitivity adds the arithmetic after the exact clipped mean to `Delta_u`
 ([`secure_sensitivity`][dpgcd_jax.solvers.dp_fw.secure_sensitivity]): `g_j` is the mean (its
 rounding in `Delta_j`) plus the public `l2 w_j` and penalty gradient, then times the public
-`r`; each of those two roundings moves a value of size at most `V = r max_j (C_j + |l2 w_j +
-psi'_j(w)|)` (public: `w` is) by at most `u V` (`u` the unit roundoff), on either
+`r`; each of those two roundings moves a value of size at most `V = r max_j (C_j + |l2 w_j| +
+|psi'_j(w)|)` (public: `w` is) by at most `u V` (`u` the unit roundoff), on either
 neighbour. An invalid multiplier or a capped draw releases NaN (fail closed).
 
 One step reads every example once: `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_fw.run] and
@@ -226,7 +226,8 @@ def step(
   g = g + penalty_gradient
   sensitivity = utility_sensitivity(params.radius, thresholds, problem.num_examples)
   if mechanisms.is_discrete(mechanisms.selection(selection)):
-    sensitivity = secure_sensitivity(sensitivity, params.radius, thresholds, problem.l2 * state.w + penalty_gradient)
+    public = jnp.abs(problem.l2 * state.w) + jnp.abs(penalty_gradient)  # bounds each intermediate, not their sum
+    sensitivity = secure_sensitivity(sensitivity, params.radius, thresholds, public)
   j, sign, ok = select_vertex(key, g, params.radius, params.selection_noise, sensitivity, selection=selection)
   mu = (2.0 / (state.count + 2.0)).astype(state.w.dtype)
   move = mu * sign * params.radius

@@ -71,7 +71,9 @@ public grid instead:
   `Delta_u` plus the rounding of the float operations between the exact mean and the score
   ([`dpgcd_jax.clipping.with_roundings`][]: at most 8 roundings per neighbour, each moving a
   value of size at most the public `V = max_j sqrt(M_j) (|w_j| + eta_j (C_j + |l2 w_j|) +
-  |prox(0)_j|)` by `u V`, `u` the unit roundoff; 16 `u V` charged);
+  |prox(0)_j|)` by `u V`, `u` the unit roundoff; 16 `u V` charged; this bounds the built-in
+  penalties' prox arithmetic: a user prox whose intermediates exceed `V` (e.g. an l1 toward a
+  far reference point) is not covered);
 * the values: the gradient `g_j` (not `u_j`) of every coordinate with discrete Gaussian noise
   of multiplier `sigma sqrt(s)` on the grid of its sensitivity `Delta_j` plus the rounding of
   the public `l2 w_j`'s addition (`2 eps (C_j + |l2 w_j|)`), then `u_j = w_j - eta_j hat g_j`
