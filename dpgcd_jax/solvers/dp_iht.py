@@ -204,7 +204,10 @@ def step(
                                       clipping.with_roundings(sensitivity, jnp.max(size), roundings=8))
     value_sensitivity = clipping.with_roundings(clipping.mean_sensitivity(thresholds, n),
                                            thresholds + jnp.abs(problem.l2 * state.w), roundings=2)
-    g_hat = UPDATE_SECURE.perturb(key_noise, g, params.update_noise * math.sqrt(sparsity), value_sensitivity)
+    # sigma sqrt(s) rounded UP: the float product may land just below the real one, and the integer
+    # scale floor(multiplier D) + 1 must exceed the exact sigma sqrt(s) D (found by the review)
+    multiplier = params.update_noise * (math.sqrt(sparsity) * (1.0 + 2.0**-20))
+    g_hat = UPDATE_SECURE.perturb(key_noise, g, multiplier, value_sensitivity)
     noisy = state.w - eta * g_hat
   else:
     support = peeling.peel(key_select, scores, sparsity, params.selection_noise, sensitivity)
