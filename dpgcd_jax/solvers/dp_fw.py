@@ -60,7 +60,8 @@ Its sensitivity adds the arithmetic after the exact clipped mean to `Delta_u`
 rounding in `Delta_j`) plus the public `l2 w_j` and penalty gradient, then times the public
 `r`; each of those two roundings moves a value of size at most `V = r max_j (C_j + |l2 w_j| +
 |psi'_j(w)|)` (public: `w` is) by at most `u V` (`u` the unit roundoff), on either
-neighbour. An invalid multiplier or a capped draw releases NaN (fail closed).
+neighbour. The float (Gumbel) path uses the same widened `Delta_u`: its utilities carry the
+same roundings. An invalid multiplier or a capped draw releases NaN (fail closed).
 
 One step reads every example once: `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_fw.run] and
   [`fit`][dpgcd_jax.solvers.dp_fw.fit])
@@ -225,9 +226,10 @@ def step(
   penalty_gradient = _penalty_gradient(problem.penalty, state.w)
   g = g + penalty_gradient
   sensitivity = utility_sensitivity(params.radius, thresholds, problem.num_examples)
-  if mechanisms.is_discrete(mechanisms.selection(selection)):
-    public = jnp.abs(problem.l2 * state.w) + jnp.abs(penalty_gradient)  # bounds each intermediate, not their sum
-    sensitivity = secure_sensitivity(sensitivity, params.radius, thresholds, public)
+  # Both modes: the float Gumbel path's utilities carry the same roundings (found by the review:
+  # with a large l2 w they moved 259 x Delta_u between neighbours without this widening).
+  public = jnp.abs(problem.l2 * state.w) + jnp.abs(penalty_gradient)  # bounds each intermediate, not their sum
+  sensitivity = secure_sensitivity(sensitivity, params.radius, thresholds, public)
   j, sign, ok = select_vertex(key, g, params.radius, params.selection_noise, sensitivity, selection=selection)
   mu = (2.0 / (state.count + 2.0)).astype(state.w.dtype)
   move = mu * sign * params.radius
