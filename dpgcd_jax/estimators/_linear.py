@@ -536,19 +536,19 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   def _predict(self, X: Any) -> np.ndarray:
     raise NotImplementedError
 
-  def private_score(self, X: Any, y: Any, *, epsilon: float, key: jax.Array | None = None,
+  def private_score(self, X: Any, y: Any, *, epsilon: float, key: jax.Array,
                     target_bound: Any = None) -> Any:
     """A private score of the fitted model on `(X, y)`: accuracy (classifier) or R^2 (regressor,
     with a public `target_bound`, default the fitted one when it was declared), a
     [`dpgcd_jax.scoring.PrivateScore`][] whose `report` is charged to the accountant.
 
     The data read here must be a split the model was not fitted on, or its budget adds to the
-    fit's (the accountant composes both). `key`: a JAX key (default: a fresh OS-seeded one).
-    With `secure_noise=True` the score's noise is discrete too.
+    fit's (the accountant composes both). `key`: a JAX PRNG key (required: the same key gives
+    the same score). With `secure_noise=True` the score's noise is discrete too.
     """
     from dpgcd_jax import scoring  # the scores need the fitted model only here
 
-    key = key_from(None) if key is None else key
+    _validate.check_key("key", key)
     if isinstance(self, ClassifierMixin):
       return scoring.private_accuracy(np.asarray(y), self._predict(X), epsilon=epsilon, key=key,
                                       accountant=self.accountant, secure_noise=bool(self.secure_noise))

@@ -6,6 +6,7 @@ only. The rates are measured in `benchmarks/bench_warnings.py` (`benchmarks/resu
 import math
 import warnings
 
+import jax
 import numpy as np
 import pytest
 
@@ -226,7 +227,7 @@ def test_a_classifier_answering_one_class_on_the_rows_warns_at_predict_only_ther
   assert few == []
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    model.private_score(X, y, epsilon=1.0)
+    model.private_score(X, y, epsilon=1.0, key=jax.random.key(0))
   assert not [w for w in caught if "predictions" in str(w.message)]
   X, y = _blobs(0)
   model = DPGCDClassifier(classes=[0, 1], epsilon=5.0, feature_bound=4.0, random_state=0).fit(X, y)
