@@ -166,7 +166,7 @@ def dp_greedy_coordinate(
     g = clipping.clipped_mean(G, thresholds[None, :], axis=0) + l2 * w
     j, new_wj = greedy.private_coordinate_step(
         base.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
-        selection_noise, update_noise, selection=selection, update=update, rule=rule)
+        selection_noise, update_noise, public_gradient=l2 * w, selection=selection, update=update, rule=rule)
     # The gradient mapping (w_j - prox(...)) / step: optax.scale(-step) turns it into the move.
     updates = jnp.where(jnp.arange(w.shape[0]) == j, (w[j] - new_wj) / step, 0.0)
     return unravel(updates), DPGreedyCoordinateState(state.count + 1, state.key)

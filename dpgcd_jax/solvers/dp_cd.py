@@ -102,7 +102,8 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
   key_coordinate, key_noise = jax.random.split(key)
   j = coordinate_of_step(key_coordinate, problem.num_features)
   g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
-  sensitivity_j = clipping.mean_sensitivity(thresholds[j], problem.num_examples)
+  # Delta_j and the rounding of l2 w_j's addition (dpgcd_jax.solvers.greedy, "Floating point")
+  sensitivity_j = greedy.update_sensitivity(thresholds[j], problem.num_examples, problem.l2 * state.w[j])
   noisy_g = greedy.privatize(key_noise, g_j, params.noise, sensitivity_j, update=update)
   return _coordinate.prox_step(problem, state, j, noisy_g, params.step_size, M), Info(j)
 

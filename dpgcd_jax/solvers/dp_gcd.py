@@ -137,6 +137,7 @@ def step(
   if mask is not None:  # padded features (zero columns): a finite threshold, so that the choice of
     thresholds = jnp.where(mask, thresholds, 1.0)  # the exact sums is decided by the true ones
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
+  public_gradient = problem.l2 * state.w  # the data-independent part of g: sizes the roundings
 
   def update_at(key_update, j, g_j, ok):
     """The private step of the selected `j`: by `gamma / M_j` (public), or by `gamma / hat M_j`
@@ -148,19 +149,21 @@ def step(
                                               params.curvature_noise)
       M_step = M.at[j].set(M_j)
     return greedy.private_update(key_update, j, g_j, state.w, M_step, thresholds, problem.mean_count,
-                                 problem.penalty, params.step_size, params.update_noise, ok, update=update)
+                                 problem.penalty, params.step_size, params.update_noise, ok,
+                                 public_gradient=public_gradient, update=update)
 
   # One path for every problem, dense or sparse, whatever its entries (module docstring, "One
   # path"): the selection draws the noise of all `p` coordinates.
   if curvature == "public":
     j, new_wj = greedy.private_coordinate_step(
         key, g, state.w, M, thresholds, problem.mean_count, problem.penalty, params.step_size,
-        params.selection_noise, params.update_noise, selection=selection, update=update, rule=rule,
-        column_mask=mask)
+        params.selection_noise, params.update_noise, public_gradient=public_gradient, selection=selection,
+        update=update, rule=rule, column_mask=mask)
   else:  # the same draws as private_coordinate_step, the step from the released curvature
     key_select, key_update = jax.random.split(key)
     j, ok = greedy.select_checked(key_select, g, state.w, M, problem.penalty, params.selection_noise,
-                                  greedy.selection_sensitivity(thresholds, M, problem.mean_count, mask),
+                                  greedy.score_sensitivity(rule, thresholds, M, problem.mean_count, state.w,
+                                                           public_gradient, problem.penalty, mask),
                                   selection=selection, rule=rule, column_mask=mask)
     new_wj = update_at(key_update, j, g[j], ok)
   return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)

@@ -13,8 +13,9 @@ $$
 g_j &= \\frac1n \\sum_i \\mathrm{clip}(\\nabla_j l(w^t; d_i), -C_j, C_j) + \\lambda_2 w^t_j \\\\
 u_j &= w^t_j - \\eta_j g_j \\\\
 S_t &= \\mathrm{peel}_s\\big(\\sqrt{M_j} |\\mathrm{prox}_{\\eta_j \\psi_j}(u_j)|;\\ b \\gamma \\bar\\Delta\\big) \\\\
-w^{t+1}_j &= \\mathrm{prox}_{\\eta_j \\psi_j}(u_j + \\xi_j) \\ (j \\in S_t), \\quad 0 \\ (j \\notin S_t),
-\\quad \\xi_j \\sim N\\big(0, (\\sigma \\sqrt{s}\\, \\eta_j \\Delta_j)^2\\big)
+w^{t+1}_j &= \\mathrm{prox}_{\\eta_j \\psi_j}\\big(w^t_j - \\eta_j (g_j + \\xi_j)\\big) \\ (j \\in S_t),
+\\quad 0 \\ (j \\notin S_t),
+\\quad \\xi_j \\sim N\\big(0, (\\sigma \\sqrt{s}\\, \\Delta_j)^2\\big)
 \\end{aligned}
 $$
 
@@ -46,9 +47,9 @@ Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
   clip rule `C_j ∝ sqrt(M_j)`, where `Delta_j / sqrt(M_j)` is the same for every `j`).
   Peeling at temperature `b Delta_u` is then `s` adaptive `BoundedRange(2 / b)` rounds
   ([`dpgcd_jax.peeling`][]).
-* Values. Given `S_t` (already released, so fixed), the step releases `(u_j + xi_j)_{j in
-  S_t}`; `w^{t+1}` is post-processing of it. Divide coordinate `j` by the public `a_j`:
-  `u_j / a_j + sigma sqrt(s) N(0, 1)`, i.i.d. noise of standard deviation `sigma sqrt(s)`
+* Values. Given `S_t` (already released, so fixed), the step releases `(g_j + xi_j)_{j in
+  S_t}`; `w^{t+1}` is post-processing of it. Divide coordinate `j` by the public `Delta_j`:
+  `g_j / Delta_j + sigma sqrt(s) N(0, 1)`, i.i.d. noise of standard deviation `sigma sqrt(s)`
   on a vector whose `s` entries each move by at most 1, i.e. whose l2 sensitivity is at most
   `sqrt(s)` (attained, up to rounding, by a record whose clipped gradient goes from `-C_j`
   to `+C_j` in every coordinate of `S_t`). That is the Gaussian mechanism with multiplier
@@ -61,8 +62,11 @@ Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
   which must be public: [`fit`][dpgcd_jax.solvers.dp_iht.fit] makes it so, as for DP-GCD. The objective values in the
   trace are NOT private.
 
-Floating point: by default the arithmetic after the exact clipped sum (`u`, the prox, the
-scores, the noise and its addition) is the mechanisms' own, not snapped. `secure_noise=True`
+Floating point: the arithmetic between the exact clipped mean and a score or a released value
+rounds, by amounts of public size (below); both modes add them to the sensitivities (a large
+`l2 w` or `|w|` would otherwise move neighbouring scores by more than `Delta_u`, as found for
+DP-FW), and the float mode draws its Gaussian noise on `g` like the secure mode. By default the
+noise itself (Gumbel, Gaussian) is float, not snapped. `secure_noise=True`
 (`selection="discrete_laplace"` in [`run`][dpgcd_jax.solvers.dp_iht.run]) draws every release on the
 public grid instead:
 
@@ -196,24 +200,25 @@ def step(
   u = state.w - eta * g
   key_select, key_noise = jax.random.split(key)
   scores = jnp.sqrt(M) * jnp.abs(problem.penalty.prox(u, eta))
-  sensitivity = params.step_size * greedy.selection_sensitivity(thresholds, M, n)
+  # Both modes: the scores and the released values carry float roundings after the exact mean,
+  # of public size (module docstring, "Floating point"), added to the sensitivities.
+  size = jnp.sqrt(M) * (jnp.abs(state.w) + eta * (thresholds + jnp.abs(problem.l2 * state.w))
+                        + jnp.abs(problem.penalty.prox(jnp.zeros_like(u), eta)))
+  sensitivity = clipping.with_roundings(params.step_size * greedy.selection_sensitivity(thresholds, M, n),
+                                        jnp.max(size), roundings=8)
+  value_sensitivity = clipping.with_roundings(clipping.mean_sensitivity(thresholds, n),
+                                              thresholds + jnp.abs(problem.l2 * state.w), roundings=2)
   if selection == "discrete_laplace":  # secure_noise (module docstring, "Floating point")
-    size = jnp.sqrt(M) * (jnp.abs(state.w) + eta * (thresholds + jnp.abs(problem.l2 * state.w))
-                          + jnp.abs(problem.penalty.prox(jnp.zeros_like(u), eta)))
-    support, ok = peeling.peel_secure(key_select, scores, sparsity, params.selection_noise,
-                                      clipping.with_roundings(sensitivity, jnp.max(size), roundings=8))
-    value_sensitivity = clipping.with_roundings(clipping.mean_sensitivity(thresholds, n),
-                                           thresholds + jnp.abs(problem.l2 * state.w), roundings=2)
+    support, ok = peeling.peel_secure(key_select, scores, sparsity, params.selection_noise, sensitivity)
     # sigma sqrt(s) rounded UP: the float product may land just below the real one, and the integer
     # scale floor(multiplier D) + 1 must exceed the exact sigma sqrt(s) D (found by the review)
     multiplier = params.update_noise * (math.sqrt(sparsity) * (1.0 + 2.0**-20))
     g_hat = UPDATE_SECURE.perturb(key_noise, g, multiplier, value_sensitivity)
-    noisy = state.w - eta * g_hat
   else:
-    support = peeling.peel(key_select, scores, sparsity, params.selection_noise, sensitivity)
-    scale = clipping.noise_scale(params.update_noise,
-                                 math.sqrt(sparsity) * eta * clipping.mean_sensitivity(thresholds, n))
-    noisy = mechanisms.GaussianNoise().perturb(key_noise, u, scale)
+    support, ok = peeling.peel(key_select, scores, sparsity, params.selection_noise, sensitivity), jnp.asarray(True)
+    scale = clipping.noise_scale(params.update_noise, math.sqrt(sparsity) * value_sensitivity)
+    g_hat = mechanisms.GaussianNoise().perturb(key_noise, g, scale)
+  noisy = state.w - eta * g_hat  # post-processing of the released g_hat on the support
   w = jnp.where(peeling.indicator(support, p), problem.penalty.prox(noisy, eta), 0.0)
   if selection == "discrete_laplace":
     w = jnp.where(ok & jnp.all(jnp.isfinite(g_hat)), w, jnp.nan)  # a failed discrete draw: a NaN model

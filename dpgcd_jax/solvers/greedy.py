@@ -42,6 +42,21 @@ of all `p` coordinates, drawn by the same sampler as for dense features. So the 
 released index is the same function of the scores for every data set, whichever features are
 empty (no data-dependent switch to another sampler, [`dpgcd_jax.solvers.dp_gcd`][], "One path").
 
+Floating point: the sensitivities above are those of exact scores. The float32 arithmetic from
+the exact clipped mean (its one rounding is in `Delta_j`, [`dpgcd_jax.clipping`][]) to a score
+adds `g_j = mean + l2 w_j`, the penalty's terms, the division by `sqrt(M_j)` (GS-r / GS-q: the
+step `w_j - g_j / M_j`, the prox, the difference): each rounding moves a value by at most `u`
+times its magnitude, which is bounded by public quantities (`w` is released), and a large
+`l2 w_j` or `|w_j|` can make it exceed `Delta_bar` (as found for DP-FW). Every selection
+therefore uses [`score_sensitivity`][dpgcd_jax.solvers.greedy.score_sensitivity], `Delta_bar`
+plus `2 k u` times the largest public magnitude for `k` roundings on either neighbour, and
+every update [`update_sensitivity`][dpgcd_jax.solvers.greedy.update_sensitivity]; the float
+and the secure paths alike. The bound covers the built-in penalties (a user-written one whose
+intermediates exceed `|prox(0)|` plus its subgradient at `w` is not covered). GS-q is covered
+for its step `d` only: its score `sqrt(2 q_j)` takes a square root of a difference of terms
+(`psi(w + d) - psi(w)`), and near `q_j = 0` a rounding `delta` moves the score by up to
+`sqrt(2 delta)`, unbounded by `u`; GS-s (the default) and GS-r are covered.
+
 Floating-point-safe variants (`secure_noise=True`; `dpgcd_jax.mechanisms`,
 `dpgcd_jax.discrete_noise`): selection `"discrete_laplace"` is report-noisy-max of the
 scores snapped to a public power-of-two grid plus exact discrete Laplace noise, compared as
@@ -92,6 +107,39 @@ def selection_sensitivity(thresholds: Array, M: Array, num_examples: int | Array
   """
   normalized = clipping.mean_sensitivity(thresholds, num_examples) / jnp.sqrt(M)
   return jnp.max(normalized if column_mask is None else jnp.where(column_mask, normalized, 0.0))
+
+
+SCORE_ROUNDINGS = {"gs-s": 4, "gs-r": 8, "gs-q": 8}  # float operations from the exact mean to a score
+
+
+def score_sensitivity(rule: str, thresholds: Array, M: Array, num_examples: int | Array, w: Array,
+                      public_gradient: Array, penalty: penalties.Penalty,
+                      column_mask: Array | None = None) -> Array:
+  """`Delta_bar` widened by the float arithmetic between the exact clipped mean and the scores
+  (module docstring, "Floating point"; [`dpgcd_jax.clipping.with_roundings`][]).
+
+  `public_gradient`: the data-independent part added to the mean (`l2 w`). Each rounding moves
+  a value by at most `u` times its magnitude, which is public: for GS-s at most
+  `(C_j + |l2 w_j| + dist(0, d psi_j(w_j))) / sqrt(M_j)` (the built-in penalties add at most
+  their subgradient at `w`), for GS-r and GS-q's step
+  `sqrt(M_j) (2 |w_j| + (C_j + |l2 w_j|) / M_j + |prox(0)|)` (the prox is 1-Lipschitz).
+  """
+  base = selection_sensitivity(thresholds, M, num_examples, column_mask)
+  gradient = thresholds + jnp.abs(public_gradient)
+  if rule == "gs-s":
+    size = (gradient + penalty.subdiff_distance(w, jnp.zeros_like(w))) / jnp.sqrt(M)
+  else:
+    size = jnp.sqrt(M) * (2.0 * jnp.abs(w) + gradient / M + jnp.abs(penalty.prox(jnp.zeros_like(w), 1.0 / M)))
+  if column_mask is not None:
+    size = jnp.where(column_mask, size, 0.0)
+  return clipping.with_roundings(base, jnp.max(size), roundings=SCORE_ROUNDINGS[rule])
+
+
+def update_sensitivity(threshold_j: Array, num_examples: int | Array, public_gradient_j: Array) -> Array:
+  """`Delta_j` widened by the one rounding of `mean + l2 w_j` (size `C_j + |l2 w_j|`, doubled
+  for margin): the sensitivity of the released coordinate gradient."""
+  return clipping.with_roundings(clipping.mean_sensitivity(threshold_j, num_examples),
+                                 threshold_j + jnp.abs(public_gradient_j), roundings=2)
 
 
 def masked_rule(rule: Callable[..., Array], column_mask: Array) -> Callable[..., Array]:
@@ -171,6 +219,7 @@ def private_coordinate_step(
     selection_noise: Array,
     update_noise: Array,
     *,
+    public_gradient: Array,
     selection: Any,
     update: Any,
     rule: str,
@@ -178,7 +227,8 @@ def private_coordinate_step(
 ) -> tuple[Array, Array]:
   """The private kernel of one DP-GCD iteration, shared by the solver and the optax transform.
 
-  From the clipped gradient `g` (thresholds `C_j`, `n` examples): select `j` privately,
+  From the clipped gradient `g` (thresholds `C_j`, `n` examples, `public_gradient` = `l2 w`
+  its data-independent part, which sizes the roundings): select `j` privately,
   add update noise to `g_j` and take the proximal step
   `w_j <- prox_{gamma_j psi_j}(w_j - gamma_j (g_j + eta))`, `gamma_j = step_size / M_j`.
 
@@ -188,19 +238,20 @@ def private_coordinate_step(
   """
   key_select, key_update = jax.random.split(key)
   j, ok = select_checked(key_select, g, w, M, penalty, selection_noise,
-                         selection_sensitivity(thresholds, M, num_examples, column_mask),
+                         score_sensitivity(rule, thresholds, M, num_examples, w, public_gradient, penalty,
+                                           column_mask),
                          selection=selection, rule=rule, column_mask=column_mask)
   return j, private_update(key_update, j, g[j], w, M, thresholds, num_examples, penalty, step_size, update_noise,
-                           ok, update=update)
+                           ok, public_gradient=public_gradient, update=update)
 
 
 def private_update(key: Array, j: Array, g_j: Array, w: Array, M: Array, thresholds: Array,
                    num_examples: int | Array, penalty: penalties.Penalty, step_size: Array, update_noise: Array,
-                   ok: Array | bool = True, *, update: Any) -> Array:
+                   ok: Array | bool = True, *, public_gradient: Array, update: Any) -> Array:
   """The new `w_j` of [`private_coordinate_step`][dpgcd_jax.solvers.greedy.private_coordinate_step] once `j` is
   selected: `prox_{gamma_j psi_j}(w_j - gamma_j (g_j + eta))`; NaN when not `ok` (a failed
   discrete selection) or for an invalid step size (fail closed)."""
-  sensitivity_j = clipping.mean_sensitivity(thresholds[j], num_examples)
+  sensitivity_j = update_sensitivity(thresholds[j], num_examples, public_gradient[j])
   noisy_g = privatize(key, g_j, update_noise, sensitivity_j, update=update)
   noisy_g = jnp.where(ok, noisy_g, jnp.nan)  # a failed discrete selection: fail closed
   gamma = jnp.where(step_size > 0, step_size / M[j], jnp.nan)

@@ -213,7 +213,7 @@ def fit(
       raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
     with jax.enable_x64(True):  # the exact totals stay float64 on the device
       g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
-    j, new_wj = _step(base.step_key(key, t), g, w, first.penalty, params, M, thresholds, num_examples=n,
+    j, new_wj = _step(base.step_key(key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds, num_examples=n,
                       selection=selection, update=update, rule=rule)
     coordinates[t] = int(j)
     changes = changes.at[t].set(new_wj - w[j])
@@ -309,9 +309,11 @@ def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examp
 
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "selection", "update", "rule"))
-def _step(key: Array, g: Array, w: Array, penalty: Any, params: dp_gcd.Params, M: Array, thresholds: Array, *,
+def _step(key: Array, g: Array, w: Array, public_gradient: Array, penalty: Any, params: dp_gcd.Params, M: Array,
+          thresholds: Array, *,
           num_examples: int, selection: str, update: str, rule: str) -> tuple[Array, Array]:
   """The selected `j` and its new `w_j`: DP-GCD's private kernel on the gradient `g`."""
   return greedy.private_coordinate_step(key, g, w, M, thresholds, num_examples, penalty, params.step_size,
-                                        params.selection_noise, params.update_noise, selection=selection,
+                                        params.selection_noise, params.update_noise,
+                                        public_gradient=public_gradient, selection=selection,
                                         update=update, rule=rule)

@@ -47,13 +47,14 @@ Privacy (replace-one neighbours `D`, `D'` of the same public size `n`).
   (indices in `1..p`) are post-processing. The coordinate smoothness `M` must be public
   ([`fit`][dpgcd_jax.solvers.two_stage.fit] makes it so). The objective values in the trace are NOT private.
 
-Floating point: the Gumbel draw of stage 1 is not snapped. With a discrete stage-2 selection
-(`selection="discrete_laplace"`, the estimators' `secure_noise=True`), stage 1 is secure
-peeling too ([`dpgcd_jax.peeling.peel_secure`][], `PureDp(2 / b_0)` per round), on the same
-scores, with the sensitivity widened by the rounding of the two float operations between the
-exact mean and the score (`l2 w_j`'s addition, the division by `sqrt(M_j)`; values of size at
-most the public `max_j (C_j + |l2 w_j|) / sqrt(M_j)`, [`dpgcd_jax.clipping.with_roundings`][]).
-A failed draw releases NaN.
+Floating point: stage 1's sensitivity is widened, in both modes, by the rounding of the two
+float operations between the exact mean and the score (`l2 w_j`'s addition, the division by
+`sqrt(M_j)`; values of size at most the public `max_j (C_j + |l2 w_j|) / sqrt(M_j)`,
+[`dpgcd_jax.clipping.with_roundings`][]); stage 2 is DP-GCD's kernel, widened the same way
+([`dpgcd_jax.solvers.greedy`][]). The Gumbel draw of stage 1 is not snapped. With a discrete
+stage-2 selection (`selection="discrete_laplace"`, the estimators' `secure_noise=True`), stage
+1 is secure peeling too ([`dpgcd_jax.peeling.peel_secure`][], `PureDp(2 / b_0)` per round), on
+the same scores. A failed draw releases NaN.
 """
 
 from __future__ import annotations
@@ -168,13 +169,14 @@ def select_support(key: Array, problem: problem_lib.Problem, state: State, param
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
-  sensitivity = greedy.selection_sensitivity(thresholds, M, problem.num_examples)
   scores = jnp.abs(g) / jnp.sqrt(M)
+  # both modes: the two roundings after the exact mean (+ l2 w, / sqrt(M)), of public size
+  size = jnp.max((thresholds + jnp.abs(problem.l2 * state.w)) / jnp.sqrt(M))
+  sensitivity = clipping.with_roundings(greedy.selection_sensitivity(thresholds, M, problem.num_examples), size,
+                                        roundings=2)
   if not secure:
     return peeling.peel(key, scores, sparsity, params.support_noise, sensitivity), jnp.asarray(True)
-  size = jnp.max((thresholds + jnp.abs(problem.l2 * state.w)) / jnp.sqrt(M))
-  return peeling.peel_secure(key, scores, sparsity, params.support_noise,
-                             clipping.with_roundings(sensitivity, size, roundings=2))
+  return peeling.peel_secure(key, scores, sparsity, params.support_noise, sensitivity)
 
 
 def step(
