@@ -305,13 +305,13 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
 
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
                validation_fraction=0.25, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5,
-               epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None,
+               epsilon=1.0, delta=None, fit_intercept=True, feature_bound=None, categories=None,
                scaling=_defaults.AUTO, clipping="coordinate", secure_noise=False,
                max_iter=_defaults.AUTO, step_size=_defaults.AUTO, clip=_defaults.AUTO, solver="dp_gcd",
                solver_params=None, random_state=None, accountant=None, verbose=0):
     super().__init__(classes=classes, class_weight=class_weight, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
                      epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, categories=categories, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
                      random_state=random_state, accountant=accountant, verbose=verbose)
@@ -349,12 +349,12 @@ class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
   def __init__(self, *, param_grid=None, mean_repetitions=None, repetition_shape=1.0,
                validation_fraction=0.25, score_clip=1.0, loss="squared", huber_delta=1.0,
                target_bound=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
-               fit_intercept=True, feature_bound=None, scaling=_defaults.AUTO, clipping="coordinate",
+               fit_intercept=True, feature_bound=None, categories=None, scaling=_defaults.AUTO, clipping="coordinate",
                secure_noise=False, max_iter=_defaults.AUTO, step_size=_defaults.AUTO, clip=_defaults.AUTO,
                solver="dp_gcd", solver_params=None, random_state=None, accountant=None, verbose=0):
     super().__init__(loss=loss, huber_delta=huber_delta, target_bound=target_bound, penalty=penalty,
                      alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, categories=categories, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter, step_size=step_size, clip=clip,
                      solver=solver, solver_params=solver_params, random_state=random_state,
                      accountant=accountant, verbose=verbose)

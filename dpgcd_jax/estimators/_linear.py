@@ -45,6 +45,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.base import OneToOneFeatureMixin
 from sklearn.base import RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array
 from sklearn.utils.validation import check_is_fitted
 from sklearn.utils.validation import validate_data
 
@@ -56,6 +57,7 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
+from dpgcd_jax.estimators import _categorical
 from dpgcd_jax.estimators import _predictions
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
@@ -160,7 +162,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   _noise_cap: float | None = None
 
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
-               fit_intercept=True, feature_bound=None, scaling=AUTO, clipping="coordinate",
+               fit_intercept=True, feature_bound=None, categories=None, scaling=AUTO, clipping="coordinate",
                secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd",
                solver_params=None, random_state=None, accountant=None, verbose=0):
     self.accountant = accountant
@@ -172,6 +174,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     self.delta = delta
     self.fit_intercept = fit_intercept
     self.feature_bound = feature_bound
+    self.categories = categories
     self.scaling = scaling
     self.clipping = clipping
     self.secure_noise = secure_noise
@@ -202,6 +205,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     _validate.check_choice("clipping", self.clipping, CLIPPINGS)
     if not isinstance(self.secure_noise, (bool, np.bool_)):
       raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={self.secure_noise!r}.")
+    _categorical.check(self.categories)
     feature = _ranges.declared("feature_bound", self.feature_bound)  # its length is checked against X in fit
     if feature is not None and not feature.centred and not self.fit_intercept:
       raise ValueError(
@@ -451,7 +455,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     unit = 1.0 if target is None else target.bound
     coef = unit * W[:, :p]
     intercept = unit * (W[:, p] if self.fit_intercept else np.zeros(W.shape[0]))  # on the centred data
-    feature, target_range = _ranges.declared("feature_bound", self.feature_bound, p), self._target_range()
+    feature, target_range = self._feature_range(p), self._target_range()
     self.feature_centre_ = np.zeros(p) if feature is None else np.broadcast_to(feature.centre, (p,)).copy()
     self.feature_bound_, self.scaling_ = bound, released.how
     if target is not None:
@@ -479,10 +483,19 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
           f"multiplies its clipped gradient, so the sensitivity (2 C / n) would need a public "
           f"bound on the weights; got sample_weight of type {type(sample_weight).__name__}.")
     key = key_from(self.random_state)
+    encoding = _categorical.declared(self.categories, X)  # public: the declared categories
+    X_in = X
+    if encoding is not None:
+      X = encoding.encode(X)
     X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                          ensure_min_samples=2, y_numeric=not isinstance(self, ClassifierMixin))
+    self.encoding_ = encoding
+    if encoding is not None:  # the input's columns, as scikit-learn names them
+      self.n_features_in_ = len(encoding.names_in)
+      if hasattr(X_in, "columns"):
+        self.feature_names_in_ = np.asarray(encoding.names_in, dtype=object)
     n, p = X.shape
-    feature = _ranges.declared("feature_bound", self.feature_bound, p)
+    feature = self._feature_range(p)
     if feature is not None and not feature.centred and sparse.is_sparse(X):
       raise ValueError(
           f"Expected a dense X or feature_bound centred on 0 (a bound B, or (-B, B)): with "
@@ -509,8 +522,23 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
 
   def _declared_bound(self, p: int) -> np.ndarray | None:
     """The declared bound on the centred features (the half-width of `feature_bound`), or None."""
-    feature = _ranges.declared("feature_bound", self.feature_bound, p)
+    feature = self._feature_range(p)
     return None if feature is None else feature.half_width
+
+  def _feature_range(self, p: int) -> _ranges.Range | None:
+    """The declared range of the `p` encoded features (`dpgcd_jax.estimators._categorical`)."""
+    encoding = getattr(self, "encoding_", None)
+    if encoding is None:
+      return _ranges.declared("feature_bound", self.feature_bound, p)
+    return encoding.expand(_ranges.declared("feature_bound", self.feature_bound, len(encoding.names_in)))
+
+  def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+    """The names of `coef_`'s columns: the input's (`feature_names_in_`, else `x0, ...`), with
+    a declared categorical column replaced by its one-hot columns `column_category`."""
+    encoding = getattr(self, "encoding_", None)
+    if encoding is None:
+      return super().get_feature_names_out(input_features)
+    return encoding.names_out()
 
   def _target_range(self) -> _ranges.Range | None:
     """A regressor's declared target range (None: released, or a classifier's labels +-1)."""
@@ -626,8 +654,13 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
 
   def _decision(self, X: Any) -> np.ndarray:
     check_is_fitted(self)
-    X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
-                      dtype=(np.float64, np.float32))
+    encoding = getattr(self, "encoding_", None)
+    if encoding is None:
+      X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+    else:
+      if hasattr(X, "columns") and tuple(str(c) for c in X.columns) != encoding.names_in:
+        raise ValueError(f"Expected X with the columns of fit {list(encoding.names_in)}, got {list(X.columns)}.")
+      X = check_array(encoding.encode(X), dtype=(np.float64, np.float32))
     centre = self.feature_centre_
     if np.any(centre):  # a declared (lower, upper) range: the same clip as in the fit
       X = np.clip(X.toarray() if sparse.is_sparse(X) else X, centre - self.feature_bound_, centre + self.feature_bound_)
@@ -784,6 +817,11 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       with the bound `(upper - lower) / 2` (the same sensitivity; needs `fit_intercept=True`,
       and dense X unless the range is centred on 0). A tuple is always a range. None
       (default) releases symmetric bounds privately (`scaling`), accounted in `privacy_`.
+    categories: PUBLIC categorical columns, `{column: [category, ...]}` (a DataFrame's column
+      name or a position), one-hot encoded inside (one 0/1 column per declared category; a
+      value outside them encodes as zeros) with the public bound 1; `coef_` and
+      `get_feature_names_out()` follow the encoded columns. None (default): all numeric.
+      See `dpgcd_jax.estimators._categorical`.
     scaling: how bounds are released when `feature_bound` is None: "private" (per-feature
       private scales, [`dpgcd_jax.privacy.scales`][]), "bound" (one private bound for every
       feature) or "auto" (default): "private" when `n` is large enough for the per-feature
@@ -859,11 +897,11 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   _clip_follows_data = True
 
   def __init__(self, *, classes=None, class_weight=None, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0,
-               delta=None, fit_intercept=True, feature_bound=None, scaling=AUTO,
+               delta=None, fit_intercept=True, feature_bound=None, categories=None, scaling=AUTO,
                clipping="coordinate", secure_noise=False, max_iter=AUTO, step_size=AUTO, clip=AUTO,
                solver="dp_gcd", solver_params=None, random_state=None, accountant=None, verbose=0):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, categories=categories, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
                      random_state=random_state, accountant=accountant, verbose=verbose)
@@ -1036,11 +1074,11 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
 
   def __init__(self, *, loss="squared", huber_delta=1.0, target_bound=None, penalty=None,
                alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None, fit_intercept=True,
-               feature_bound=None, scaling=AUTO, clipping="coordinate", secure_noise=False,
+               feature_bound=None, categories=None, scaling=AUTO, clipping="coordinate", secure_noise=False,
                max_iter=AUTO, step_size=AUTO, clip=AUTO, solver="dp_gcd", solver_params=None,
                random_state=None, accountant=None, verbose=0):
     super().__init__(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, epsilon=epsilon, delta=delta,
-                     fit_intercept=fit_intercept, feature_bound=feature_bound, scaling=scaling,
+                     fit_intercept=fit_intercept, feature_bound=feature_bound, categories=categories, scaling=scaling,
                      clipping=clipping, secure_noise=secure_noise, max_iter=max_iter,
                      step_size=step_size, clip=clip, solver=solver, solver_params=solver_params,
                      random_state=random_state, accountant=accountant, verbose=verbose)
