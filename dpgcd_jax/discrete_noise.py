@@ -409,9 +409,13 @@ def grid_sensitivity(sensitivity: Array, gran: Array) -> Array:
 
   If `|v - v'| <= Delta` then `|round(v / gran) - round(v' / gran)| <= Delta / gran + 1`
   (each rounding moves by at most 1/2), and the difference is an integer. `Delta / gran`
-  is exact (`gran` a power of two), so the ceiling is.
+  is exact (`gran` a power of two), so the ceiling is. The `+ 1` is exact below `2^23`
+  (float32 holds every integer up to `2^24`); above (a multiplier `b < 2^-10`, `2 / b > 2000`
+  per step) it would be lost, so the result is NaN there: an invalid scale, and the
+  mechanism fails closed (found by the review).
   """
-  return jnp.ceil(sensitivity / gran) + 1.0
+  steps = jnp.ceil(sensitivity / gran)
+  return jnp.where(steps < 2.0**23, steps + 1.0, jnp.nan)
 
 
 def integer_scale(multiplier: Array, grid_sens: Array, xp=jnp) -> tuple[Array, Array]:

@@ -108,6 +108,13 @@ def test_samplers_fail_closed_on_invalid_scale_and_reject_float_scale():
   assert np.isnan(out)
   out = mechanisms.DiscreteGaussianNoise().perturb(jax.random.key(0), 0.3, 1e9, 0.1)
   assert np.isnan(out)  # scale beyond MAX_SCALE grid steps: NaN
+  # A tiny multiplier: Delta / gran above 2^23 grid steps, where float32 would drop the + 1 of
+  # the grid sensitivity; it fails closed instead (below, the + 1 is kept).
+  gran = dn.grid_step(jnp.asarray(1e-4 * 0.1, jnp.float32))
+  assert np.isnan(dn.grid_sensitivity(jnp.asarray(0.1, jnp.float32), gran))
+  assert float(dn.grid_sensitivity(jnp.asarray(2.0**22, jnp.float32), 1.0)) == 2.0**22 + 1
+  out = mechanisms.DiscreteLaplaceNoise().perturb(jax.random.key(0), 0.3, 1e-4, 0.1)
+  assert np.isnan(out)
 
 
 def test_secure_update_noise_has_the_grid_scale():
