@@ -145,7 +145,8 @@ def defaults_table(results: dict) -> list[str]:
            "ledger: declared feature bound, DP-GCD with the selected features' curvature released, T greedy steps "
            "by the public rule in (n, epsilon); nothing tuned): relative error on the same objective, median "
            f"[min, max] over {results['preset']['seeds']} seeds. Where it is near 1 the budget cannot resolve "
-           "the signal at this n (private learning does not pay there); where it is below the end-to-end "
+           "the signal at this n (private learning does not pay there: docs/high_dim.md plans it by "
+           "n epsilon r* / ln p >= 30, r* the strongest feature's effect); where it is below the end-to-end "
            "private column, the defaults beat a private search.", "",
            "| data set | T | relative error | epsilon (ledger) |", "|---|---|---|---|"]
   for r in rows:
