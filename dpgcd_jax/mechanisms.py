@@ -62,6 +62,7 @@ from typing import runtime_checkable
 import jax
 import jax.numpy as jnp
 
+from dpgcd_jax import clipping
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import penalties
 from dpgcd_jax.privacy import costs
@@ -245,7 +246,9 @@ def release(update: Any, key: Array, value: Any, multiplier: Any, sensitivity: A
   value = jnp.asarray(value)
   if is_discrete(update):
     return update.perturb(key, value, multiplier, sensitivity)
-  return update.perturb(key, value, jnp.asarray(multiplier * sensitivity, value.dtype))
+  # a negative or NaN multiplier or sensitivity: a NaN scale, never a noiseless release
+  return update.perturb(key, value, clipping.noise_scale(jnp.asarray(multiplier, value.dtype),
+                                                         jnp.asarray(sensitivity, value.dtype)))
 
 
 def grid_noise_scale(multiplier: Any, sensitivity: Any) -> Array:
