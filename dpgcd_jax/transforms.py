@@ -132,6 +132,7 @@ def dp_greedy_coordinate(
   _validate.check_positive("clip", clip, allow_inf=True)
   _validate.check_positive("selection_noise", selection_noise, allow_zero=True)
   _validate.check_positive("update_noise", update_noise, allow_zero=True)
+  greedy.check_private_rule(rule, selection_noise, update_noise)
   _validate.check_positive("l2", l2, allow_zero=True)
   flat_smoothness = ravel_pytree(smoothness)[0]
   _validate.check_positive("smoothness", flat_smoothness, allow_zero=True)

@@ -82,12 +82,13 @@ class Encoding(NamedTuple):
 
 def _equal(values: np.ndarray, category: Any) -> np.ndarray:
   """`values == category` elementwise on an object array (False for a missing or other value)."""
-  try:
-    equal = values == category
-    if isinstance(equal, np.ndarray) and equal.shape == values.shape:
-      return equal.astype(bool)
-  except (TypeError, ValueError):
-    pass
+  if isinstance(category, (str, bytes, int, float, np.generic)):  # a scalar: elementwise, vectorized
+    try:
+      equal = values == category
+      if isinstance(equal, np.ndarray) and equal.shape == values.shape:
+        return equal.astype(bool)
+    except (TypeError, ValueError):
+      pass
   return np.fromiter((v == category if _comparable(v, category) else False for v in values), bool, len(values))
 
 
@@ -162,10 +163,12 @@ def check(categories: Any) -> None:
 
 
 def _position(column: Any, names: tuple[str, ...]) -> int:
+  """A column's position: by name first (a DataFrame's, integer names included), else an integer
+  position."""
+  if str(column) in names and not isinstance(column, bool):
+    return names.index(str(column))
   if isinstance(column, (int, np.integer)) and not isinstance(column, bool):
     if not 0 <= column < len(names):
       raise ValueError(f"Expected a column position in [0, {len(names)}) in categories, got {column!r}.")
     return int(column)
-  if str(column) in names:
-    return names.index(str(column))
   raise ValueError(f"Expected the columns of categories among X's columns {list(names)}, got {column!r}.")

@@ -226,6 +226,8 @@ def run(
   """
   selection, update = mechanisms_run(selection, update, secure_noise)
   check_options(selection, update, rule)
+  # another solver's params (no such fields) are refused by name in base.run
+  greedy.check_private_rule(rule, getattr(params, "selection_noise", 0.0), getattr(params, "update_noise", 0.0))
   problem_lib.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
   _check_curvature_noise(params, curvature)
@@ -348,6 +350,7 @@ def fit(
   passes = _validate.check_int("passes", passes, low=1)
   selection, update = mechanisms_run(selection, update, secure_noise)
   check_options(selection, update, rule)
+  greedy.check_private_rule(rule, np.inf)  # a fit is private
   released, bounded = problem_lib.as_fit_runs(problem)  # fit releases a feature bound first
   problem_lib.check_clipping_mode(bounded, clipping_mode)
   curvature_lib.check(bounded, curvature)

@@ -55,7 +55,11 @@ and the secure paths alike. The bound covers the built-in penalties (a user-writ
 intermediates exceed `|prox(0)|` plus its subgradient at `w` is not covered). GS-q is covered
 for its step `d` only: its score `sqrt(2 q_j)` takes a square root of a difference of terms
 (`psi(w + d) - psi(w)`), and near `q_j = 0` a rounding `delta` moves the score by up to
-`sqrt(2 delta)`, unbounded by `u`; GS-s (the default) and GS-r are covered.
+`sqrt(2 delta)`, unbounded by `u` (the review measured 57 `Delta_bar` at n = 1e6 with an l1
+penalty, and 6000 with a box, where `w + d` rounds outside it). So GS-q runs without noise
+only: [`check_private_rule`][dpgcd_jax.solvers.greedy.check_private_rule] refuses it in private
+runs and fits, and the kernel fails closed on a traced nonzero multiplier. GS-s (the default)
+and GS-r are covered.
 
 Floating-point-safe variants (`secure_noise=True`; `dpgcd_jax.mechanisms`,
 `dpgcd_jax.discrete_noise`): selection `"discrete_laplace"` is report-noisy-max of the
@@ -74,7 +78,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
@@ -110,6 +116,18 @@ def selection_sensitivity(thresholds: Array, M: Array, num_examples: int | Array
 
 
 SCORE_ROUNDINGS = {"gs-s": 4, "gs-r": 8, "gs-q": 8}  # float operations from the exact mean to a score
+PRIVATE_RULES = ("gs-s", "gs-r")  # GS-q: non-private runs only (module docstring, "Floating point")
+
+
+def check_private_rule(rule: str, *noises: Any) -> None:
+  """Raises a ValueError naming `rule` for GS-q with noise (a concrete multiplier > 0, or a
+  private fit: `noises` = (inf,)): its float score is not covered. Traced multipliers are
+  checked in the kernel instead ([`select_checked`][dpgcd_jax.solvers.greedy.select_checked])."""
+  concrete = [np.asarray(b) for b in noises if _validate.is_concrete(b)]
+  if rule not in PRIVATE_RULES and any(np.any(b > 0) for b in concrete):
+    raise ValueError(f"Expected rule in {PRIVATE_RULES} with noise (a private run): GS-q's float score takes a "
+                     f"square root of a difference of rounded terms, which can move it by far more than its "
+                     f"sensitivity between neighbours; it runs without noise only. Got rule={rule!r}.")
 
 
 def score_sensitivity(rule: str, thresholds: Array, M: Array, num_examples: int | Array, w: Array,
@@ -178,21 +196,28 @@ def select_checked(key: Array, g: Array, w: Array, M: Array, penalty: penalties.
                    rule: str, column_mask: Array | None = None) -> tuple[Array, Array]:
   """`(j, ok)`: [`select`][dpgcd_jax.solvers.greedy.select] and whether a discrete selection ran to completion.
 
-  `ok` is always True for the float mechanisms (their failures show as NaN scores).
+  `ok` is always True for the float mechanisms (their failures show as NaN scores). GS-q with
+  a nonzero multiplier fails closed (module docstring, "Floating point"): the multiplier
+  becomes NaN, the index does not depend on the scores, and `ok` is False.
   """
   mechanism = mechanisms.selection(selection)
+  covered = jnp.asarray(True)
+  if rule not in PRIVATE_RULES:
+    multiplier = jnp.where(multiplier == 0, multiplier, jnp.nan)
+    covered = multiplier == 0
   if mechanisms.is_discrete(mechanism):
     if column_mask is not None:  # -inf has no integer on the grid: padded features are refused
       raise ValueError(f"Expected an unpadded problem (problem.columns None) with the discrete "
                        f"selection {mechanism.name!r}.")
-    return mechanism.select(key, RULES[rule], g, w, M, penalty, multiplier, sensitivity, rule)
+    j, ok = mechanism.select(key, RULES[rule], g, w, M, penalty, multiplier, sensitivity, rule)
+    return j, ok & covered
   scale = clipping.noise_scale(multiplier, sensitivity)
   if column_mask is None:
-    return mechanism.select(key, RULES[rule], g, w, M, penalty, scale, rule), jnp.asarray(True)
+    return mechanism.select(key, RULES[rule], g, w, M, penalty, scale, rule), covered
   j = mechanism.select(key, masked_rule(RULES[rule], column_mask), g, w, M, penalty, scale, rule)
   # A padded index can win only through a NaN score (an infinite noise scale: -inf + inf); the
   # choice is then noise alone, and coordinate 0 (data-independent) is released instead.
-  return jnp.where(column_mask[j], j, 0), jnp.asarray(True)
+  return jnp.where(column_mask[j], j, 0), covered
 
 
 def privatize(key: Array, g_j: Array, multiplier: Array, sensitivity: Array, *, update: Any) -> Array:

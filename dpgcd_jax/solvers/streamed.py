@@ -175,6 +175,7 @@ def fit(
   read = _reader(chunks)
   selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
   dp_gcd.check_options(selection, update, rule)
+  greedy.check_private_rule(rule, np.inf)  # a fit is private
   plan = dp_gcd.private_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
                              selection_share=selection_share)
 

@@ -310,6 +310,7 @@ def run(
     ((8,), (10,), True)
   """
   sparsity = _check_options(problem, sparsity, selection, update, rule, clipping_mode)
+  greedy.check_private_rule(rule, getattr(params, "selection_noise", 0.0), getattr(params, "update_noise", 0.0))
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
                   sparsity=sparsity, selection=selection, update=update, rule=rule,
                   clipping_mode=clipping_mode)
@@ -376,6 +377,7 @@ def fit(
                          high_open=True)
   released, bounded = problem_lib.as_fit_runs(problem)
   sparsity = _check_options(bounded, sparsity, selection, update, rule, clipping_mode)
+  greedy.check_private_rule(rule, np.inf)  # a fit is private
   runs = 1 if targets is None else int(np.shape(targets)[0])
   steps = base.total_steps(SOLVER, problem, passes) * runs
   at = lambda scale: multipliers(scale, sparsity=sparsity, passes=passes, selection=selection,

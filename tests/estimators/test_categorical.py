@@ -105,3 +105,15 @@ def test_sparse_input_and_other_columns_at_predict_are_refused():
 def test_the_search_estimators_take_categories():
   model = DPGCDClassifierCV(classes=[0, 1], categories={"color": COLORS}, feature_bound=1.0)
   assert clone(model).get_params()["categories"] == {"color": COLORS}
+
+
+def test_tuple_categories_and_integer_column_names():
+  """A tuple category matches whole values (no broadcast at n = len(tuple)); an integer key
+  names a DataFrame's integer column before it is read as a position (review findings)."""
+  values = np.empty(2, dtype=object)
+  values[0], values[1] = (1, 2), (3, 4)
+  frame = pd.DataFrame({0: [5.0, 6.0], 1: values})
+  encoding = _categorical.declared({1: [(1, 2), (3, 4)]}, frame)
+  np.testing.assert_array_equal(encoding.encode(frame), [[5.0, 1.0, 0.0], [6.0, 0.0, 1.0]])
+  swapped = pd.DataFrame({1: values, 0: [5.0, 6.0]})  # column named 1 at position 0
+  assert _categorical.declared({1: [(1, 2), (3, 4)]}, swapped).categories[0] is not None

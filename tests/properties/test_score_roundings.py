@@ -124,3 +124,26 @@ def test_peeling_sensitivities_are_widened_in_the_float_path(solver, monkeypatch
   (sensitivity,) = seen
   # l2 w = 1e5: every widening adds k eps 1e5 / sqrt(M_j) at least (k >= 2), 8x the exact Delta_bar
   assert float(sensitivity) > exact + 2 * float(jnp.finfo(jnp.float32).eps) * 1e5 / root_M * 0.99
+
+
+def test_gs_q_is_refused_with_noise_and_fails_closed_when_traced():
+  """GS-q's float score is not covered (greedy's module docstring): a private run, fit or
+  transformation refuses it by name; a traced nonzero multiplier releases NaN; without noise
+  it runs."""
+  import optax
+
+  problem = _neighbours(0, dg.penalties.L1(0.05), n=200)[0]
+  params = dg.dp_gcd.Params(0.5, 1.0, 2.0, 2.0)
+  with pytest.raises(ValueError, match="rule"):
+    dg.dp_gcd.run(problem, jax.random.key(0), params, passes=3, rule="gs-q")
+  with pytest.raises(ValueError, match="rule"):
+    dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-6, passes=3, rule="gs-q")
+  with pytest.raises(ValueError, match="rule"):
+    dg.dp_greedy_coordinate(np.ones(6), key=jax.random.key(0), clip=1.0, selection_noise=2.0, update_noise=2.0,
+                            rule="gs-q")
+  assert isinstance(dg.dp_greedy_coordinate(np.ones(6), key=jax.random.key(0), clip=1.0, selection_noise=0.0,
+                                          update_noise=0.0, rule="gs-q"),
+                    optax.GradientTransformation)
+  traced = jax.vmap(lambda b: dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(0.5, 1.0, b, b),
+                                            passes=3, rule="gs-q").w)(jnp.asarray([0.0, 2.0]))
+  assert np.all(np.isfinite(np.asarray(traced[0]))) and np.any(np.isnan(np.asarray(traced[1])))  # a NaN model

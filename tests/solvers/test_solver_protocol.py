@@ -32,8 +32,8 @@ def _problem(loss="squared", n=40, p=6):
 SOLVERS = {
     "dp_gcd": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0), {}, {}),
     "dp_gcd_gumbel": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0),
-                      dict(selection="gumbel", update="gaussian", rule="gs-q"),
-                      dict(selection="gumbel", update="gaussian", rule="gs-q")),
+                      dict(selection="gumbel", update="gaussian", rule="gs-r"),
+                      dict(selection="gumbel", update="gaussian", rule="gs-r")),
     "dp_cd": (dg.dp_cd, dg.dp_cd.Params(0.8, 1.0, 2.0), {}, {}),
     "dp_sgd": (dg.dp_sgd, dg.dp_sgd.Params(0.1, 1.0, 1.0), dict(batch_size=8),
                dict(sampling_rate=8 / 40)),

@@ -53,7 +53,7 @@ CASES = [
     ("logistic", dict(clipping_mode="derivative", clip=0.3), None),
     ("huber", dict(update="gaussian", selection="gumbel"), 0.01),
     ("squared", dict(secure_noise=True, step_size=0.5), 0.05),
-    ("logistic", dict(rule="gs-q", selection_share=0.3), 0.02),
+    ("logistic", dict(rule="gs-r", selection_share=0.3), 0.02),
 ]
 
 

@@ -124,7 +124,7 @@ def test_jitted_noise_free_transform_with_l1_reaches_the_lasso_optimum():
   np.testing.assert_allclose(w, lasso.coef_, atol=1e-6)
 
 
-@pytest.mark.parametrize("rule", ["gs-s", "gs-r", "gs-q"])
+@pytest.mark.parametrize("rule", ["gs-s", "gs-r"])  # gs-q runs without noise only (greedy.check_private_rule)
 def test_jitted_transform_with_a_penalty_equals_the_solver_for_the_same_key(rule):
   X, y = _data()
   M = 0.25 * np.mean(X**2, axis=0)
