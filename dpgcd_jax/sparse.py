@@ -120,20 +120,29 @@ class SparseColumns:
     n, p = self.shape[1], self.shape[0]
 
     def exact(thresholds, X, dphi):
-      scale = clipping.grid_scale(thresholds, clipping.grid_bits(X.dtype, n))
-      q = clipping.quantize(dphi[X.rows] * X.vals, thresholds[X.cols], scale[X.cols])
-      with jax.enable_x64(True):
-        # float32 data: every partial sum is an integer below n 2^(k+1) <= 2^53 (exact in float64,
-        # in any order, and 1.5x faster than int64 on CPU); float64 data: int64.
-        exact = jnp.float64 if X.dtype == jnp.float32 else jnp.int64
-        total = jax.ops.segment_sum(q.astype(exact), X.cols, num_segments=p, indices_are_sorted=True)
-      return clipping.exact_mean(total, scale, n, X.dtype)
+      bits = clipping.grid_bits(X.dtype, n)
+      return clipping.exact_mean(X.clipped_total(dphi, thresholds, bits), clipping.grid_scale(thresholds, bits), n,
+                                 X.dtype)
 
     def plain(thresholds, X, dphi):
       grads = clipping.clip_coordinates(dphi[X.rows] * X.vals, thresholds[X.cols])
       return jax.ops.segment_sum(grads, X.cols, num_segments=p) / n
 
     return clipping.when_finite(thresholds, exact, plain, self, clipping.finite_or_zero(dphi))
+
+  def clipped_total(self, dphi: Array, thresholds: Array, bits: int) -> Array:
+    """`Q_j`, the exact integer sum of the quantized `clip(dphi_i x_ij, -C_j, C_j)` over the
+    stored entries on the public grid of `bits` (as [`dpgcd_jax.problem.clipped_total`][] for
+    dense features: the totals of any partition of the records add up to the same `Q`).
+    `dphi` finite, `thresholds` finite."""
+    p = self.shape[0]
+    scale = clipping.grid_scale(thresholds, bits)
+    q = clipping.quantize(dphi[self.rows] * self.vals, thresholds[self.cols], scale[self.cols])
+    with jax.enable_x64(True):
+      # float32 data: every partial sum is an integer below n 2^(k+1) <= 2^53 (exact in float64,
+      # in any order, and 1.5x faster than int64 on CPU); float64 data: int64.
+      exact = jnp.float64 if self.dtype == jnp.float32 else jnp.int64
+      return jax.ops.segment_sum(q.astype(exact), self.cols, num_segments=p, indices_are_sorted=True)
 
   def clipped_coordinate_mean(self, dphi: Array, thresholds: Array, j: Array) -> Array:
     """Coordinate `j` of `clipped_mean` in O(K) (the same exact mean and grid)."""

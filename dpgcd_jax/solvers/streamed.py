@@ -40,7 +40,11 @@ and the dtype must be the same everywhere (checked by one all-gather before the 
 ValueError on one process (a bad chunk, a wrong row count) stops that process only: the others
 wait in the next all-gather until the launcher's failure handling ends the job.
 
-Scope: dense features, a GLM loss (the margins' fast path), `curvature="public"` and one key.
+Scope: dense or scipy.sparse chunks (a sparse chunk's totals run over its stored entries, O(nnz):
+`dpgcd_jax.sparse.SparseColumns.clipped_total`, the same grid, so the selections and the
+report equal the in-memory sparse fit's), a GLM loss (the margins' fast path), `curvature="public"`
+and one key. A sparse chunk's capacity is its own nnz: chunks of different nnz compile their
+totals' program once each.
 The estimators and a Parquet reader are not wired to it yet.
 """
 
@@ -244,8 +248,9 @@ def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: An
                    like: problem_lib.Problem | None = None) -> problem_lib.Problem:
   """The chunk's problem, clipped to the declared bound; `like`: the first chunk's, whose
   width and dtype every chunk must have (a ValueError naming `chunks`, from public shapes)."""
-  if sparse.is_sparse(X) or np.ndim(X) != 2 or np.shape(X)[0] == 0:
-    raise ValueError(f"Expected every chunk's X to be a dense non-empty (rows, p) array, got "
+  scipy_sparse = sparse.is_sparse(X) and hasattr(X, "tocsc")
+  if (X.ndim if scipy_sparse else np.ndim(X)) != 2 or np.shape(X)[0] == 0 or (sparse.is_sparse(X) and not scipy_sparse):
+    raise ValueError(f"Expected every chunk's X to be a non-empty (rows, p) array or scipy.sparse matrix, got "
                      f"{type(X).__name__} of shape {np.shape(X)} in chunks.")
   if like is not None and np.shape(X)[1] != like.num_features:
     raise ValueError(f"Expected every chunk to have the first chunk's {like.num_features} features, got "
@@ -299,7 +304,9 @@ def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, chan
   margins = jax.lax.fori_loop(
       0, t, lambda s, m: problem_lib.update_margins(chunk, m, coordinates[s], changes[s]), margins)
   dphi = clipping.finite_or_zero(problem_lib.clipped_derivatives(chunk, margins, thresholds, mode))
-  return problem_lib.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)  # dense: make_problem on arrays
+  if isinstance(chunk.XT, sparse.SparseColumns):  # a scipy.sparse chunk: its stored entries
+    return chunk.XT.clipped_total(dphi, thresholds, bits)
+  return problem_lib.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)
 
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "bits"))

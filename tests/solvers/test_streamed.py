@@ -131,8 +131,26 @@ def test_bad_input_is_rejected_by_name():
     streamed.fit(chunks + [(X[:0], y[:0])], key, num_examples=N, **kwargs)
   with pytest.raises(ValueError, match="chunks"):  # a chunk with another number of features
     streamed.fit(chunks + [(X[:5, :-1], y[:5])], key, num_examples=N + 5, **kwargs)
-  with pytest.raises(ValueError, match="chunks"):
-    streamed.fit([(scipy_sparse.csr_matrix(X), y)], key, num_examples=N, **kwargs)
+  with pytest.raises(ValueError, match="chunks"):  # a BCOO (JAX sparse) chunk: scipy.sparse or dense only
+    from jax.experimental import sparse as jax_sparse
+    streamed.fit([(jax_sparse.BCOO.fromdense(X[:5]), y[:5])], key, num_examples=5, **kwargs)
+
+
+@pytest.mark.parametrize("loss, l1", [("logistic", 0.02), ("squared", None)])
+def test_sparse_chunks_match_the_in_memory_sparse_fit(loss, l1):
+  """scipy.sparse chunks: exact totals over the stored entries on the grid of all `n` records,
+  so the selected coordinates and the report are the in-memory sparse fit's, and `w` up to the
+  updates' rounding (as for dense chunks)."""
+  X, y = _data(loss, np.float32)
+  X = np.where(np.random.default_rng(3).uniform(size=X.shape) < 0.2, X, 0.0).astype(np.float32)  # 80% zeros
+  penalty = None if l1 is None else dg.penalties.L1(l1)
+  key = jax.random.key(5)
+  whole = scipy_sparse.csr_matrix(X)
+  result = dg.dp_gcd.fit(dg.make_problem(whole, y, loss, feature_bound=2.5, penalty=penalty), key, **FIT)
+  chunks = [(whole[i:i + 300], y[i:i + 300]) for i in range(0, N, 300)]
+  chunked = streamed.fit(chunks, key, num_examples=N, loss=loss, feature_bound=2.5, penalty=penalty, **FIT)
+  _assert_same(chunked, result, exact=False)
+  assert np.count_nonzero(np.asarray(result.w)) > 0
 
 
 @pytest.mark.float64  # float64 chunks stay float64
