@@ -43,9 +43,11 @@ wait in the next all-gather until the launcher's failure handling ends the job.
 Scope: dense or scipy.sparse chunks (a sparse chunk's totals run over its stored entries, O(nnz):
 `dpgcd_jax.sparse.SparseColumns.clipped_total`, the same grid, so the selections and the
 report equal the in-memory sparse fit's), a GLM loss (the margins' fast path), `curvature="public"`
-and one key. A sparse chunk's capacity is its own nnz: chunks of different nnz compile their
-totals' program once each.
-The estimators and a Parquet reader are not wired to it yet.
+and one key. Sources: a list of `(X, y)` pairs, a function yielding them, `.npy` files
+([`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]) or a Parquet dataset
+([`parquet_chunks`][dpgcd_jax.solvers.streamed.parquet_chunks]). A sparse chunk's capacity is
+its own nnz: chunks of different nnz compile their totals' program once each. The estimators
+are not wired to it yet.
 """
 
 from __future__ import annotations
@@ -101,6 +103,42 @@ def npy_chunks(X_path: Any, y_path: Any, rows: int) -> Chunks:
         fx.seek(x_offset + start * p * x_dtype.itemsize)
         fy.seek(y_offset + start * y_dtype.itemsize)
         yield np.fromfile(fx, x_dtype, size * p).reshape(size, p), np.fromfile(fy, y_dtype, size)
+
+  return chunks
+
+
+def parquet_chunks(path: Any, *, features: list[str], target: str, rows: int = 65536,
+                   dtype: Any = np.float32) -> Chunks:
+  """Row chunks of a Parquet dataset (a file, or a directory of files: pyarrow's dataset), one
+  record batch at a time: the process holds one batch of `rows` records, whatever the size.
+
+  Args:
+    path: a Parquet file or a directory of Parquet files.
+    features: the feature columns, in the model's order (numeric).
+    target: the label or target column.
+    rows: records per chunk at most, >= 1.
+    dtype: the features' and targets' NumPy dtype.
+
+  Returns:
+    A function that yields the `(X, y)` chunks of one pass each time it is called. The order
+    of the batches does not matter: the totals are exact integer sums.
+  """
+  rows = _validate.check_int("rows", rows, low=1)
+  if isinstance(features, str) or not features or not all(isinstance(c, str) for c in features):
+    raise ValueError(f"Expected features to be a non-empty list of column names, got features={features!r}.")
+  import pyarrow.dataset as pa_dataset  # optional: pip install dpgcd_jax[parquet]
+
+  dataset = pa_dataset.dataset(path, format="parquet")
+  missing = [c for c in [*features, target] if c not in dataset.schema.names]
+  if missing:
+    raise ValueError(f"Expected the columns {missing} in the Parquet dataset at path={str(path)!r} (its columns: "
+                     f"{dataset.schema.names}).")
+
+  def chunks() -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    for batch in dataset.to_batches(columns=[*features, target], batch_size=rows):
+      if batch.num_rows:
+        X = np.column_stack([batch.column(c).to_numpy(zero_copy_only=False) for c in features]).astype(dtype)
+        yield X, batch.column(target).to_numpy(zero_copy_only=False).astype(dtype)
 
   return chunks
 

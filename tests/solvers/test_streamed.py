@@ -153,6 +153,27 @@ def test_sparse_chunks_match_the_in_memory_sparse_fit(loss, l1):
   assert np.count_nonzero(np.asarray(result.w)) > 0
 
 
+def test_a_parquet_dataset_streams_the_same_model(tmp_path):
+  """A directory of Parquet files read batch by batch gives the model of the same rows in memory
+  chunks, bit for bit (exact totals: the batches' order and sizes do not matter)."""
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+
+  X, y = _data("logistic", np.float32)
+  names = [f"f{j}" for j in range(P)]
+  for part, start in enumerate(range(0, N, 400)):
+    table = pa.table({**{c: X[start:start + 400, j] for j, c in enumerate(names)}, "label": y[start:start + 400]})
+    pq.write_table(table, tmp_path / f"part-{part}.parquet", row_group_size=150)
+  key, kwargs = jax.random.key(2), dict(num_examples=N, loss="logistic", feature_bound=2.5, **FIT)
+  from_disk = streamed.fit(streamed.parquet_chunks(tmp_path, features=names, target="label", rows=128), key, **kwargs)
+  in_memory = streamed.fit(_chunks(X, y, 500), key, **kwargs)
+  _assert_same(from_disk, in_memory)
+  with pytest.raises(ValueError, match="columns"):
+    streamed.parquet_chunks(tmp_path, features=names, target="y")
+  with pytest.raises(ValueError, match="features"):
+    streamed.parquet_chunks(tmp_path, features="f0", target="label")
+
+
 @pytest.mark.float64  # float64 chunks stay float64
 def test_a_chunk_in_another_dtype_is_rejected_by_name():
   X, y = _data("squared", np.float32)
