@@ -96,10 +96,19 @@ def released_smoothness(privatize: Any, key: Array, problem: problem_lib.Problem
   """
   beta = jnp.asarray(problem.curvature, problem.smoothness.dtype)
   bound_sq = problem.smoothness[j] / beta  # M_j = beta B_j^2: the public bound's square
-  sensitivity = moment_sensitivity(bound_sq, problem.mean_count)
-  noisy = privatize(key, shifted_moment(problem, j, bound_sq), multiplier, sensitivity) + bound_sq / 2
+  return smoothness_of_moment(privatize, key, shifted_moment(problem, j, bound_sq), bound_sq, beta, problem.l2,
+                              problem.mean_count, multiplier)
+
+
+def smoothness_of_moment(privatize: Any, key: Array, moment: Array, bound_sq: Array, beta: Array, l2: Array,
+                         num_examples: int | Array, multiplier: Array) -> Array:
+  """`hat M_j` from the exact shifted moment `(1/n) sum_i (x_ij^2 - B_j^2 / 2)` (clipped on the
+  public grid; [`shifted_moment`][dpgcd_jax.curvature.shifted_moment] in memory, the streamed
+  fit's exact totals over its chunks): the release, the upper confidence shift and the clip."""
+  sensitivity = moment_sensitivity(bound_sq, num_examples)
+  noisy = privatize(key, moment, multiplier, sensitivity) + bound_sq / 2
   scale = multiplier * sensitivity
-  return beta * jnp.clip(noisy + MARGIN * scale, jnp.minimum(scale, bound_sq), bound_sq) + problem.l2
+  return beta * jnp.clip(noisy + MARGIN * scale, jnp.minimum(scale, bound_sq), bound_sq) + l2
 
 
 def check(problem: problem_lib.Problem, curvature: Any) -> str:

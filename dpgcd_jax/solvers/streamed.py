@@ -42,8 +42,9 @@ wait in the next all-gather until the launcher's failure handling ends the job.
 
 Scope: dense or scipy.sparse chunks (a sparse chunk's totals run over its stored entries, O(nnz):
 `dpgcd_jax.sparse.SparseColumns.clipped_total`, the same grid, so the selections and the
-report equal the in-memory sparse fit's), a GLM loss (the margins' fast path), `curvature="public"`
-and one key. Sources: a list of `(X, y)` pairs, a function yielding them, `.npy` files
+report equal the in-memory sparse fit's), a GLM loss (the margins' fast path), `curvature`
+"public" or "released" (the second moments summed exactly in the first pass) and one key.
+Sources: a list of `(X, y)` pairs, a function yielding them, `.npy` files
 ([`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]) or a Parquet dataset
 ([`parquet_chunks`][dpgcd_jax.solvers.streamed.parquet_chunks]). A sparse chunk's capacity is
 its own nnz: chunks of different nnz compile their totals' program once each. The estimators
@@ -64,6 +65,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
 from dpgcd_jax.privacy import ledger as ledger_lib
@@ -176,6 +178,8 @@ def fit(
     clipping_mode: str = "coordinate",
     secure_noise: bool = False,
     prior: ledger_lib.Ledger | None = None,
+    curvature: str = "public",
+    curvature_ratio: float = dp_gcd.CURVATURE_RATIO,
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD over row chunks: the model of [`dpgcd_jax.solvers.dp_gcd.fit`][] on
   `make_problem(X, y, loss, feature_bound=feature_bound, penalty=penalty)` (module docstring).
@@ -197,6 +201,9 @@ def fit(
     epsilon, delta, passes, penalty, step_size, clip: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
     selection, update, rule, selection_share: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
     clipping_mode, secure_noise, prior: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
+    curvature, curvature_ratio: as in [`dpgcd_jax.solvers.dp_gcd.fit`][]: with "released", the
+      first pass also sums every feature's clipped second moment exactly (the moments do not
+      depend on `w`), and each step releases the selected feature's, as the in-memory fit does.
 
   Returns:
     A [`dpgcd_jax.Result`][]: `w`, `trace.coordinates` and `privacy` (the report of
@@ -219,12 +226,13 @@ def fit(
   dp_gcd.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   plan = dp_gcd.private_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
-                             selection_share=selection_share)
+                             selection_share=selection_share, curvature=curvature, curvature_ratio=curvature_ratio)
 
   first = _chunk_problem(*_first(read), loss=loss, penalty=penalty, feature_bound=feature_bound)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
   problem_lib.check_clipping_mode(first, clipping_mode)
+  curvature_lib.check(first, curvature)
   budget.check_fit_inputs(first, key, epsilon, delta, budget.DEFAULT_BOUND_SHARE)
   _check_processes(first, key)
 
@@ -238,6 +246,10 @@ def fit(
   M = problem_lib.coordinate_smoothness(first)
   thresholds = clipping.coordinate_thresholds(params.clip, M, first.curvature)
   bits = clipping.grid_bits(first.XT.dtype, n)
+  beta = jnp.asarray(first.curvature, M.dtype)
+  half = first.smoothness / beta / 2  # B_j^2 / 2: the shifted moments' clip (dpgcd_jax.curvature)
+  moment_total: Any = 0
+  moments = None
 
   w0 = w = dp_gcd.init(first).w
   coordinates = np.zeros(passes, np.int32)
@@ -251,13 +263,20 @@ def fit(
       rows += chunk.num_examples
       total = total + np.asarray(_chunk_total(chunk, w0, history, changes, np.int32(t), thresholds,
                                               mode=clipping_mode, bits=bits))
+      if curvature == "released" and t == 0:  # the second moments do not depend on w: one pass
+        moment_total = moment_total + np.asarray(_chunk_moment_total(chunk, half, bits=bits))
+    if curvature == "released" and t == 0:
+      moment_total, _ = _across_processes(moment_total, rows)
+      with jax.enable_x64(True):
+        moments = clipping.exact_mean(jnp.asarray(moment_total), clipping.grid_scale(half, bits), n, M.dtype)
     total, rows = _across_processes(total, rows)
     if rows != n:
       raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
     with jax.enable_x64(True):  # the exact totals stay float64 on the device
       g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
-    j, new_wj = _step(base.step_key(key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds, num_examples=n,
-                      selection=selection, update=update, rule=rule)
+    released = None if moments is None else (moments, 2.0 * half, beta, jnp.asarray(first.l2, M.dtype))
+    j, new_wj = _step(base.step_key(key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds, released,
+                      num_examples=n, selection=selection, update=update, rule=rule)
     coordinates[t] = int(j)
     changes = changes.at[t].set(new_wj - w[j])
     w = jnp.where(jnp.arange(w.shape[0]) == j, new_wj, w)
@@ -347,6 +366,25 @@ def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, chan
   return problem_lib.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)
 
 
+@functools.partial(jax.jit, static_argnames=("bits",))
+def _chunk_moment_total(chunk: problem_lib.Problem, half: Array, *, bits: int) -> Array:
+  """The chunk's exact totals of `quantize(x_ij^2 - B_j^2 / 2)` on the grid of `half = B_j^2 / 2`
+  and all `n` records ([`dpgcd_jax.curvature.shifted_moment`][]'s terms): a sparse chunk's
+  unstored entries each count `quantize(-B_j^2 / 2)`."""
+  XT = chunk.XT
+  if isinstance(XT, sparse.SparseColumns):
+    scale = clipping.grid_scale(half, bits)
+    at_zero = clipping.quantize(-half, half, scale)  # an unstored entry's term
+    q = (clipping.quantize(XT.vals * XT.vals - half[XT.cols], half[XT.cols], scale[XT.cols])
+         - at_zero[XT.cols])  # stored entries: their term minus the zero entry's (padding adds 0)
+    with jax.enable_x64(True):
+      exact = jnp.float64 if XT.dtype == jnp.float32 else jnp.int64
+      stored = jax.ops.segment_sum(q.astype(exact), XT.cols, num_segments=XT.shape[0], indices_are_sorted=True)
+      return stored + at_zero.astype(exact) * XT.shape[1]
+  squares = cast(Array, XT) * cast(Array, XT)
+  return problem_lib.clipped_total(squares - half[:, None], jnp.ones(squares.shape[1], squares.dtype), half, bits)
+
+
 @functools.partial(jax.jit, static_argnames=("num_examples", "bits"))
 def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examples: int, bits: int) -> Array:
   """`g = Q h / n + l2 w`, rounded as the in-memory clipped gradient
@@ -356,10 +394,26 @@ def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examp
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "selection", "update", "rule"))
 def _step(key: Array, g: Array, w: Array, public_gradient: Array, penalty: Any, params: dp_gcd.Params, M: Array,
-          thresholds: Array, *,
+          thresholds: Array, released: tuple[Array, Array, Array, Array] | None, *,
           num_examples: int, selection: str, update: str, rule: str) -> tuple[Array, Array]:
-  """The selected `j` and its new `w_j`: DP-GCD's private kernel on the gradient `g`."""
-  return greedy.private_coordinate_step(key, g, w, M, thresholds, num_examples, penalty, params.step_size,
-                                        params.selection_noise, params.update_noise,
-                                        public_gradient=public_gradient, selection=selection,
-                                        update=update, rule=rule)
+  """The selected `j` and its new `w_j`: DP-GCD's private kernel on the gradient `g`; with
+  `released = (moments, B^2, beta, l2)` (the exact shifted second moments, `curvature="released"`),
+  the step by the selected feature's released curvature, with the draws of
+  [`dpgcd_jax.solvers.dp_gcd.step`][]."""
+  if released is None:
+    return greedy.private_coordinate_step(key, g, w, M, thresholds, num_examples, penalty, params.step_size,
+                                          params.selection_noise, params.update_noise,
+                                          public_gradient=public_gradient, selection=selection,
+                                          update=update, rule=rule)
+  key_select, key_update = jax.random.split(key)
+  j, ok = greedy.select_checked(key_select, g, w, M, penalty, params.selection_noise,
+                                greedy.score_sensitivity(rule, thresholds, M, num_examples, w, public_gradient,
+                                                         penalty),
+                                selection=selection, rule=rule)
+  moments, bound_sq, beta, l2 = released
+  privatize = lambda k, value, multiplier, sens: greedy.privatize(k, value, multiplier, sens, update=update)
+  M_j = curvature_lib.smoothness_of_moment(privatize, jax.random.fold_in(key, 2), moments[j], bound_sq[j], beta, l2,
+                                           num_examples, params.curvature_noise)
+  return j, greedy.private_update(key_update, j, g[j], w, M.at[j].set(M_j), thresholds, num_examples, penalty,
+                                  params.step_size, params.update_noise, ok, public_gradient=public_gradient,
+                                  update=update)

@@ -54,6 +54,8 @@ CASES = [
     ("huber", dict(update="gaussian", selection="gumbel"), 0.01),
     ("squared", dict(secure_noise=True, step_size=0.5), 0.05),
     ("logistic", dict(rule="gs-r", selection_share=0.3), 0.02),
+    ("logistic", dict(curvature="released"), None),
+    ("squared", dict(curvature="released", secure_noise=True, step_size=0.5), 0.05),
 ]
 
 
@@ -136,8 +138,9 @@ def test_bad_input_is_rejected_by_name():
     streamed.fit([(jax_sparse.BCOO.fromdense(X[:5]), y[:5])], key, num_examples=5, **kwargs)
 
 
-@pytest.mark.parametrize("loss, l1", [("logistic", 0.02), ("squared", None)])
-def test_sparse_chunks_match_the_in_memory_sparse_fit(loss, l1):
+@pytest.mark.parametrize("loss, l1, options", [("logistic", 0.02, {}), ("squared", None, {}),
+                                               ("logistic", None, dict(curvature="released"))])
+def test_sparse_chunks_match_the_in_memory_sparse_fit(loss, l1, options):
   """scipy.sparse chunks: exact totals over the stored entries on the grid of all `n` records,
   so the selected coordinates and the report are the in-memory sparse fit's, and `w` up to the
   updates' rounding (as for dense chunks)."""
@@ -146,9 +149,10 @@ def test_sparse_chunks_match_the_in_memory_sparse_fit(loss, l1):
   penalty = None if l1 is None else dg.penalties.L1(l1)
   key = jax.random.key(5)
   whole = scipy_sparse.csr_matrix(X)
-  result = dg.dp_gcd.fit(dg.make_problem(whole, y, loss, feature_bound=2.5, penalty=penalty), key, **FIT)
+  result = dg.dp_gcd.fit(dg.make_problem(whole, y, loss, feature_bound=2.5, penalty=penalty), key, **FIT, **options)
   chunks = [(whole[i:i + 300], y[i:i + 300]) for i in range(0, N, 300)]
-  chunked = streamed.fit(chunks, key, num_examples=N, loss=loss, feature_bound=2.5, penalty=penalty, **FIT)
+  chunked = streamed.fit(chunks, key, num_examples=N, loss=loss, feature_bound=2.5, penalty=penalty, **FIT,
+                         **options)
   _assert_same(chunked, result, exact=False)
   assert np.count_nonzero(np.asarray(result.w)) > 0
 
