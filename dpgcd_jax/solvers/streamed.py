@@ -129,15 +129,24 @@ def parquet_chunks(path: Any, *, features: list[str], target: str, rows: int = 6
   if isinstance(features, str) or not features or not all(isinstance(c, str) for c in features):
     raise ValueError(f"Expected features to be a non-empty list of column names, got features={features!r}.")
   import pyarrow.dataset as pa_dataset  # optional: pip install dpgcd_jax[parquet]
+  import pyarrow.types as pa_types
 
   dataset = pa_dataset.dataset(path, format="parquet")
   missing = [c for c in [*features, target] if c not in dataset.schema.names]
   if missing:
     raise ValueError(f"Expected the columns {missing} in the Parquet dataset at path={str(path)!r} (its columns: "
                      f"{dataset.schema.names}).")
+  numeric = lambda t: pa_types.is_integer(t) or pa_types.is_floating(t) or pa_types.is_boolean(t)
+  other = [f"{c}: {dataset.schema.field(c).type}" for c in [*features, target]
+           if not numeric(dataset.schema.field(c).type)]
+  if other:  # from the schema (public types), before any value is read; a value is never echoed
+    raise ValueError(f"Expected integer, float or bool columns in the Parquet dataset, got {other}.")
 
   def chunks() -> Iterable[tuple[np.ndarray, np.ndarray]]:
     for batch in dataset.to_batches(columns=[*features, target], batch_size=rows):
+      nulls = [c for c in [*features, target] if batch.column(c).null_count]
+      if nulls:  # a missing value is not finite: refused as make_problem refuses NaN, naming the columns
+        raise ValueError(f"Expected no missing values in the Parquet columns, got some in {nulls}.")
       if batch.num_rows:
         X = np.column_stack([batch.column(c).to_numpy(zero_copy_only=False) for c in features]).astype(dtype)
         yield X, batch.column(target).to_numpy(zero_copy_only=False).astype(dtype)
@@ -180,6 +189,7 @@ def fit(
     prior: ledger_lib.Ledger | None = None,
     curvature: str = "public",
     curvature_ratio: float = dp_gcd.CURVATURE_RATIO,
+    sparse_capacity: tuple[int, int] | None = None,
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD over row chunks: the model of [`dpgcd_jax.solvers.dp_gcd.fit`][] on
   `make_problem(X, y, loss, feature_bound=feature_bound, penalty=penalty)` (module docstring).
@@ -201,6 +211,11 @@ def fit(
     epsilon, delta, passes, penalty, step_size, clip: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
     selection, update, rule, selection_share: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
     clipping_mode, secure_noise, prior: as in [`dpgcd_jax.solvers.dp_gcd.fit`][].
+    sparse_capacity: scipy.sparse chunks only: `(capacity, window)`, public upper bounds on a
+      chunk's stored entries and on a feature's stored entries in a chunk
+      ([`dpgcd_jax.make_problem`][]). Declared, every chunk's shapes are public (one compiled
+      program); None buckets each chunk's own counts, so the shapes (and compilations) follow
+      the chunks' nnz, as the in-memory sparse path without a declared capacity.
     curvature, curvature_ratio: as in [`dpgcd_jax.solvers.dp_gcd.fit`][]: with "released", the
       first pass also sums every feature's clipped second moment exactly (the moments do not
       depend on `w`), and each step releases the selected feature's, as the in-memory fit does.
@@ -228,7 +243,8 @@ def fit(
   plan = dp_gcd.private_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
                              selection_share=selection_share, curvature=curvature, curvature_ratio=curvature_ratio)
 
-  first = _chunk_problem(*_first(read), loss=loss, penalty=penalty, feature_bound=feature_bound)
+  first = _chunk_problem(*_first(read), loss=loss, penalty=penalty, feature_bound=feature_bound,
+                         sparse_capacity=sparse_capacity)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
   problem_lib.check_clipping_mode(first, clipping_mode)
@@ -237,7 +253,8 @@ def fit(
   _check_processes(first, key)
 
   def problem_of(X: Any, y: Any) -> problem_lib.Problem:
-    return _chunk_problem(X, y, loss=loss, penalty=penalty, feature_bound=feature_bound, like=first)
+    return _chunk_problem(X, y, loss=loss, penalty=penalty, feature_bound=feature_bound, like=first,
+                          sparse_capacity=sparse_capacity)
 
   spent = ledger_lib.Ledger() if prior is None else prior
   scale, report = budget.calibrated(lambda s: spent + plan.ledger(s), epsilon, delta,
@@ -302,7 +319,8 @@ def _across_processes(total: Any, rows: int) -> tuple[Any, int]:
 
 
 def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: Any,
-                   like: problem_lib.Problem | None = None) -> problem_lib.Problem:
+                   like: problem_lib.Problem | None = None,
+                   sparse_capacity: tuple[int, int] | None = None) -> problem_lib.Problem:
   """The chunk's problem, clipped to the declared bound; `like`: the first chunk's, whose
   width and dtype every chunk must have (a ValueError naming `chunks`, from public shapes)."""
   scipy_sparse = sparse.is_sparse(X) and hasattr(X, "tocsc")
@@ -312,7 +330,9 @@ def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: An
   if like is not None and np.shape(X)[1] != like.num_features:
     raise ValueError(f"Expected every chunk to have the first chunk's {like.num_features} features, got "
                      f"{np.shape(X)[1]} in chunks.")
-  chunk = problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound)
+  capacity = sparse_capacity if scipy_sparse else None  # a dense chunk has no stored-entry shapes
+  chunk = problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound,
+                                   sparse_capacity=capacity)
   if like is not None and chunk.XT.dtype != like.XT.dtype:
     raise ValueError(f"Expected every chunk in the first chunk's dtype {like.XT.dtype}, got {chunk.XT.dtype} in "
                      f"chunks.")
@@ -370,17 +390,23 @@ def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, chan
 def _chunk_moment_total(chunk: problem_lib.Problem, half: Array, *, bits: int) -> Array:
   """The chunk's exact totals of `quantize(x_ij^2 - B_j^2 / 2)` on the grid of `half = B_j^2 / 2`
   and all `n` records ([`dpgcd_jax.curvature.shifted_moment`][]'s terms): a sparse chunk's
-  unstored entries each count `quantize(-B_j^2 / 2)`."""
+  unstored entries each count `quantize(-B_j^2 / 2)`. XLA may fuse `x^2 - B^2 / 2` into one FMA
+  here and not in memory (the review measured totals a few grid steps apart): each term is
+  clipped to `[-B^2 / 2, B^2 / 2]` after it, so the sensitivity holds either way, and the
+  released moments agree up to that rounding, not bit for bit."""
   XT = chunk.XT
   if isinstance(XT, sparse.SparseColumns):
     scale = clipping.grid_scale(half, bits)
     at_zero = clipping.quantize(-half, half, scale)  # an unstored entry's term
-    q = (clipping.quantize(XT.vals * XT.vals - half[XT.cols], half[XT.cols], scale[XT.cols])
-         - at_zero[XT.cols])  # stored entries: their term minus the zero entry's (padding adds 0)
+    q = clipping.quantize(XT.vals * XT.vals - half[XT.cols], half[XT.cols], scale[XT.cols])
     with jax.enable_x64(True):
+      # every partial sum is at most `rows` terms below 2^(k+1): exact (float64 below 2^53, int64);
+      # a padded entry (a zero value) counts as stored with the unstored term, which is the same
       exact = jnp.float64 if XT.dtype == jnp.float32 else jnp.int64
       stored = jax.ops.segment_sum(q.astype(exact), XT.cols, num_segments=XT.shape[0], indices_are_sorted=True)
-      return stored + at_zero.astype(exact) * XT.shape[1]
+      count = jax.ops.segment_sum(jnp.ones_like(XT.cols, exact), XT.cols, num_segments=XT.shape[0],
+                                  indices_are_sorted=True)
+      return stored + at_zero.astype(exact) * (XT.shape[1] - count)
   squares = cast(Array, XT) * cast(Array, XT)
   return problem_lib.clipped_total(squares - half[:, None], jnp.ones(squares.shape[1], squares.dtype), half, bits)
 

@@ -176,6 +176,32 @@ def test_a_parquet_dataset_streams_the_same_model(tmp_path):
     streamed.parquet_chunks(tmp_path, features=names, target="y")
   with pytest.raises(ValueError, match="features"):
     streamed.parquet_chunks(tmp_path, features="f0", target="label")
+  odd = tmp_path / "odd"
+  odd.mkdir()
+  pq.write_table(pa.table({"f0": ["alice", "1.5"], "f1": [1.0, None], "label": [1.0, -1.0]}), odd / "a.parquet")
+  with pytest.raises(ValueError, match="f0: string") as error:  # the schema, before any value is read
+    streamed.parquet_chunks(odd, features=["f0", "f1"], target="label")
+  assert "alice" not in str(error.value)
+  with pytest.raises(ValueError, match=r"missing values .*'f1'"):
+    streamed.fit(streamed.parquet_chunks(odd, features=["f1"], target="label"), key, **dict(kwargs, num_examples=2))
+
+
+def test_a_declared_sparse_capacity_makes_every_chunk_one_shape():
+  """Sparse chunks with `sparse_capacity` declared: one compiled totals program whatever a
+  chunk's nnz (review: without it, the shapes follow each chunk's own counts)."""
+  X, y = _data("logistic", np.float32)
+  X = np.where(np.random.default_rng(4).uniform(size=X.shape) < 0.2, X, 0.0).astype(np.float32)
+  X[:100] = np.where(X[:100] == 0.0, 0.5, X[:100])  # a dense first chunk: its nnz far above the others'
+  whole = scipy_sparse.csr_matrix(X)
+  chunks = [(whole[i:i + 100], y[i:i + 100]) for i in range(0, N, 100)]
+  kwargs = dict(num_examples=N, loss="logistic", feature_bound=2.5, **FIT)
+  streamed._chunk_total.clear_cache()
+  declared = streamed.fit(chunks, jax.random.key(1), sparse_capacity=(100 * P, 100), **kwargs)
+  assert streamed._chunk_total._cache_size() == 1
+  streamed._chunk_total.clear_cache()
+  bucketed = streamed.fit(chunks, jax.random.key(1), **kwargs)
+  assert streamed._chunk_total._cache_size() > 1
+  _assert_same(declared, bucketed, exact=False)
 
 
 @pytest.mark.float64  # float64 chunks stay float64
