@@ -103,8 +103,13 @@ def test_sparse_input_and_other_columns_at_predict_are_refused():
 
 
 def test_the_search_estimators_take_categories():
-  model = DPGCDClassifierCV(classes=[0, 1], categories={"color": COLORS}, feature_bound=1.0)
-  assert clone(model).get_params()["categories"] == {"color": COLORS}
+  frame, y = _frame(600)
+  model = clone(DPGCDClassifierCV(classes=[0, 1], categories={"color": COLORS}, feature_bound=1.0, random_state=0))
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the search falls back at this n epsilon, and says so
+    model.fit(frame, y)
+  assert model.coef_.shape == (1, 4)
+  assert model.get_feature_names_out().tolist() == ["age", "color_red", "color_green", "color_blue"]
 
 
 def test_tuple_categories_and_integer_column_names():

@@ -117,18 +117,6 @@ def test_a_selection_at_its_charged_epsilon_prefers_the_top_score(name):
   assert 1.0 < top / others < np.exp(2 * s / b) * 1.15, (name, top, others)
 
 
-@pytest.mark.parametrize("name", UPDATES + SELECTIONS)
-def test_the_event_is_registered_under_the_mechanisms_name(name):
-  mechanism = mechanisms.UPDATES.get(name) or mechanisms.SELECTIONS[name]
-  assert mechanism.name == name
-  event = mechanism.event(2.0)
-  assert isinstance(event, events.PrivacyEvent)
-  if mechanism in mechanisms.UPDATES.values():
-    assert mechanisms.update(name) is mechanism
-  else:
-    assert mechanisms.selection(name) is mechanism
-
-
 def test_the_float_noise_scale_fails_closed():
   assert np.isnan(float(clipping.noise_scale(jnp.asarray(-1.0), jnp.asarray(0.1))))
   assert float(clipping.noise_scale(jnp.asarray(0.0), jnp.asarray(jnp.inf))) == 0.0  # the non-private limit
