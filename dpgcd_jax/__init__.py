@@ -45,6 +45,7 @@ _EXPORTS = {
     "objective": "dpgcd_jax.problem",
     "Result": "dpgcd_jax.solvers.base",
     "Trace": "dpgcd_jax.solvers.base",
+    "fit": "dpgcd_jax.solvers.budget",
     "dp_greedy_coordinate": "dpgcd_jax.transforms",
     "fresh_key": "dpgcd_jax.seeding",
     "enable_compilation_cache": "dpgcd_jax._config",
@@ -97,4 +98,5 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401
+  from dpgcd_jax.solvers.budget import fit  # noqa: F401
   from dpgcd_jax.transforms import dp_greedy_coordinate  # noqa: F401

@@ -20,6 +20,8 @@ _EXPORTS = {
     "two_stage": "dpgcd_jax.solvers.two_stage:",
     "Result": "dpgcd_jax.solvers.base",
     "Trace": "dpgcd_jax.solvers.base",
+    "budget": "dpgcd_jax.solvers.budget:",
+    "fit": "dpgcd_jax.solvers.budget",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -36,4 +38,6 @@ if TYPE_CHECKING:
   from dpgcd_jax.solvers import streamed  # noqa: F401
   from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
+  from dpgcd_jax.solvers import budget  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401
+  from dpgcd_jax.solvers.budget import fit  # noqa: F401

@@ -1,6 +1,7 @@
 """The solver protocol: pure `init` / `step` kernels, one scan driver and one `run`.
 
-Every solver is one module (`dp_gcd`, `dp_cd`, `dp_sgd`) with the blackjax layout:
+Every solver is one module (`dp_gcd`, `dp_cd`, `dp_sgd`, `dp_fw`, `dp_iht`, `two_stage`) with the blackjax
+layout:
 
 - `Params(NamedTuple)`: the hyperparameters, every field an array leaf (vmappable, a new
   value never recompiles), fields `step_size` and `clip` plus noise multipliers; the
@@ -12,10 +13,13 @@ Every solver is one module (`dp_gcd`, `dp_cd`, `dp_sgd`) with the blackjax layou
   `step(key, state, problem, params, **options) -> (State, Info)`: the options are static
   (mechanism names, sizes), everything numeric is an argument, so `jax.jit` and
   `jax.vmap` work on the step;
-- `SOLVER = base.Solver(...)`, which tells [`run`][dpgcd_jax.solvers.base.run] how many steps make a pass, and
-  `run` / `fit` wrappers: `run(problem, key, params, *, passes, ...)` calls [`run`][dpgcd_jax.solvers.base.run],
-  `fit(problem, key, *, epsilon, delta, passes, ...)` calls
-  `dpgcd_jax.solvers.budget.private_fit` with the solver's privacy ledger.
+- `private_plan(problem, *, passes, runs, epsilon, **hyper)`: the solver's privacy side (the multipliers
+  its steps draw at a noise scale and the ledger they charge, a
+  [`Plan`][dpgcd_jax.solvers.budget.Plan]);
+- `SOLVER = base.Solver(...)`, which tells [`run`][dpgcd_jax.solvers.base.run] how many steps make a pass and
+  carries `private_plan`, and `run` / `fit` wrappers: `run(problem, key, params, *, passes, ...)` calls
+  [`run`][dpgcd_jax.solvers.base.run], `fit(problem, key, *, epsilon, delta, passes, ...)` calls the
+  generic [`dpgcd_jax.solvers.budget.fit`][] with `SOLVER`.
 
 This module holds what they share: [`Result`][dpgcd_jax.solvers.base.Result] and
   [`Trace`][dpgcd_jax.solvers.base.Trace], the driver (step `t`
@@ -114,6 +118,10 @@ class Solver(NamedTuple):
       `problem.column_mask`); the others refuse one.
     info: the solver's `Info` NamedTuple (its fields tell [`run`][dpgcd_jax.solvers.base.run] whether there are
       per-step coordinates to record); None: assume there are.
+    private_plan: the solver's privacy side, `(problem, *, passes, runs, epsilon, **hyper) ->`
+      [`Plan`][dpgcd_jax.solvers.budget.Plan]: the multipliers its steps draw at a noise scale, the
+      ledger they charge, the run's options; its keyword defaults are the solver's
+      hyperparameters. [`dpgcd_jax.solvers.budget.fit`][] (every `fit`) reads it; None: no private fit.
   """
 
   params: type
@@ -127,6 +135,7 @@ class Solver(NamedTuple):
   dense_only: bool = False
   info: type[NamedTuple] | None = None
   padded: bool = False
+  private_plan: Callable[..., Any] | None = None
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,10 +1,15 @@
 """The one path from a budget `(epsilon, delta)` to private runs: ledger, calibration, run.
 
-Two entry points, one calibration ([`calibrated`][dpgcd_jax.solvers.budget.calibrated]):
+Every solver module carries its privacy side in its record: `SOLVER.private_plan(problem, passes=,
+runs=, **hyper)` returns a [`Plan`][dpgcd_jax.solvers.budget.Plan] (the multipliers each step draws at a
+noise scale, the ledger those multipliers charge, the run's static options, a cache key), and its
+keyword defaults are the solver's hyperparameters. Two entry points, one calibration
+([`calibrated`][dpgcd_jax.solvers.budget.calibrated]):
 
-* [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: every solver's `fit` (and so the estimators): public smoothness
-  (a released feature bound when needed, in the run's program), the solver's ledger composed with the releases
-  already made (`prior`), the smallest noise meeting the budget, the run;
+* [`fit`][dpgcd_jax.solvers.budget.fit] (`dg.fit`, and every solver's `fit`, which forwards to it; so the
+  estimators): the solver's plan, public smoothness (a released feature bound when needed, in the run's
+  program), the plan's ledger composed with the releases already made (`prior`), the smallest noise
+  meeting the budget, the run ([`private_fit`][dpgcd_jax.solvers.budget.private_fit]);
 * [`search_scale`][dpgcd_jax.solvers.budget.search_scale]: a private hyperparameter search (repeat-and-select,
   [`dpgcd_jax.privacy.tuning`][]): the scale of one repetition such that the releases already
   made and the whole search are `(epsilon, delta)`-DP (the CV estimators and the experiments'
@@ -21,9 +26,11 @@ import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import problem as problem_lib
@@ -102,6 +109,94 @@ class FeatureBoundRelease:
     bound = bounds.private_feature_bound(key_bound, problem_lib.record_max_abs(problem), self.epsilon)
     bounded = problem_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
     return bounded, key_run, targets, bound
+
+
+class Plan(NamedTuple):
+  """A solver's privacy side for one fit: which noise its steps draw and which events the ledger charges.
+
+  Attributes:
+    params_at: `s -> Params`, the multipliers the run draws at noise scale `s` (and the other
+      hyperparameters).
+    ledger_of: `Params -> Ledger`, the events charged for the whole fit (every step, every run of
+      `targets`) at the multipliers of `params` (monotone: more noise, more privacy). The ledger is
+      read from the very multipliers the run uses, so the pairing is made once, here.
+    cache_key: a hashable description of `ledger_of` and `params_at` (the calibration cache; a hit
+      is re-verified against the ledger, see [`dpgcd_jax.privacy.calibration`][]).
+    options: the run's static keyword options (mechanisms, sparsity, batch size, ...).
+  """
+
+  params_at: Callable[[float], Any]
+  ledger_of: Callable[[Any], ledger_lib.Ledger]
+  cache_key: tuple[Any, ...]
+  options: dict[str, Any]
+
+  def ledger(self, scale: float) -> ledger_lib.Ledger:
+    """The ledger at noise scale `scale`: `ledger_of(params_at(scale))`."""
+    return self.ledger_of(self.params_at(scale))
+
+
+def fit(solver: Any, problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
+        bound_share: float = DEFAULT_BOUND_SHARE, store_objective: bool = False, prior: Any = None,
+        targets: Any = None, prelude: Any = None, **hyper: Any) -> Result:
+  """The generic `(epsilon, delta)`-DP fit of any solver (`dg.fit`): every solver's `fit` is this one.
+
+  `plan = solver.private_plan(problem, passes=passes, runs=K, epsilon=epsilon, **hyper)` names the
+  noise the steps draw and the events the ledger charges for them (`epsilon`: DP-SGD's sampler
+  slack depends on it); then [`private_fit`][dpgcd_jax.solvers.budget.private_fit]
+  releases a feature bound when the problem has no public smoothness, composes `prior`, the
+  prelude's releases and the plan's ledger into one ledger, calibrates the smallest noise scale
+  meeting the budget and runs the solver with `plan.params_at(scale)` in one compiled program.
+
+  Args:
+    solver: a solver module (`dg.dp_gcd`, `dg.dp_cd`, `dg.dp_sgd`, `dg.dp_fw`, `dg.dp_iht`,
+      `dg.two_stage`) or its `SOLVER` record.
+    problem: from [`dpgcd_jax.make_problem`][].
+    key: a JAX PRNG key, or a batch of keys (leading axis): one independent private run per key,
+      each spending the whole budget.
+    epsilon: total budget, > 0.
+    delta: in (0, 1).
+    passes: passes over the data (the solver's iterations, see its `run`).
+    bound_share: the share of `epsilon` spent on a feature bound when one is needed, in (0, 1).
+    store_objective: also return `trace.nonprivate_objective` (NOT private).
+    prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data toward this
+      budget: the fit is calibrated so that `prior` and the fit together are `(epsilon, delta)`-DP.
+    targets: None, or (K, n) targets on the same features: one run per row (keyed
+      `fold_in(key, k)`), the K runs composed in the ledger.
+    prelude: None, or releases to make before the runs, in their program (a
+      [`Prelude`][dpgcd_jax.solvers.base.Prelude]), whose `ledger` joins the one ledger.
+    **hyper: the solver's hyperparameters (the keyword arguments of its `private_plan`, with
+      their defaults; e.g. `step_size`, `clip`, `selection`, `sparsity`, `radius`).
+
+  Returns:
+    A [`dpgcd_jax.Result`][]: `privacy` is the report of everything spent, `params` the
+    hyperparameters the run used (calibrated multipliers rounded up).
+
+  Example:
+
+    >>> import jax, numpy as np
+    >>> import dpgcd_jax as dg
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 5)); y = np.sign(X[:, 0] + 0.1)
+    >>> problem = dg.make_problem(X, y, loss="logistic", feature_bound=3.0)
+    >>> res = dg.fit(dg.dp_cd, problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2)
+    >>> float(res.privacy.epsilon) <= 1.0
+    True
+  """
+  solver = getattr(solver, "SOLVER", solver)
+  if not isinstance(solver, base.Solver) or solver.private_plan is None:
+    raise ValueError(f"Expected a solver module or its SOLVER record with a private plan (e.g. dg.dp_gcd), "
+                     f"got solver={solver!r}.")
+  passes = _validate.check_int("passes", passes, low=1)
+  _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
+  base.check_problem(problem)
+  runs = 1 if targets is None else int(np.shape(targets)[0])
+  _, runs_on = problem_lib.as_fit_runs(problem)  # fit releases a feature bound first when needed
+  plan = solver.private_plan(runs_on, passes=passes, runs=runs, epsilon=float(epsilon), **hyper)
+  return private_fit(
+      solver, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
+      params_at=plan.params_at, solver_ledger=plan.ledger, cache_key=plan.cache_key,
+      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,),
+      targets=targets, prelude=prelude, **plan.options)
 
 
 def private_fit(

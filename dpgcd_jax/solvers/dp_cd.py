@@ -29,7 +29,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
@@ -113,9 +112,6 @@ def _features_per_pass(problem: problem_lib.Problem, **options: Any) -> int:
   return problem.num_features
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_features_per_pass)
-
-
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int,
         store_objective: bool = False, secure_noise: bool = False) -> base.Result:
   """Runs `passes * p` DP-CD steps under jit; the objective is recorded once per pass.
@@ -144,25 +140,43 @@ def _update(secure_noise: bool) -> str:
   return "discrete_gaussian" if secure_noise else "gaussian"
 
 
+def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
+                 step_size: Any = 1.0, clip: Any = 1.0, secure_noise: bool = False) -> budget.Plan:
+  """DP-CD's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at noise scale `s`, every one of the
+  `passes * p` steps of each of the `runs` runs releases one coordinate gradient with Gaussian noise of
+  multiplier `s` (discrete Gaussian with `secure_noise`), charged as one Gaussian (`DiscreteGaussian`)
+  event per step (`epsilon` is not used)."""
+  del epsilon
+  update = _update(secure_noise)
+  steps = base.total_steps(SOLVER, problem, passes) * runs
+
+  def ledger_of(params: Params) -> ledger_lib.Ledger:
+    if update == "gaussian":
+      return baseline_accounting.cd_ledger(params.noise, steps=steps)
+    return ledger_lib.Ledger.of(("update", mechanisms.update(update).event(params.noise), steps))
+
+  return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, ("dp_cd", steps, update),
+                     dict(update=update))
+
+
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_features_per_pass,
+                     private_plan=private_plan)
+
+
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         step_size: float = 1.0, clip: Any = 1.0, bound_share: float = budget.DEFAULT_BOUND_SHARE,
-        store_objective: bool = False, secure_noise: bool = False) -> base.Result:
-  """(epsilon, delta)-DP DP-CD on the private path (see [`dpgcd_jax.dp_gcd.fit`][]).
+        store_objective: bool = False, secure_noise: bool = False, prior: Any = None, targets: Any = None,
+        prelude: Any = None) -> base.Result:
+  """(epsilon, delta)-DP DP-CD on the private path: [`dpgcd_jax.solvers.budget.fit`][] with this solver.
 
   A feature bound is released first when the problem has no public smoothness (share
-  `bound_share` of `epsilon`); `s` is calibrated for `passes * p` steps with the rest.
-  `key` may be a batch of keys. `clip` is in the units of [`dpgcd_jax.clipping`][].
-  `secure_noise`: discrete Gaussian updates (see [`run`][dpgcd_jax.solvers.dp_cd.run]), accounted as
-  `DiscreteGaussian` events.
+  `bound_share` of `epsilon`); `s` is calibrated for `passes * p` steps with the rest
+  ([`private_plan`][dpgcd_jax.solvers.dp_cd.private_plan]). `key` may be a batch of keys.
+  `clip` is in the units of [`dpgcd_jax.clipping`][]. `secure_noise`: discrete Gaussian updates
+  (see [`run`][dpgcd_jax.solvers.dp_cd.run]), accounted as `DiscreteGaussian` events. `prior`,
+  `targets` and `prelude` are as in [`dpgcd_jax.dp_gcd.fit`][] (the ledger counts the `K` runs of
+  `targets`).
   """
-  passes = _validate.check_int("passes", passes, low=1)
-  base.check_problem(problem)
-  update = _update(secure_noise)
-  steps = base.total_steps(SOLVER, problem, passes)
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=lambda scale: Params(step_size, clip, scale),
-      solver_ledger=lambda scale: (
-          baseline_accounting.cd_ledger(scale, steps=steps) if update == "gaussian"
-          else ledger_lib.Ledger.of(("update", mechanisms.update(update).event(scale), steps))),
-      cache_key=("dp_cd", steps, update), store_objective=store_objective, update=update)
+  return budget.fit(SOLVER, problem, key, epsilon=epsilon, delta=delta, passes=passes, bound_share=bound_share,
+                    store_objective=store_objective, prior=prior, targets=targets, prelude=prelude,
+                    step_size=step_size, clip=clip, secure_noise=secure_noise)

@@ -77,7 +77,6 @@ from typing import cast
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
@@ -246,9 +245,6 @@ def _penalty_gradient(penalty: Any, w: Array) -> Array:
   return jax.grad(penalty.value)(w)
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise",))
-
-
 def fw_ledger(selection_noise: float, steps: int, selection: str = "gumbel") -> ledger_lib.Ledger:
   """The ledger of `steps` DP-FW steps: one vertex selection each, `BoundedRange(2 / b)`
   (`selection="gumbel"`) or `PureDp(2 / b)` (`"discrete_laplace"`, `secure_noise`)."""
@@ -320,6 +316,28 @@ def run(
                   clipping_mode=clipping_mode, selection=selection)
 
 
+def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
+                 radius: Any, clip: Any = 1.0, clipping_mode: str = "coordinate",
+                 secure_noise: bool = False) -> budget.Plan:
+  """DP-FW's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at noise scale `b`, each of the
+  `passes` steps of each of the `runs` runs selects a vertex by report-noisy-max at multiplier `b`
+  ([`fw_ledger`][dpgcd_jax.solvers.dp_fw.fw_ledger]: `BoundedRange(2 / b)`, or `PureDp(2 / b)` with
+  `secure_noise`; `epsilon` is not used)."""
+  del epsilon
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  selection = SELECTIONS[secure_noise]
+  _check_radius(radius)
+  _check_problem(problem, clipping_mode)
+  steps = base.total_steps(SOLVER, problem, passes) * runs
+  return budget.Plan(lambda scale: Params(radius, clip, scale),
+                     lambda params: fw_ledger(params.selection_noise, steps, selection),
+                     ("dp_fw", steps, selection), dict(clipping_mode=clipping_mode, selection=selection))
+
+
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise",), private_plan=private_plan)
+
+
 def fit(
     problem: problem_lib.Problem,
     key: Array,
@@ -370,19 +388,6 @@ def fit(
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
-  passes = _validate.check_int("passes", passes, low=1)
-  if not isinstance(secure_noise, bool):
-    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
-  selection = SELECTIONS[secure_noise]
-  _check_radius(radius)
-  released, bounded = problem_lib.as_fit_runs(problem)
-  _check_problem(bounded, clipping_mode)
-  runs = 1 if targets is None else int(np.shape(targets)[0])
-  steps = base.total_steps(SOLVER, problem, passes) * runs
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=lambda scale: Params(radius, clip, scale),
-      solver_ledger=lambda scale: fw_ledger(scale, steps, selection),
-      cache_key=("dp_fw", steps, selection), store_objective=store_objective, prior=prior,
-      prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, clipping_mode=clipping_mode,
-      selection=selection)
+  return budget.fit(SOLVER, problem, key, epsilon=epsilon, delta=delta, passes=passes, bound_share=bound_share,
+                    store_objective=store_objective, prior=prior, targets=targets, prelude=prelude,
+                    radius=radius, clip=clip, clipping_mode=clipping_mode, secure_noise=secure_noise)

@@ -169,10 +169,6 @@ def step(
   return _coordinate.set_coordinate(problem, state, j, new_wj), Info(j)
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise", "curvature_noise"),
-                     padded=True)
-
-
 def run(
     problem: problem_lib.Problem,
     key: Array,
@@ -347,60 +343,60 @@ def fit(
   Reusing a key across releases on overlapping data voids the guarantee: draw a fresh key per
   release.
   """
-  passes = _validate.check_int("passes", passes, low=1)
-  selection, update = mechanisms_run(selection, update, secure_noise)
-  check_options(selection, update, rule)
-  greedy.check_private_rule(rule, np.inf)  # a fit is private
-  released, bounded = problem_lib.as_fit_runs(problem)  # fit releases a feature bound first
-  problem_lib.check_clipping_mode(bounded, clipping_mode)
-  curvature_lib.check(bounded, curvature)
-  runs = 1 if targets is None else int(np.shape(targets)[0])
-  plan = private_plan(base.total_steps(SOLVER, problem, passes) * runs, step_size=step_size, clip=clip,
-                      selection=selection, update=update, selection_share=selection_share, curvature=curvature,
-                      curvature_ratio=curvature_ratio)
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=plan.params_at, solver_ledger=plan.ledger, cache_key=plan.cache_key,
-      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,), targets=targets,
-      prelude=prelude, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode,
-      curvature=curvature)
+  return budget.fit(SOLVER, problem, key, epsilon=epsilon, delta=delta, passes=passes, bound_share=bound_share,
+                    store_objective=store_objective, prior=prior, targets=targets, prelude=prelude,
+                    step_size=step_size, clip=clip, selection=selection, update=update, rule=rule,
+                    selection_share=selection_share, secure_noise=secure_noise, clipping_mode=clipping_mode,
+                    curvature=curvature, curvature_ratio=curvature_ratio)
 
 
-class Plan(NamedTuple):
-  """DP-GCD's privacy side at a noise scale `s` (what [`fit`][dpgcd_jax.solvers.dp_gcd.fit] calibrates).
-
-  Attributes:
-    params_at: `s -> Params`: the selection and update multipliers `s r_sel`, `s r_upd` (and
-      the curvature release's `s r_curv`).
-    ledger: `s -> Ledger` of the `steps` iterations at those multipliers (monotone in `s`).
-    cache_key: a hashable description of `ledger` (the calibration cache).
-  """
-
-  params_at: Any
-  ledger: Any
-  cache_key: tuple[Any, ...]
-
-
-def private_plan(steps: int, *, step_size: Any, clip: Any, selection: str, update: str,
-                 selection_share: float | None, curvature: str = "public",
-                 curvature_ratio: float = CURVATURE_RATIO) -> Plan:
-  """The [`Plan`][dpgcd_jax.solvers.dp_gcd.Plan] of `steps` DP-GCD iterations: which noise each step
-  draws and which events the ledger charges for it, in one place (the in-memory `fit` and the
-  streamed one, [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update` are the
-  mechanisms actually run (after `secure_noise`); the other arguments are `fit`'s."""
+def iterations_plan(steps: int, *, step_size: Any, clip: Any, selection: str, update: str,
+                    selection_share: float | None, curvature: str = "public",
+                    curvature_ratio: float = CURVATURE_RATIO) -> budget.Plan:
+  """The [`Plan`][dpgcd_jax.solvers.budget.Plan] of `steps` DP-GCD iterations: which noise each step
+  draws and which events the ledger charges for it, in one place (the in-memory fit's
+  [`private_plan`][dpgcd_jax.solvers.dp_gcd.private_plan] and the streamed one,
+  [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update` are the mechanisms
+  actually run (after `secure_noise`); the other arguments are `fit`'s."""
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
   r_curv = float(curvature_ratio) * r_upd if curvature == "released" else 0.0
 
-  def ledger(scale: float) -> Any:
-    spent = accounting.gcd_ledger(scale * r_sel, scale * r_upd, steps=steps, selection=selection, update=update)
+  def ledger_of(params: Params) -> Any:
+    spent = accounting.gcd_ledger(params.selection_noise, params.update_noise, steps=steps, selection=selection,
+                                  update=update)
     if curvature == "released":
-      spent = spent.add("curvature", mechanisms.update(update).event(scale * r_curv), steps)
+      spent = spent.add("curvature", mechanisms.update(update).event(params.curvature_noise), steps)
     return spent
 
   def params_at(scale: float) -> Params:
     return Params(step_size(scale * r_upd) if callable(step_size) else step_size, clip, scale * r_sel,
                   scale * r_upd, scale * r_curv)
 
-  return Plan(params_at, ledger, ("dp_gcd", steps, selection, update, share, curvature, r_curv))
+  return budget.Plan(params_at, ledger_of, ("dp_gcd", steps, selection, update, share, curvature, r_curv),
+                     dict(selection=selection, update=update, curvature=curvature))
+
+
+def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
+                 step_size: Any = 1.0, clip: Any = 1.0, selection: str = "laplace", update: str = "laplace",
+                 rule: str = "gs-s", selection_share: float | None = None, secure_noise: bool = False,
+                 clipping_mode: str = "coordinate", curvature: str = "public",
+                 curvature_ratio: float = CURVATURE_RATIO) -> budget.Plan:
+  """DP-GCD's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]) for [`fit`][dpgcd_jax.solvers.dp_gcd.fit]:
+  the options checked, then [`iterations_plan`][dpgcd_jax.solvers.dp_gcd.iterations_plan] of the
+  `passes` iterations of each of the `runs` runs (`epsilon` is not used)."""
+  del epsilon
+  selection, update = mechanisms_run(selection, update, secure_noise)
+  check_options(selection, update, rule)
+  greedy.check_private_rule(rule, np.inf)  # a fit is private
+  problem_lib.check_clipping_mode(problem, clipping_mode)
+  curvature_lib.check(problem, curvature)
+  plan = iterations_plan(base.total_steps(SOLVER, problem, passes) * runs, step_size=step_size, clip=clip,
+                         selection=selection, update=update, selection_share=selection_share, curvature=curvature,
+                         curvature_ratio=curvature_ratio)
+  return plan._replace(options=dict(plan.options, rule=rule, clipping_mode=clipping_mode))
+
+
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise", "curvature_noise"),
+                     padded=True, private_plan=private_plan)

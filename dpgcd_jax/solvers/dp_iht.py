@@ -100,7 +100,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
@@ -228,9 +227,6 @@ def step(
 UPDATE_SECURE = mechanisms.DiscreteGaussianNoise()
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"))
-
-
 def iht_ledger(selection_noise: float, update_noise: float, steps: int, sparsity: int,
                selection: str = "gumbel") -> ledger_lib.Ledger:
   """The ledger of `steps` DP-IHT steps: `sparsity` peeling rounds and one Gaussian each
@@ -308,6 +304,33 @@ def run(
                   sparsity=sparsity, clipping_mode=clipping_mode, selection=selection)
 
 
+def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
+                 sparsity: int, step_size: Any = 0.5, clip: Any = 1.0, selection_share: float = 0.5,
+                 clipping_mode: str = "coordinate", secure_noise: bool = False) -> budget.Plan:
+  """DP-IHT's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at scale `k`, the multipliers
+  [`multipliers`][dpgcd_jax.solvers.dp_iht.multipliers] `(k, sparsity, selection_share)`, and each of
+  the `passes` steps of each of the `runs` runs charged as its peeling and its values
+  ([`iht_ledger`][dpgcd_jax.solvers.dp_iht.iht_ledger]; `epsilon` is not used)."""
+  del epsilon
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  selection = peeling.SELECTIONS[secure_noise]
+  _validate.check_number("selection_share", selection_share, low=0.0, high=1.0, low_open=True,
+                         high_open=True)
+  sparsity = _check_problem(problem, sparsity, clipping_mode)
+  share = float(selection_share)
+  steps = base.total_steps(SOLVER, problem, passes) * runs
+  return budget.Plan(
+      lambda scale: Params(step_size, clip, *multipliers(scale, sparsity, share)),
+      lambda params: iht_ledger(params.selection_noise, params.update_noise, steps, sparsity, selection),
+      ("dp_iht", steps, sparsity, share, selection),
+      dict(sparsity=sparsity, clipping_mode=clipping_mode, selection=selection))
+
+
+SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise"),
+                     private_plan=private_plan)
+
+
 def fit(
     problem: problem_lib.Problem,
     key: Array,
@@ -363,21 +386,7 @@ def fit(
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
-  passes = _validate.check_int("passes", passes, low=1)
-  if not isinstance(secure_noise, bool):
-    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
-  selection = peeling.SELECTIONS[secure_noise]
-  _validate.check_number("selection_share", selection_share, low=0.0, high=1.0, low_open=True,
-                         high_open=True)
-  released, bounded = problem_lib.as_fit_runs(problem)
-  sparsity = _check_problem(bounded, sparsity, clipping_mode)
-  share = float(selection_share)
-  runs = 1 if targets is None else int(np.shape(targets)[0])
-  steps = base.total_steps(SOLVER, problem, passes) * runs
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=lambda scale: Params(step_size, clip, *multipliers(scale, sparsity, share)),
-      solver_ledger=lambda scale: iht_ledger(*multipliers(scale, sparsity, share), steps, sparsity, selection),
-      cache_key=("dp_iht", steps, sparsity, share, selection), store_objective=store_objective, prior=prior,
-      prior_key=() if prior is None else (prior,), targets=targets, prelude=prelude, sparsity=sparsity,
-      clipping_mode=clipping_mode, selection=selection)
+  return budget.fit(SOLVER, problem, key, epsilon=epsilon, delta=delta, passes=passes, bound_share=bound_share,
+                    store_objective=store_objective, prior=prior, targets=targets, prelude=prelude,
+                    sparsity=sparsity, step_size=step_size, clip=clip, selection_share=selection_share,
+                    clipping_mode=clipping_mode, secure_noise=secure_noise)

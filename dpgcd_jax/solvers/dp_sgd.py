@@ -184,9 +184,29 @@ def _step_options(problem: problem_lib.Problem, *, batch_size: int) -> dict[str,
   return dict(sampling_rate=batch_size / n, max_batch=max_batch_size(n, batch_size / n), X=problem.X)
 
 
+def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
+                 batch_size: int = 1, step_size: Any = 0.1, clip: Any = 1.0) -> budget.Plan:
+  """DP-SGD's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at noise scale `s`, each of the
+  `passes * (n // batch_size)` steps of each of the `runs` runs is a Poisson(`q = batch_size / n`)
+  subsampled Gaussian of multiplier `s`, and the sampler's total-variation distance adds the delta
+  slack `(1 + e^epsilon) T eta` (`T` all steps, [`dpgcd_jax.sampling`][])."""
+  base.check_dense(problem)
+  batch_size = _check_batch_size(batch_size, problem.num_examples)
+  steps = base.total_steps(SOLVER, problem, passes, batch_size=batch_size) * runs
+  q = batch_size / problem.num_examples
+  slack = (1.0 + np.exp(min(float(epsilon), 700.0))) * steps * TRUNCATION_PROBABILITY
+
+  def ledger_of(params: Params) -> Any:
+    return baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q).add(
+        "sampling (total variation)", events.DeltaSlack(slack), 1)
+
+  return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, ("dp_sgd", steps, q, slack),
+                     dict(batch_size=batch_size))
+
+
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_steps_per_pass,
                      step_options=_step_options, vector_clip=False, uses_smoothness=False,
-                     dense_only=True)
+                     dense_only=True, private_plan=private_plan)
 
 
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int, batch_size: int = 1,
@@ -213,25 +233,12 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
 
 def fit(problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
         batch_size: int = 1, step_size: float = 0.1, clip: float = 1.0,
-        store_objective: bool = False) -> base.Result:
-  """(epsilon, delta)-DP DP-SGD: one ledger (Poisson-subsampled Gaussian steps + the sampler's
-  total-variation slack), calibrated, then run. `key` may be a batch of keys."""
-  base.check_problem(problem)
-  _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
-  passes = _validate.check_int("passes", passes, low=1)
-  base.check_dense(problem)
-  batch_size = _check_batch_size(batch_size, problem.num_examples)
-  n = problem.num_examples
-  steps = base.total_steps(SOLVER, problem, passes, batch_size=batch_size)
-  q = batch_size / n
-  slack = (1.0 + np.exp(min(float(epsilon), 700.0))) * steps * TRUNCATION_PROBABILITY
-
-  def solver_ledger(scale):
-    return baseline_accounting.sgd_ledger(scale, steps=steps, sampling_rate=q).add(
-        "sampling (total variation)", events.DeltaSlack(slack), 1)
-
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=budget.DEFAULT_BOUND_SHARE,
-      passes=passes, params_at=lambda scale: Params(step_size, clip, scale),
-      solver_ledger=solver_ledger, cache_key=("dp_sgd", steps, q, slack),
-      store_objective=store_objective, batch_size=batch_size)
+        store_objective: bool = False, prior: Any = None, targets: Any = None) -> base.Result:
+  """(epsilon, delta)-DP DP-SGD: [`dpgcd_jax.solvers.budget.fit`][] with this solver, one ledger
+  (Poisson-subsampled Gaussian steps + the sampler's total-variation slack,
+  [`private_plan`][dpgcd_jax.solvers.dp_sgd.private_plan]), calibrated, then run. `key` may be a batch
+  of keys; `prior` and `targets` are as in [`dpgcd_jax.dp_gcd.fit`][]. DP-SGD reads no smoothness, so
+  no feature bound is released."""
+  return budget.fit(SOLVER, problem, key, epsilon=epsilon, delta=delta, passes=passes,
+                    store_objective=store_objective, prior=prior, targets=targets, batch_size=batch_size,
+                    step_size=step_size, clip=clip)

@@ -17,7 +17,7 @@ or any function that yields `(X, y)` chunks) instead of one device array. Iterat
 
 So the model is the same bit for bit whatever the chunk sizes, their order and the number of
 processes. Against the in-memory fit: the same selected coordinates and privacy report (the
-ledger and its calibration are [`dpgcd_jax.solvers.dp_gcd.private_plan`][]'s, the one DP-GCD
+ledger and its calibration are [`dpgcd_jax.solvers.dp_gcd.iterations_plan`][]'s, the one DP-GCD
 plan), and `w` up to the rounding of the updates (XLA compiles the selection and the update
 into another program, where it may fuse a multiply-add into an FMA and not in the other: an ulp
 per update at most, measured). Peak memory: one chunk (its device copy and its margins) plus
@@ -240,7 +240,7 @@ def fit(
   selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
   dp_gcd.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
-  plan = dp_gcd.private_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
+  plan = dp_gcd.iterations_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
                              selection_share=selection_share, curvature=curvature, curvature_ratio=curvature_ratio)
 
   first = _chunk_problem(*_first(read), loss=loss, penalty=penalty, feature_bound=feature_bound,

@@ -227,10 +227,6 @@ def step(
   return State(w, restricted.margins, support), Info(j)
 
 
-SOLVER = base.Solver(Params, init, step, info=Info,
-                     noises=("support_noise", "selection_noise", "update_noise"))
-
-
 def two_stage_ledger(support_noise: float, selection_noise: float, update_noise: float, *, steps: int,
                      sparsity: int, selection: str = "laplace", update: str = "laplace",
                      runs: int = 1) -> ledger_lib.Ledger:
@@ -316,6 +312,35 @@ def run(
                   clipping_mode=clipping_mode)
 
 
+def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
+                 sparsity: int, step_size: Any = 1.0, clip: Any = 1.0, selection: str = "laplace",
+                 update: str = "laplace", rule: str = "gs-s", support_share: float = 0.25,
+                 clipping_mode: str = "coordinate") -> budget.Plan:
+  """Two-stage's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at scale `k`, the multipliers
+  [`multipliers`][dpgcd_jax.solvers.two_stage.multipliers] `(k, ...)`; each of the `runs` runs is
+  charged its peeling once and its `passes` DP-GCD iterations
+  ([`two_stage_ledger`][dpgcd_jax.solvers.two_stage.two_stage_ledger]; `epsilon` is not used)."""
+  del epsilon
+  _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
+                         high_open=True)
+  sparsity = _check_options(problem, sparsity, selection, update, rule, clipping_mode)
+  greedy.check_private_rule(rule, np.inf)  # a fit is private
+  steps = base.total_steps(SOLVER, problem, passes) * runs
+  share = float(support_share)
+  return budget.Plan(
+      lambda scale: Params(step_size, clip, *multipliers(scale, sparsity=sparsity, passes=passes,
+                                                         selection=selection, update=update, support_share=share)),
+      lambda params: two_stage_ledger(params.support_noise, params.selection_noise, params.update_noise,
+                                      steps=steps, sparsity=sparsity, selection=selection, update=update,
+                                      runs=runs),
+      ("two_stage", steps, runs, sparsity, selection, update, share),
+      dict(sparsity=sparsity, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode))
+
+
+SOLVER = base.Solver(Params, init, step, info=Info,
+                     noises=("support_noise", "selection_noise", "update_noise"), private_plan=private_plan)
+
+
 def fit(
     problem: problem_lib.Problem,
     key: Array,
@@ -372,22 +397,7 @@ def fit(
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
   """
-  passes = _validate.check_int("passes", passes, low=1)
-  _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
-                         high_open=True)
-  released, bounded = problem_lib.as_fit_runs(problem)
-  sparsity = _check_options(bounded, sparsity, selection, update, rule, clipping_mode)
-  greedy.check_private_rule(rule, np.inf)  # a fit is private
-  runs = 1 if targets is None else int(np.shape(targets)[0])
-  steps = base.total_steps(SOLVER, problem, passes) * runs
-  at = lambda scale: multipliers(scale, sparsity=sparsity, passes=passes, selection=selection,
-                                 update=update, support_share=float(support_share))
-  return budget.private_fit(
-      SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=lambda scale: Params(step_size, clip, *at(scale)),
-      solver_ledger=lambda scale: two_stage_ledger(*at(scale), steps=steps, sparsity=sparsity,
-                                                   selection=selection, update=update, runs=runs),
-      cache_key=("two_stage", steps, runs, sparsity, selection, update, float(support_share)),
-      store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,),
-      targets=targets, prelude=prelude, sparsity=sparsity, selection=selection, update=update, rule=rule,
-      clipping_mode=clipping_mode)
+  return budget.fit(SOLVER, problem, key, epsilon=epsilon, delta=delta, passes=passes, bound_share=bound_share,
+                    store_objective=store_objective, prior=prior, targets=targets, prelude=prelude,
+                    sparsity=sparsity, step_size=step_size, clip=clip, selection=selection, update=update,
+                    rule=rule, support_share=support_share, clipping_mode=clipping_mode)

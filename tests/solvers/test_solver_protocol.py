@@ -7,6 +7,7 @@ and ``fit(problem, key, *, epsilon, delta, passes)``; the argument orders of ver
 ``steps=`` are gone (the package was never released with them).
 """
 
+import inspect
 import warnings
 
 import jax
@@ -58,8 +59,9 @@ def _deprecations(caught):
 
 
 def test_public_modules_and_result_types():
-  assert set(dg.solvers.__all__) == {"base", "dp_gcd", "dp_cd", "dp_fw", "dp_iht", "dp_sgd", "reference", "streamed",
-                                     "two_stage", "Result", "Trace"}
+  assert set(dg.solvers.__all__) == {"base", "budget", "dp_gcd", "dp_cd", "dp_fw", "dp_iht", "dp_sgd", "reference",
+                                     "streamed", "two_stage", "Result", "Trace", "fit"}
+  assert dg.fit is dg.solvers.fit is dg.solvers.budget.fit
   assert dg.Result is dg.solvers.Result is base.Result
   assert dg.Trace is dg.solvers.Trace is base.Trace
   for module in (dg.dp_gcd, dg.dp_cd, dg.dp_sgd, dg.dp_fw, dg.dp_iht, dg.two_stage):
@@ -192,6 +194,81 @@ def test_fit_accounts_for_exactly_the_steps_it_runs(name):
     event = next(e.event for e in result.privacy.entries if e.label == "update")  # Laplace(1 / s)
     accounted = 1.0 / event.epsilon
     assert accounted * (1 - 1e-12) <= float(result.params.update_noise) <= accounted * (1 + 1e-6)
+
+
+MODULES = {name: entry[0] for name, entry in SOLVERS.items() if name != "dp_gcd_gumbel"}
+FIT_ARGUMENTS = {"problem", "key", "epsilon", "delta", "passes", "bound_share", "store_objective", "prior", "targets",
+                 "prelude"}  # the generic fit's own; the rest are the solver's hyperparameters
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_each_solver_record_carries_its_plan_and_fit_forwards_the_plans_defaults(name):
+  module = MODULES[name]
+  assert module.SOLVER.private_plan is module.private_plan
+  fit = inspect.signature(module.fit).parameters
+  plan = inspect.signature(module.private_plan).parameters
+  hyper = {k: v.default for k, v in plan.items() if k not in ("problem", "passes", "runs", "epsilon")}
+  assert {k: v.default for k, v in fit.items() if k not in FIT_ARGUMENTS} == hyper
+  for k in set(fit) & FIT_ARGUMENTS:  # the budget arguments have the generic fit's defaults
+    assert fit[k].default == inspect.signature(dg.fit).parameters[k].default, k
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_the_generic_fit_is_every_solvers_fit(name):
+  module, _, options, _ = SOLVERS[name]
+  problem, key = _problem(), jax.random.key(4)
+  hyper = dict(options, **FIT_ONLY.get(name, {}))
+  own = module.fit(problem, key, epsilon=1.0, delta=1e-5, passes=2, **hyper)
+  generic = dg.fit(module, problem, key, epsilon=1.0, delta=1e-5, passes=2, **hyper)
+  _assert_same(own.w, generic.w)
+  _assert_same(own.params, generic.params)
+  assert own.privacy == generic.privacy
+  with pytest.raises(TypeError, match="no_such_option"):
+    dg.fit(module, problem, key, epsilon=1.0, delta=1e-5, passes=2, no_such_option=1, **hyper)
+
+
+def test_the_generic_fit_names_a_bad_solver():
+  with pytest.raises(ValueError, match="got solver=.*losses"):
+    dg.fit(dg.losses, _problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_the_plans_ledger_charges_every_multiplier_the_run_draws(name):
+  """The ledger is read from the run's own Params: each noise field the run draws is charged
+  (more noise on any one field, strictly less epsilon), and the fit's rounded-up multipliers meet
+  the budget, tightly."""
+  module, _, options, _ = SOLVERS[name]
+  problem = _problem()
+  hyper = dict(options, **FIT_ONLY.get(name, {}))
+  result = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2, **hyper)
+  plan = module.private_plan(problem, passes=2, runs=1, epsilon=1.0, **hyper)
+  params = jax.tree.map(float, result.params)
+  epsilon = plan.ledger_of(params).epsilon(1e-5)
+  assert 0.99 < epsilon <= 1.0 + 1e-9, epsilon
+  drawn = [f for f in module.SOLVER.noises if getattr(params, f) is not None and getattr(params, f) > 0]
+  assert drawn
+  for field in drawn:
+    more = params._replace(**{field: 2.0 * getattr(params, field)})
+    assert plan.ledger_of(more).epsilon(1e-5) < epsilon, field
+
+
+@pytest.mark.parametrize("name", ["dp_cd", "dp_sgd"])
+def test_every_solver_fit_takes_a_prior_and_targets(name):
+  """DP-CD and DP-SGD gained prior and targets from the generic fit: K runs are K times the steps."""
+  module, _, options, _ = SOLVERS[name]
+  problem = _problem("logistic")
+  targets = np.stack([np.asarray(problem.y), -np.asarray(problem.y)])
+  prior = dg.privacy.Ledger.of(("feature scales", dg.privacy.events.PureDp(0.1), 1))
+  result = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2, prior=prior, targets=targets,
+                      **options)
+  assert result.w.shape == (2, problem.num_features)
+  ran = base.total_steps(module.SOLVER, problem, 2, **options)
+  label = {"dp_cd": "update", "dp_sgd": "step"}[name]
+  counts = {e.label: e.count for e in result.privacy.entries}
+  assert counts["feature scales"] == 1 and counts[label] == 2 * ran, counts
+  assert result.privacy.epsilon <= 1.0
+  alone = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2, **options)
+  assert float(getattr(result.params, "noise")) > float(getattr(alone.params, "noise"))  # two runs, less budget each
 
 
 def test_another_solvers_params_are_rejected_by_name():
