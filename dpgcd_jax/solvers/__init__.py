@@ -29,6 +29,7 @@ __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
   from dpgcd_jax.solvers import base  # noqa: F401
+  from dpgcd_jax.solvers import budget  # noqa: F401
   from dpgcd_jax.solvers import dp_cd  # noqa: F401
   from dpgcd_jax.solvers import dp_fw  # noqa: F401
   from dpgcd_jax.solvers import dp_gcd  # noqa: F401
@@ -38,6 +39,5 @@ if TYPE_CHECKING:
   from dpgcd_jax.solvers import streamed  # noqa: F401
   from dpgcd_jax.solvers import two_stage  # noqa: F401
   from dpgcd_jax.solvers.base import Result  # noqa: F401
-  from dpgcd_jax.solvers import budget  # noqa: F401
   from dpgcd_jax.solvers.base import Trace  # noqa: F401
   from dpgcd_jax.solvers.budget import fit  # noqa: F401
