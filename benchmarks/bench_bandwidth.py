@@ -12,7 +12,7 @@ Three tables, every ratio measured in this process, A and B interleaved, the med
   binary);
 - in cache (1000 x 100 float32, logistic loss, 2000 iterations): ``dp_gcd.run`` against a minimal
   jitted ``lax.scan`` loop of the same iteration written out by hand (``minimal_dp_gcd``: the same
-  clipped pass ``problem.clipped_gradient``, Laplace noise inside ``|.|``, argmax, Laplace update
+  clipped pass ``kernels.clipped_gradient``, Laplace noise inside ``|.|``, argmax, Laplace update
   noise, the O(n) margin update), which selects the same coordinates (asserted): the target
   (<= 1.2x) is on the per-iteration work outside the pass. Beside it, the same loop with a plain
   float32 clipped mean (``jnp.clip(...).mean``, whose rounding is NOT covered by the sensitivity):
@@ -111,6 +111,7 @@ def sparse_rows(repeats, steps=20):
 def minimal_dp_gcd(problem, clip, noise, exact=True):
   """A hand-written DP-GCD loop on a GLM problem without penalty (`in_cache_rows`): `key, steps -> w`."""
   from dpgcd_jax import clipping
+  from dpgcd_jax import kernels
   from dpgcd_jax import problem as problem_lib
   XT, y, n = problem.XT, problem.y, problem.num_examples
   M = problem_lib.coordinate_smoothness(problem)
@@ -120,7 +121,7 @@ def minimal_dp_gcd(problem, clip, noise, exact=True):
 
   def gradient(w, margins):
     if exact:
-      return problem_lib.clipped_gradient(problem, w, margins, C, "coordinate")
+      return kernels.clipped_gradient(problem, w, margins, C, "coordinate")
     derivative = jax.vmap(jax.grad(problem.loss.phi))(margins, y)
     return jnp.clip(XT * derivative, -C[:, None], C[:, None]).mean(axis=1)
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpgcd_jax as dg
-from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import kernels
 
 
 def _problem(n, p, seed=0):
@@ -54,13 +54,13 @@ def main():
   rows = []
   for n, p, passes in ((1000, 50, 20), (5000, 200, 20)):
     problem = _problem(n, p)
-    f0 = float(problem_lib.objective(problem, jnp.zeros(p)))
+    f0 = float(kernels.objective(problem, jnp.zeros(p)))
     keys = jax.random.split(jax.random.key(0), 4)
     for update in ("laplace", "gaussian"):
       for secure in (False, True):
         per_iter, res = _time_fit(problem, keys, passes, epsilon=2.0, delta=1e-5, clip=2.0,
                                   update=update, secure_noise=secure)
-        rel = np.asarray(jax.vmap(lambda w: problem_lib.objective(problem, w))(res.w)) / f0  # noqa: B023
+        rel = np.asarray(jax.vmap(lambda w: kernels.objective(problem, w))(res.w)) / f0  # noqa: B023
         rows.append((n, p, passes, update, secure, per_iter * 1e3, float(rel.mean()),
                      float(rel.std()), res.privacy.epsilon))
   lines = ["| n | p | passes | update | secure_noise | ms / iteration "
@@ -70,7 +70,7 @@ def main():
     lines.append(f"| {n} | {p} | {passes} | {update} | {secure} | {ms:.3f} | {m:.3f} ± {sd:.3f} | {eps:.4f} |")
   n, p, passes = 5000, 200, 20
   problem = _problem(n, p)
-  f0 = float(problem_lib.objective(problem, jnp.zeros(p)))
+  f0 = float(kernels.objective(problem, jnp.zeros(p)))
   keys = jax.random.split(jax.random.key(0), 4)
   lines += ["", "The other solvers (n = 5000, p = 200, 20 passes):", "",
             "| solver | secure_noise | ms / iteration | rel. objective (mean ± sd, 4 seeds) | epsilon | events |",
@@ -78,7 +78,7 @@ def main():
   for name, fit, kwargs in SOLVERS:
     for secure in (False, True):
       per_iter, res = _time_fit(problem, keys, passes, fit=fit, epsilon=2.0, delta=1e-5, **kwargs(secure))
-      rel = np.asarray(jax.vmap(lambda w: problem_lib.objective(problem, w))(res.w)) / f0  # noqa: B023
+      rel = np.asarray(jax.vmap(lambda w: kernels.objective(problem, w))(res.w)) / f0  # noqa: B023
       events = ", ".join(sorted({type(e.event).__name__ for e in res.privacy.entries}))
       lines.append(f"| {name} | {secure} | {per_iter * 1e3:.3f} | {rel.mean():.3f} ± {rel.std():.3f} | "
                    f"{res.privacy.epsilon:.4f} | {events} |")

@@ -17,6 +17,7 @@ import numpy as np
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
@@ -40,7 +41,7 @@ def irreducible_pass(problem, clip, steps):
   @jax.jit
   def passes(w):
     def one(w, _):
-      g = problem_lib.clipped_gradient(problem, w, margins_of(w), thresholds)
+      g = kernels.clipped_gradient(problem, w, margins_of(w), thresholds)
       return w - 1e-3 * g, None
     return jax.lax.scan(one, w, None, length=steps)[0]
 

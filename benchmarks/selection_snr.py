@@ -17,6 +17,7 @@ import numpy as np
 
 from dpgcd_jax import clipping
 from dpgcd_jax import data
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
 
@@ -34,7 +35,7 @@ def ratios(name):
   out = {}
   for clip in CLIPS:
     thresholds = clipping.coordinate_thresholds(jnp.float32(clip), M, problem.curvature)
-    g = np.asarray(problem_lib.clipped_gradient(problem, w0, problem_lib.init_margins(problem, w0), thresholds))
+    g = np.asarray(kernels.clipped_gradient(problem, w0, kernels.init_margins(problem, w0), thresholds))
     top = float(np.max(np.maximum(np.abs(g) - strength, 0.0) / np.sqrt(np.asarray(M))))
     delta_bar = float(np.max(2.0 * np.asarray(thresholds) / n / np.sqrt(np.asarray(M))))
     for T in BUDGETS:

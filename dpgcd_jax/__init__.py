@@ -42,7 +42,8 @@ _EXPORTS = {
     "glm_loss": "dpgcd_jax.losses",
     "Problem": "dpgcd_jax.problem",
     "make_problem": "dpgcd_jax.problem",
-    "objective": "dpgcd_jax.problem",
+    "objective": "dpgcd_jax.kernels",
+    "kernels": "dpgcd_jax.kernels:",
     "Result": "dpgcd_jax.solvers.base",
     "Trace": "dpgcd_jax.solvers.base",
     "fit": "dpgcd_jax.solvers.budget",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax import clipping  # noqa: F401
   from dpgcd_jax import discrete_noise  # noqa: F401
   from dpgcd_jax import estimators  # noqa: F401
+  from dpgcd_jax import kernels  # noqa: F401
   from dpgcd_jax import losses  # noqa: F401
   from dpgcd_jax import mechanisms  # noqa: F401
   from dpgcd_jax import penalties  # noqa: F401
@@ -77,13 +79,13 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax.estimators import DPGCDClassifierCV  # noqa: F401
   from dpgcd_jax.estimators import DPGCDRegressor  # noqa: F401
   from dpgcd_jax.estimators import DPGCDRegressorCV  # noqa: F401
+  from dpgcd_jax.kernels import objective  # noqa: F401
   from dpgcd_jax.losses import Loss  # noqa: F401
   from dpgcd_jax.losses import custom_loss  # noqa: F401
   from dpgcd_jax.losses import glm_loss  # noqa: F401
   from dpgcd_jax.privacy.accountant import Accountant  # noqa: F401
   from dpgcd_jax.problem import Problem  # noqa: F401
   from dpgcd_jax.problem import make_problem  # noqa: F401
-  from dpgcd_jax.problem import objective  # noqa: F401
   from dpgcd_jax.scoring import private_accuracy  # noqa: F401
   from dpgcd_jax.scoring import private_log_loss  # noqa: F401
   from dpgcd_jax.scoring import private_r2  # noqa: F401

@@ -20,7 +20,7 @@ indistinguishable from one with a zero gradient and the sensitivity bound holds 
 input. Why before: `jnp.clip` maps `+-inf` to `+-C_j` but keeps a NaN, and one NaN term
 would make the sum, hence the release, depend on the record without bound.
 
-GLM losses (the dense kernel of [`dpgcd_jax.problem.clipped_gradient`][], the sparse ones of
+GLM losses (the dense kernel of [`dpgcd_jax.kernels.clipped_gradient`][], the sparse ones of
 [`dpgcd_jax.sparse`][]): the guard is applied to the length-`n` derivative `phi'`, not to
 the `(p, n)` products `phi'_i x_ij`, where it costs a pass over the products (and, under
 `jax.vmap` over `K` configurations, a `K x block x n` temporary). Same

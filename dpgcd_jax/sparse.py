@@ -132,7 +132,7 @@ class SparseColumns:
 
   def clipped_total(self, dphi: Array, thresholds: Array, bits: int) -> Array:
     """`Q_j`, the exact integer sum of the quantized `clip(dphi_i x_ij, -C_j, C_j)` over the
-    stored entries on the public grid of `bits` (as [`dpgcd_jax.problem.clipped_total`][] for
+    stored entries on the public grid of `bits` (as [`dpgcd_jax.kernels.clipped_total`][] for
     dense features: the totals of any partition of the records add up to the same `Q`).
     `dphi` finite, `thresholds` finite."""
     p = self.shape[0]

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import data as data_lib
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import dp_gcd
 from dpgcd_jax.solvers import reference
@@ -90,16 +91,16 @@ def prepare(dataset: Any, private: problem_lib.Problem, exact: problem_lib.Probl
   start = time.perf_counter()
   w, method = reference_solution(dataset, exact)
   seconds = time.perf_counter() - start
-  f_star = float(problem_lib.objective(exact, jnp.asarray(w)))
+  f_star = float(kernels.objective(exact, jnp.asarray(w)))
   w0 = dp_gcd.init(exact).w
-  f_zero = float(problem_lib.objective(exact, w0))
+  f_zero = float(kernels.objective(exact, w0))
   gap = float(reference.optimality_gap(exact, jnp.asarray(w)))
   return Prepared(dataset, private, exact, f_star, f_zero, w, seconds, method, gap)
 
 
 @jax.jit
 def _objectives(problem: problem_lib.Problem, w: jax.Array) -> jax.Array:
-  return jax.vmap(lambda v: problem_lib.objective(problem, v))(w)
+  return jax.vmap(lambda v: kernels.objective(problem, v))(w)
 
 
 def relative_error(problem: Prepared, w: Any) -> np.ndarray:

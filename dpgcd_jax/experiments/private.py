@@ -44,6 +44,7 @@ import numpy as np
 from scipy import sparse
 
 from dpgcd_jax import data as data_lib
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments import algorithms
@@ -217,7 +218,7 @@ def calibrate(algorithm: algorithms.Algorithm, problem: problem_lib.Problem, pas
 @jax.jit
 def _capped_objectives(problem: problem_lib.Problem, w: jax.Array, cap: jax.Array) -> jax.Array:
   def one(v):
-    margins = problem_lib.init_margins(problem, v)
+    margins = kernels.init_margins(problem, v)
     losses = jax.vmap(problem.loss.phi)(margins, problem.y)
     return (jnp.mean(jnp.minimum(losses, cap)) + 0.5 * problem.l2 * jnp.sum(v**2)
             + problem.penalty.value(v))

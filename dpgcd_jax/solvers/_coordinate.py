@@ -7,6 +7,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from dpgcd_jax import kernels
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 
@@ -28,7 +29,7 @@ class State(NamedTuple):
 def init(problem: problem_lib.Problem) -> State:
   """`w^0 = prox(0)` (the origin for the built-in penalties) and its margins."""
   w0 = problem.penalty.prox(jnp.zeros(problem.num_features, problem.XT.dtype), 1.0)
-  return State(w0, problem_lib.init_margins(problem, w0))
+  return State(w0, kernels.init_margins(problem, w0))
 
 
 def prox_step(problem: problem_lib.Problem, state: State, j: Array, g_j: Array, step_size: Array,
@@ -41,7 +42,7 @@ def prox_step(problem: problem_lib.Problem, state: State, j: Array, g_j: Array, 
 
 def set_coordinate(problem: problem_lib.Problem, state: State, j: Array, new_wj: Array) -> State:
   """`w_j <- new_wj` and the margins after it: O(n)."""
-  margins = problem_lib.update_margins(problem, state.margins, j, new_wj - state.w[j])
+  margins = kernels.update_margins(problem, state.margins, j, new_wj - state.w[j])
   w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
   return State(w, margins)
 

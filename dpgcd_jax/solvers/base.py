@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress as progress_lib
 
@@ -383,7 +384,7 @@ def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: An
     return state, getattr(info, "coordinate", None)  # the rest of Info is not computed
 
   def record(state):
-    return problem_lib.objective(problem, state.w, getattr(state, "margins", None))
+    return kernels.objective(problem, state.w, getattr(state, "margins", None))
 
   state, coordinates, objectives = run_steps(
       one_step, solver.init(problem), key, passes=passes, steps_per_pass=per_pass,

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import baseline_accounting
@@ -100,7 +101,7 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   key_coordinate, key_noise = jax.random.split(key)
   j = coordinate_of_step(key_coordinate, problem.num_features)
-  g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
+  g_j = kernels.clipped_coordinate_gradient(problem, state.w, state.margins, thresholds, j)
   # Delta_j and the rounding of l2 w_j's addition (dpgcd_jax.solvers.greedy, "Floating point")
   sensitivity_j = greedy.update_sensitivity(thresholds[j], problem.num_examples, problem.l2 * state.w[j])
   noisy_g = greedy.privatize(key_noise, g_j, params.noise, sensitivity_j, update=update)

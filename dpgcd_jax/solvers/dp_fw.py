@@ -80,6 +80,7 @@ import jax.numpy as jnp
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
@@ -151,7 +152,7 @@ class Info(NamedTuple):
 def init(problem: problem_lib.Problem) -> State:
   """`w^0 = 0` (the centre of the ball), its margins, `t = 0`."""
   w0 = jnp.zeros(problem.num_features, problem.XT.dtype)
-  return State(w0, problem_lib.init_margins(problem, w0), jnp.zeros((), jnp.int32))
+  return State(w0, kernels.init_margins(problem, w0), jnp.zeros((), jnp.int32))
 
 
 def utility_sensitivity(radius: Array, thresholds: Array, num_examples: int) -> Array:
@@ -221,7 +222,7 @@ def step(
   """
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
+  g = kernels.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   penalty_gradient = _penalty_gradient(problem.penalty, state.w)
   g = g + penalty_gradient
   sensitivity = utility_sensitivity(params.radius, thresholds, problem.num_examples)
@@ -236,7 +237,7 @@ def step(
   w = jnp.where(ok, w, jnp.nan)  # a failed discrete draw: a NaN model, data-independent
   margins = None
   if state.margins is not None:
-    margins = problem_lib.update_margins(problem, (1.0 - mu) * state.margins, j, move)
+    margins = kernels.update_margins(problem, (1.0 - mu) * state.margins, j, move)
   return State(w, margins, state.count + 1), Info(j, sign)
 
 
@@ -269,7 +270,7 @@ def _check_problem(problem: problem_lib.Problem, clipping_mode: str) -> None:
   if not penalties.is_differentiable(problem.penalty):
     raise ValueError(f"Expected a problem without a penalty (or a differentiable one, e.g. L2) for DP-FW, "
                      f"whose constraint is the l1 ball, got penalty={problem.penalty!r}.")
-  problem_lib.check_clipping_mode(problem, clipping_mode)
+  kernels.check_clipping_mode(problem, clipping_mode)
 
 
 def run(

@@ -53,6 +53,7 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import curvature as curvature_lib
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
@@ -136,7 +137,7 @@ def step(
   mask = problem.column_mask
   if mask is not None:  # padded features (zero columns): a finite threshold, so that the choice of
     thresholds = jnp.where(mask, thresholds, 1.0)  # the exact sums is decided by the true ones
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
+  g = kernels.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   public_gradient = problem.l2 * state.w  # the data-independent part of g: sizes the roundings
 
   def update_at(key_update, j, g_j, ok):
@@ -196,7 +197,7 @@ def run(
     rule: greedy rule "gs-s", "gs-r" or "gs-q" (identical when there is no penalty).
     clipping_mode: "coordinate" (the paper's per-coordinate clipping) or "derivative" (clip the
       scalar `phi'` of a GLM loss; features bounded by `feature_bound`; same sensitivity,
-      see [`dpgcd_jax.problem.derivative_clip`][]).
+      see [`dpgcd_jax.kernels.derivative_clip`][]).
     store_objective: record the (NOT private) objective after every iteration (off by default).
     secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their
       exact discrete counterparts on a public grid ("laplace" -> "discrete_laplace",
@@ -224,7 +225,7 @@ def run(
   check_options(selection, update, rule)
   # another solver's params (no such fields) are refused by name in base.run
   greedy.check_private_rule(rule, getattr(params, "selection_noise", 0.0), getattr(params, "update_noise", 0.0))
-  problem_lib.check_clipping_mode(problem, clipping_mode)
+  kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
   _check_curvature_noise(params, curvature)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
@@ -390,7 +391,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   selection, update = mechanisms_run(selection, update, secure_noise)
   check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
-  problem_lib.check_clipping_mode(problem, clipping_mode)
+  kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
   plan = iterations_plan(base.total_steps(SOLVER, problem, passes) * runs, step_size=step_size, clip=clip,
                          selection=selection, update=update, selection_share=selection_share, curvature=curvature,

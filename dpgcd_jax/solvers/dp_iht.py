@@ -103,6 +103,7 @@ import jax.numpy as jnp
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import peeling
 from dpgcd_jax import problem as problem_lib
@@ -164,7 +165,7 @@ class Info(NamedTuple):
 def init(problem: problem_lib.Problem) -> State:
   """`w^0 = 0` and its margins."""
   w0 = jnp.zeros(problem.num_features, problem.XT.dtype)
-  return State(w0, problem_lib.init_margins(problem, w0))
+  return State(w0, kernels.init_margins(problem, w0))
 
 
 def step(
@@ -194,7 +195,7 @@ def step(
   p, n = problem.num_features, problem.num_examples
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
+  g = kernels.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   eta = jnp.where(params.step_size > 0, params.step_size / M, jnp.nan)  # fail closed under tracing
   u = state.w - eta * g
   key_select, key_noise = jax.random.split(key)
@@ -221,7 +222,7 @@ def step(
   w = jnp.where(peeling.indicator(support, p), problem.penalty.prox(noisy, eta), 0.0)
   if selection == "discrete_laplace":
     w = jnp.where(ok & jnp.all(jnp.isfinite(g_hat)), w, jnp.nan)  # a failed discrete draw: a NaN model
-  return State(w, problem_lib.init_margins(problem, w)), Info(support)
+  return State(w, kernels.init_margins(problem, w)), Info(support)
 
 
 UPDATE_SECURE = mechanisms.DiscreteGaussianNoise()
@@ -253,7 +254,7 @@ def multipliers(scale: float, sparsity: int, selection_share: float) -> tuple[fl
 
 def _check_problem(problem: problem_lib.Problem, sparsity: int, clipping_mode: str) -> int:
   base.check_problem(problem)
-  problem_lib.check_clipping_mode(problem, clipping_mode)
+  kernels.check_clipping_mode(problem, clipping_mode)
   return peeling.check_sparsity(sparsity, problem.num_features)
 
 

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from dpgcd_jax import _validate
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import _coordinate
 
@@ -47,7 +48,7 @@ class Solution(NamedTuple):
 
 def optimality_gap(problem: problem_lib.Problem, w: Array) -> Array:
   """`max_j dist(-grad_j f(w), d psi_j(w_j))`."""
-  return jnp.max(problem.penalty.subdiff_distance(w, problem_lib.gradient(problem, w)))
+  return jnp.max(problem.penalty.subdiff_distance(w, kernels.gradient(problem, w)))
 
 
 def solve(problem: problem_lib.Problem, *, tol: float = 1e-10, max_epochs: int = 100_000) -> Solution:
@@ -64,7 +65,7 @@ def _solve(problem, tol, *, max_epochs):
   no_clipping = jnp.full_like(M, jnp.inf)
 
   def coordinate_step(j, state):
-    g_j = problem_lib.clipped_coordinate_gradient(problem, state.w, state.margins, no_clipping, j)
+    g_j = kernels.clipped_coordinate_gradient(problem, state.w, state.margins, no_clipping, j)
     return _coordinate.prox_step(problem, state, j, g_j, 1.0, M)
 
   def epoch(carry):
@@ -79,4 +80,4 @@ def _solve(problem, tol, *, max_epochs):
   state = _coordinate.init(problem)
   state, gap, epochs = jax.lax.while_loop(
       not_done, epoch, (state, optimality_gap(problem, state.w), jnp.zeros((), jnp.int32)))
-  return Solution(state.w, problem_lib.objective(problem, state.w), gap, epochs, gap <= tol)
+  return Solution(state.w, kernels.objective(problem, state.w), gap, epochs, gap <= tol)

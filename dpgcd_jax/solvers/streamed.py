@@ -8,7 +8,7 @@ or any function that yields `(X, y)` chunks) instead of one device array. Iterat
    changes so far (`m <- m + (w_j^{s+1} - w_j^s) X_c[:, j_s]`, the same float operations, in the same
    order, as the in-memory run's cached margins), then the exact integer totals
    `Q_j = sum_i q_ij` of its clipped, quantized terms on the grid of the TOTAL `n`
-   ([`dpgcd_jax.problem.clipped_total`][]).
+   ([`dpgcd_jax.kernels.clipped_total`][]).
 2. The chunks' totals are added on the host: integers (int64 for float64 data, float64 below
    `2^53` for float32 data), exact in any order, so `Q_j`, and the gradient `g_j = Q_j h_j / n`
    rounded once, are the in-memory run's.
@@ -66,6 +66,7 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import curvature as curvature_lib
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
 from dpgcd_jax.privacy import ledger as ledger_lib
@@ -232,8 +233,8 @@ def fit(
   if feature_bound is None:  # a bound from the data would set the steps and thresholds, unaccounted
     raise ValueError("Expected a declared public feature_bound for a streamed fit (the chunks are clipped to "
                      "it), got feature_bound=None.")
-  if clipping_mode not in problem_lib.CLIPPING_MODES:
-    raise ValueError(f"Expected clipping_mode in {problem_lib.CLIPPING_MODES}, got clipping_mode={clipping_mode!r}.")
+  if clipping_mode not in kernels.CLIPPING_MODES:
+    raise ValueError(f"Expected clipping_mode in {kernels.CLIPPING_MODES}, got clipping_mode={clipping_mode!r}.")
   if prior is not None and not isinstance(prior, ledger_lib.Ledger):
     raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
   read = _reader(chunks)
@@ -247,7 +248,7 @@ def fit(
                          sparse_capacity=sparse_capacity)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
-  problem_lib.check_clipping_mode(first, clipping_mode)
+  kernels.check_clipping_mode(first, clipping_mode)
   curvature_lib.check(first, curvature)
   budget.check_fit_inputs(first, key, epsilon, delta, budget.DEFAULT_BOUND_SHARE)
   _check_processes(first, key)
@@ -377,13 +378,13 @@ def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, chan
   """The chunk's exact totals `Q_j` at iteration `t` (float64 integers below `2^53` for float32
   features, int64 for float64: [`dpgcd_jax.clipping.exact_total`][]): margins replayed from `w0`
   through the first `t` changes, as the in-memory run updates its cached margins."""
-  margins = problem_lib.init_margins(chunk, w0)
+  margins = kernels.init_margins(chunk, w0)
   margins = jax.lax.fori_loop(
-      0, t, lambda s, m: problem_lib.update_margins(chunk, m, coordinates[s], changes[s]), margins)
-  dphi = clipping.finite_or_zero(problem_lib.clipped_derivatives(chunk, margins, thresholds, mode))
+      0, t, lambda s, m: kernels.update_margins(chunk, m, coordinates[s], changes[s]), margins)
+  dphi = clipping.finite_or_zero(kernels.clipped_derivatives(chunk, margins, thresholds, mode))
   if isinstance(chunk.XT, sparse.SparseColumns):  # a scipy.sparse chunk: its stored entries
     return chunk.XT.clipped_total(dphi, thresholds, bits)
-  return problem_lib.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)
+  return kernels.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)
 
 
 @functools.partial(jax.jit, static_argnames=("bits",))
@@ -408,13 +409,13 @@ def _chunk_moment_total(chunk: problem_lib.Problem, half: Array, *, bits: int) -
                                   indices_are_sorted=True)
       return stored + at_zero.astype(exact) * (XT.shape[1] - count)
   squares = cast(Array, XT) * cast(Array, XT)
-  return problem_lib.clipped_total(squares - half[:, None], jnp.ones(squares.shape[1], squares.dtype), half, bits)
+  return kernels.clipped_total(squares - half[:, None], jnp.ones(squares.shape[1], squares.dtype), half, bits)
 
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "bits"))
 def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examples: int, bits: int) -> Array:
   """`g = Q h / n + l2 w`, rounded as the in-memory clipped gradient
-  ([`dpgcd_jax.problem.clipped_gradient`][])."""
+  ([`dpgcd_jax.kernels.clipped_gradient`][])."""
   return clipping.exact_mean(total, clipping.grid_scale(thresholds, bits), num_examples, w.dtype) + l2 * w
 
 

@@ -70,6 +70,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import peeling
 from dpgcd_jax import penalties
@@ -168,7 +169,7 @@ def select_support(key: Array, problem: problem_lib.Problem, state: State, param
   (secure peeling when `secure`; `ok` False when a discrete draw failed; module docstring)."""
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
+  g = kernels.clipped_gradient(problem, state.w, state.margins, thresholds, clipping_mode)
   scores = jnp.abs(g) / jnp.sqrt(M)
   # both modes: the two roundings after the exact mean (+ l2 w, / sqrt(M)), of public size
   size = jnp.max((thresholds + jnp.abs(problem.l2 * state.w)) / jnp.sqrt(M))
@@ -261,7 +262,7 @@ def _check_options(problem: problem_lib.Problem, sparsity: int, selection: str, 
   mechanisms.selection(selection)
   mechanisms.update(update)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))
-  problem_lib.check_clipping_mode(problem, clipping_mode)
+  kernels.check_clipping_mode(problem, clipping_mode)
   return peeling.check_sparsity(sparsity, problem.num_features)
 
 

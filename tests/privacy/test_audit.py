@@ -12,6 +12,7 @@ from scipy import stats
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import auditing
@@ -93,8 +94,8 @@ def test_adversarial_pair_moves_every_clipped_gradient_by_the_sensitivity():
   M = problem_lib.coordinate_smoothness(D)
   thresholds = clipping.coordinate_thresholds(jnp.asarray(0.7), M)
   w = jnp.zeros(D.num_features)
-  g = problem_lib.clipped_gradient(D, w, problem_lib.init_margins(D, w), thresholds)
-  g2 = problem_lib.clipped_gradient(D2, w, problem_lib.init_margins(D2, w), thresholds)
+  g = kernels.clipped_gradient(D, w, kernels.init_margins(D, w), thresholds)
+  g2 = kernels.clipped_gradient(D2, w, kernels.init_margins(D2, w), thresholds)
   np.testing.assert_allclose(jnp.abs(g - g2), clipping.mean_sensitivity(thresholds, D.num_examples))
 
 

@@ -9,6 +9,7 @@ from scipy import stats
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
@@ -28,7 +29,7 @@ def _clipped_gradient_at_zero(problem, clip):
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(clip, M)
   w = jnp.zeros(problem.num_features)
-  g = problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds)
+  g = kernels.clipped_gradient(problem, w, kernels.init_margins(problem, w), thresholds)
   return np.asarray(g), np.asarray(M), np.asarray(2 * thresholds / problem.num_examples)
 
 

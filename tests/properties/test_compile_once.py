@@ -20,7 +20,7 @@ import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import _config
-from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import kernels
 from dpgcd_jax.solvers import base
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -70,7 +70,7 @@ def _static_run(solver, problem, key, params, *, passes, options):
     return state, getattr(info, "coordinate", None)
 
   def record(state):
-    return problem_lib.objective(problem, state.w, getattr(state, "margins", None))
+    return kernels.objective(problem, state.w, getattr(state, "margins", None))
 
   def one_pass(state, pass_index):
     state, outputs = jax.lax.scan(one_step, state, pass_index * per_pass + jnp.arange(per_pass))

@@ -14,7 +14,7 @@ import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
-from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import kernels
 
 N = 6_000_000
 U = 2.0**-24
@@ -48,7 +48,7 @@ def _columns(n, rng):
 @jax.jit
 def _gradient(problem, thresholds):
   w = jnp.zeros(problem.num_features, problem.XT.dtype)
-  return problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds)
+  return kernels.clipped_gradient(problem, w, kernels.init_margins(problem, w), thresholds)
 
 
 def _pair(T):
@@ -135,7 +135,7 @@ def test_sparse_and_dense_paths_give_identical_exact_means():
   np.testing.assert_array_equal(g_sparse, g_dense)
   w = jnp.zeros(40, jnp.float32)
   for j in (0, 17, 39):
-    coordinate = [problem_lib.clipped_coordinate_gradient(pb, w, problem_lib.init_margins(pb, w), thresholds, j)
+    coordinate = [kernels.clipped_coordinate_gradient(pb, w, kernels.init_margins(pb, w), thresholds, j)
                   for pb in (sparse, dense)]
     np.testing.assert_array_equal(coordinate[0], g_dense[j])
     np.testing.assert_array_equal(coordinate[1], g_dense[j])
@@ -160,9 +160,9 @@ def test_a_sparse_column_longer_than_one_int32_group_does_not_overflow():
   with jax.enable_x64(False):
     problem = dg.make_problem(X.astype(np.float32), y.astype(np.float32), "squared", feature_bound=1.0)
     w = jnp.zeros(1, jnp.float32)
-    margins = problem_lib.init_margins(problem, w)
+    margins = kernels.init_margins(problem, w)
     C = jnp.full(1, 0.9, jnp.float32)
-    g = problem_lib.clipped_coordinate_gradient(problem, w, margins, C, jnp.asarray(0))
+    g = kernels.clipped_coordinate_gradient(problem, w, margins, C, jnp.asarray(0))
   np.testing.assert_allclose(float(g), 0.9 * nnz / n, rtol=1e-5)  # wrapped: -0.12775
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import greedy
 
@@ -48,7 +49,7 @@ def _neighbours(seed, penalty, n=1000, p=6, l2=1.0):
 
 @jax.jit
 def _gradient(problem, w, thresholds):
-  return problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds)
+  return kernels.clipped_gradient(problem, w, kernels.init_margins(problem, w), thresholds)
 
 
 def _gradients(problems, w, thresholds):
@@ -115,11 +116,11 @@ def test_peeling_sensitivities_are_widened_in_the_float_path(solver, monkeypatch
   exact = 2.0 / (problem.num_examples * root_M)  # Delta_bar, C_j = 1 (DP-IHT: step size 1)
   if solver == "dp_iht":
     params = base.cast_params(dp_iht.SOLVER, problem, dp_iht.Params(1.0, 1.0, 1.0, 1.0))
-    dp_iht.step(jax.random.key(0), dp_iht.State(w, problem_lib.init_margins(problem, w)), problem, params,
+    dp_iht.step(jax.random.key(0), dp_iht.State(w, kernels.init_margins(problem, w)), problem, params,
                 sparsity=2)
   else:
     params = base.cast_params(two_stage.SOLVER, problem, two_stage.Params(1.0, 1.0, 1.0, 1.0, 1.0))
-    state = two_stage.State(w, problem_lib.init_margins(problem, w), jnp.zeros(problem.num_features, bool))
+    state = two_stage.State(w, kernels.init_margins(problem, w), jnp.zeros(problem.num_features, bool))
     two_stage.select_support(jax.random.key(0), problem, state, params, sparsity=2)
   (sensitivity,) = seen
   # l2 w = 1e5: every widening adds k eps 1e5 / sqrt(M_j) at least (k >= 2), 8x the exact Delta_bar

@@ -7,6 +7,7 @@ import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.solvers import greedy
 
@@ -23,7 +24,7 @@ PENALTIES = {
 
 @jax.jit
 def _clipped_gradient(problem, w, thresholds):
-  return problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds)
+  return kernels.clipped_gradient(problem, w, kernels.init_margins(problem, w), thresholds)
 
 
 def _neighbours(loss, seed=0, n=30, p=8):
@@ -101,7 +102,7 @@ def test_derivative_clipping_moves_each_coordinate_by_at_most_2_c_b_over_n(loss,
     M = problem_lib.coordinate_smoothness(problems[0])
     thresholds = clipping.coordinate_thresholds(clip, M, problems[0].curvature)
     np.testing.assert_allclose(thresholds, clip * B, rtol=1e-6)  # C_j = c B_j
-    gradient = jax.jit(lambda pb, w, c: problem_lib.clipped_gradient(pb, w, problem_lib.init_margins(pb, w), c,
+    gradient = jax.jit(lambda pb, w, c: kernels.clipped_gradient(pb, w, kernels.init_margins(pb, w), c,
                                                                      "derivative"))
     for _ in range(10):
       w = jnp.asarray(rng.normal(size=8) * 0.5)
@@ -119,14 +120,14 @@ def test_derivative_clipping_is_x_transpose_clipped_derivative_and_refused_witho
   problem = dg.make_problem(X, y, "logistic", feature_bound=1.5)
   w = jnp.asarray(rng.normal(size=6))
   thresholds = clipping.coordinate_thresholds(0.2, problem_lib.coordinate_smoothness(problem), problem.curvature)
-  g = problem_lib.clipped_gradient(problem, w, problem_lib.init_margins(problem, w), thresholds, "derivative")
+  g = kernels.clipped_gradient(problem, w, kernels.init_margins(problem, w), thresholds, "derivative")
   Xc = np.clip(X, -1.5, 1.5)
   dphi = -y / (1 + np.exp(y * (Xc @ np.asarray(w))))
   np.testing.assert_allclose(g, Xc.T @ np.clip(dphi, -0.2, 0.2) / 50, rtol=1e-9, atol=1e-12)
   with pytest.raises(ValueError, match="clipping='derivative'"):
-    problem_lib.check_clipping_mode(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), "derivative")
+    kernels.check_clipping_mode(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), "derivative")
   with pytest.raises(ValueError, match="clipping"):
-    problem_lib.check_clipping_mode(problem, "per-example")
+    kernels.check_clipping_mode(problem, "per-example")
   with pytest.raises(ValueError, match="clipping='derivative'"):
     dg.dp_gcd.run(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), jax.random.key(0),
                   dg.dp_gcd.Params(clip=1.0), passes=2, clipping_mode="derivative")

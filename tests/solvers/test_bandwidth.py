@@ -13,8 +13,8 @@ import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
-from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
 
 
@@ -37,7 +37,7 @@ def test_dense_glm_mean_equals_the_guard_on_the_products(clip):
   XT = jnp.asarray(XT)
   dphi = _dphi_with_non_finite(300, rng)
   thresholds = jnp.asarray(rng.uniform(0.2, 2.0, 37).astype(np.float32) * clip)
-  new = np.asarray(jax.jit(problem_lib._blocked_clipped_mean)(XT, dphi, thresholds))
+  new = np.asarray(jax.jit(kernels._blocked_clipped_mean)(XT, dphi, thresholds))
   old = np.asarray(jax.jit(_previous_glm_mean)(XT, dphi, thresholds))
   if np.isfinite(clip):
     np.testing.assert_array_equal(new, old)  # exact sums: any order, the same value
@@ -65,7 +65,7 @@ def test_an_overflowing_product_clips_to_the_threshold():
   """Finite phi' and x whose float product overflows: +-C_j (its real clipped value), never NaN."""
   XT = jnp.asarray([[3e38, -3e38, 1.0]], jnp.float32)
   dphi = jnp.asarray([10.0, 10.0, 0.5], jnp.float32)
-  g = jax.jit(problem_lib._blocked_clipped_mean)(XT, dphi, jnp.asarray([1.0], jnp.float32))
+  g = jax.jit(kernels._blocked_clipped_mean)(XT, dphi, jnp.asarray([1.0], jnp.float32))
   np.testing.assert_allclose(np.asarray(g), [(1.0 - 1.0 + 0.5) / 3], rtol=1e-6)
 
 
@@ -98,7 +98,7 @@ def test_runs_equal_the_previous_formula_for_the_same_key(monkeypatch, fresh_jit
     monkeypatch.setattr(sparse.SparseColumns, "clipped_mean", lambda self, dphi, thresholds: _previous_glm_mean(
         self.todense(), dphi, thresholds))
   else:
-    monkeypatch.setattr(problem_lib, "_blocked_clipped_mean", _previous_glm_mean)
+    monkeypatch.setattr(kernels, "_blocked_clipped_mean", _previous_glm_mean)
   old = runs()
   for a, b in zip(new, old, strict=True):
     np.testing.assert_array_equal(np.asarray(a.trace.coordinates), np.asarray(b.trace.coordinates))

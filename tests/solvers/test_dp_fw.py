@@ -14,7 +14,7 @@ from scipy import stats
 
 import dpgcd_jax as dg
 from dpgcd_jax import discrete_noise
-from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import kernels
 from dpgcd_jax.privacy import BoundedRange
 from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.solvers import base
@@ -219,7 +219,7 @@ def test_secure_vertex_frequencies_match_discrete_report_noisy_max():
   _, info = jax.jit(jax.vmap(step))(keys)
   counts = np.bincount(np.where(np.asarray(info.sign) > 0, 0, p) + np.asarray(info.coordinate), minlength=2 * p)
   thresholds = np.ones(p, np.float32)
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, jnp.asarray(thresholds))
+  g = kernels.clipped_gradient(problem, state.w, state.margins, jnp.asarray(thresholds))
   sensitivity = dp_fw.secure_sensitivity(dp_fw.utility_sensitivity(r, thresholds, n), r, thresholds,
                                          jnp.zeros(p))
   assert float(sensitivity) > r * 2.0 / n  # the float slack is added

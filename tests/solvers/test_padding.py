@@ -15,6 +15,7 @@ import pytest
 import scipy.sparse
 
 import dpgcd_jax as dg
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.estimators import _linear
 
@@ -59,10 +60,10 @@ def test_padded_records_add_nothing_and_the_mean_divides_by_the_true_n():
   problem = _problem(n=442, p=11, loss="squared")
   padded = problem_lib.pad(problem, 512, 16)
   w = jnp.asarray(np.random.default_rng(1).normal(size=11).astype(np.float32))
-  margins = problem_lib.init_margins(problem, w)
+  margins = kernels.init_margins(problem, w)
   for thresholds in (jnp.full(11, 0.5, jnp.float32), jnp.full(11, jnp.inf, jnp.float32)):
-    one = problem_lib.clipped_gradient(problem, w, margins, thresholds)
-    two = problem_lib.clipped_gradient(padded, jnp.pad(w, (0, 5)), jnp.pad(margins, (0, 70)),
+    one = kernels.clipped_gradient(problem, w, margins, thresholds)
+    two = kernels.clipped_gradient(padded, jnp.pad(w, (0, 5)), jnp.pad(margins, (0, 70)),
                                        jnp.pad(thresholds, (0, 5), constant_values=0.5))
     np.testing.assert_allclose(np.asarray(two)[:11], np.asarray(one), rtol=0 if jnp.isfinite(thresholds[0]) else 1e-6)
     assert np.all(np.asarray(two)[11:] == 0.0)

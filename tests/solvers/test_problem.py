@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dpgcd_jax as dg
+from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.problem import SmoothnessSource
 
@@ -22,7 +23,7 @@ def _data(n=40, p=6, seed=0):
 
 
 def _hessian_diag(problem, w):
-  return jnp.diag(jax.hessian(problem_lib.smooth_objective, argnums=1)(problem, w))
+  return jnp.diag(jax.hessian(kernels.smooth_objective, argnums=1)(problem, w))
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "huber"])

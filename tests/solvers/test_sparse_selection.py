@@ -12,6 +12,7 @@ import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
@@ -109,7 +110,7 @@ def _formula(problem, keys, selection, rule, params=PARAMS):
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(jnp.asarray(params.clip, M.dtype), M, problem.curvature)
   state = dg.dp_gcd.init(problem)
-  g = problem_lib.clipped_gradient(problem, state.w, state.margins, thresholds)
+  g = kernels.clipped_gradient(problem, state.w, state.margins, thresholds)
   scale = clipping.noise_scale(jnp.asarray(params.selection_noise, M.dtype),
                                greedy.selection_sensitivity(thresholds, M, problem.mean_count))
   score = greedy.RULES[rule]
@@ -189,7 +190,7 @@ def test_a_private_fit_on_mostly_empty_features_learns_and_vmaps_over_keys():
   result = dg.dp_gcd.fit(problem, keys, epsilon=5.0, delta=1e-6, passes=20)
   one = dg.dp_gcd.fit(problem, keys[1], epsilon=5.0, delta=1e-6, passes=20)
   np.testing.assert_array_equal(result.trace.coordinates[1], one.trace.coordinates)
-  objective = lambda w: float(dg.problem.objective(problem, jnp.asarray(w, problem.XT.dtype)))  # noqa: E731
+  objective = lambda w: float(dg.kernels.objective(problem, jnp.asarray(w, problem.XT.dtype)))  # noqa: E731
   w0 = np.zeros(p + 3)
   assert all(objective(w) < 0.5 * objective(w0) for w in np.asarray(result.w))
 
