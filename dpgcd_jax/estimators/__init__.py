@@ -24,9 +24,9 @@ Examples:
   (['no', 'yes'], True)
 """
 
+from dpgcd_jax.estimators._classifier import DPGCDClassifier
 from dpgcd_jax.estimators._cv import DPGCDClassifierCV
 from dpgcd_jax.estimators._cv import DPGCDRegressorCV
-from dpgcd_jax.estimators._linear import DPGCDClassifier
-from dpgcd_jax.estimators._linear import DPGCDRegressor
+from dpgcd_jax.estimators._regressor import DPGCDRegressor
 
 __all__ = ["DPGCDClassifier", "DPGCDClassifierCV", "DPGCDRegressor", "DPGCDRegressorCV"]

@@ -43,8 +43,10 @@ from dpgcd_jax import _validate
 from dpgcd_jax import mechanisms
 from dpgcd_jax import progress
 from dpgcd_jax import scoring
+from dpgcd_jax.estimators import _classifier
 from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _linear
+from dpgcd_jax.estimators import _regressor
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators import _solvers
 from dpgcd_jax.privacy import accounting
@@ -275,7 +277,7 @@ class _SearchMixin(_linear.DPGCDBase):
     return self
 
 
-class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
+class DPGCDClassifierCV(_SearchMixin, _classifier.DPGCDClassifier):
   """`DPGCDClassifier` whose hyperparameters are selected privately (module docstring).
 
   The whole fit, selection included, is `(epsilon, delta)`-DP; `privacy_` reports it.
@@ -329,7 +331,7 @@ class DPGCDClassifierCV(_SearchMixin, _linear.DPGCDClassifier):
     return (np.argmax(scores, axis=1) == np.argmax(np.stack(targets, 1), axis=1)).astype(float)
 
 
-class DPGCDRegressorCV(_SearchMixin, _linear.DPGCDRegressor):
+class DPGCDRegressorCV(_SearchMixin, _regressor.DPGCDRegressor):
   """`DPGCDRegressor` whose hyperparameters are selected privately (module docstring).
 
   The validation score is minus the mean absolute residual, each clipped at `score_clip`
