@@ -19,7 +19,6 @@ from typing import Any
 
 from dpgcd_jax import _validate
 from dpgcd_jax import curvature as curvature_lib
-from dpgcd_jax import mechanisms
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import AUTO_CURVATURE
@@ -28,10 +27,7 @@ from dpgcd_jax.estimators._defaults import Hyper
 from dpgcd_jax.estimators._defaults import auto_greedy_steps
 from dpgcd_jax.estimators._defaults import auto_max_iter
 from dpgcd_jax.estimators._defaults import auto_step_size
-from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.solvers import base as solver_base
-from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import dp_cd
 from dpgcd_jax.solvers import dp_fw
 from dpgcd_jax.solvers import dp_gcd
@@ -144,21 +140,10 @@ def _run_two_stage(estimator: Any, problem: Any, key: Any, targets: Any, hyper: 
                        clipping_mode=estimator.clipping, **common), hyper
 
 
-def _run_dp_cd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyper, *, n: int, epsilon: float,
-               delta: float, prior: ledger_lib.Ledger, prelude: Any) -> tuple[Any, Hyper]:
-  """DP-CD's `fit` takes no `prior` / `targets`: `private_fit` with exactly its `fit`'s ledger
-  (`T p` Gaussian updates per run), for K runs, composed with `prior`."""
-  del n
-  update = "discrete_gaussian" if estimator.secure_noise else "gaussian"
-  steps = solver_base.total_steps(dp_cd.SOLVER, problem, hyper.max_iter) * len(targets)
-  return budget.private_fit(
-      dp_cd.SOLVER, problem, key, epsilon=epsilon, delta=delta, bound_share=budget.DEFAULT_BOUND_SHARE,
-      passes=hyper.max_iter, params_at=lambda scale: dp_cd.Params(hyper.step_size, hyper.clip, scale),
-      solver_ledger=lambda scale: (
-          baseline_accounting.cd_ledger(scale, steps=steps) if update == "gaussian"
-          else ledger_lib.Ledger.of(("update", mechanisms.update(update).event(scale), steps))),
-      cache_key=("dp_cd", steps, update), prior=prior, prior_key=(prior,), targets=targets,
-      prelude=prelude, update=update), hyper
+def _run_dp_cd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyper, **kw: Any) -> tuple[Any, Hyper]:
+  _, common = _common(estimator, problem, targets, hyper, **kw)
+  return dp_cd.fit(problem, key, step_size=hyper.step_size, clip=hyper.clip,
+                   secure_noise=bool(estimator.secure_noise), **common), hyper
 
 
 def _check_dp_fw(penalty: Any, step_size: Any) -> None:

@@ -408,12 +408,18 @@ def _check_same_problem(prepared: Prepared, info: dict, name: str) -> None:
         f"F(w^0) = {prepared.f_zero!r}: its relative errors would not compare; re-run the whole preset.")
 
 
-def _check_same_noise(row: dict, noise: Any) -> None:
+def _check_same_noise(row: dict, noise: Any, saved_epsilon: float) -> None:
   """ValueError unless the calibration of today reproduces a saved row's noise multipliers.
 
   Up to the calibration's precision (`calibration.REL_TOL`): two calibrations of the same ledger
   from different starting points (the experiments' former closed-form calibrators and the solvers'
-  plans) agree to within it, each meeting the budget."""
+  plans) agree to within it, each meeting the budget. And the saved noise must meet the budget
+  under today's ledger (`saved_epsilon`, its epsilon there, at most `EPSILON`)."""
+  if saved_epsilon > EPSILON:
+    raise ValueError(
+        f"Expected the saved noise {row['noise']!r} of {row['algorithm']} at {row['passes']} passes on "
+        f"{row['dataset']} to meet epsilon = {EPSILON} under today's ledger, got epsilon = {saved_epsilon!r}: "
+        "re-run the whole preset.")
   if np.shape(noise) != np.shape(row["noise"]) or not np.allclose(
       np.ravel(noise), np.ravel(row["noise"]), rtol=calibration.REL_TOL, atol=0.0):
     raise ValueError(
@@ -484,9 +490,12 @@ def add_algorithms(results: dict, algorithms: Sequence[str], *, skip: Iterable[t
       rows.sort(key=lambda r: order[r["algorithm"]])
       for r in rows:
         if r["algorithm"] not in added:
-          noise = ALGORITHMS[r["algorithm"]].calibrate(prepared.private, delta, passes)
-          _check_same_noise(r, noise)
-          noises[(r["algorithm"], passes)] = noise
+          algorithm = ALGORITHMS[r["algorithm"]]
+          noise = algorithm.calibrate(prepared.private, delta, passes)
+          saved_epsilon = algorithm.ledger(prepared.private, r["noise"], passes).epsilon(delta)
+          _check_same_noise(r, noise, saved_epsilon)
+          # the saved rows' own multipliers (checked above), so that the confirmations match them
+          noises[(r["algorithm"], passes)] = tuple(r["noise"]) if isinstance(r["noise"], list) else r["noise"]
       compare(rows, prepared, preset, {r["algorithm"]: noises[(r["algorithm"], passes)] for r in rows}, confirmed)
       best.extend(rows)
     dataset_seconds[name] = time.perf_counter() - t0

@@ -75,7 +75,7 @@ def grid_params(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequenc
   dtype = problem.XT.dtype
   steps = np.array([p[0] for p in pts], dtype)
   clips = np.array([p[1] * scale for p in pts], dtype)
-  noise = jax.tree.map(lambda x: np.full(len(pts), x, dtype), noise)
+  noise = jax.tree.map(lambda x: np.full(len(pts), base.rounded_up(x, dtype), dtype), noise)  # never below the ledger's
   return algorithm.make_params(steps, clips, noise)
 
 

@@ -119,6 +119,9 @@ class Solver(NamedTuple):
       `problem.column_mask`); the others refuse one.
     info: the solver's `Info` NamedTuple (its fields tell [`run`][dpgcd_jax.solvers.base.run] whether there are
       per-step coordinates to record); None: assume there are.
+    sequential_runs: the K runs of `targets` and a batch of keys run one after the other
+      (`lax.map`) instead of vmapped: a step that branches on its data (DP-SGD's sampler) would
+      run every branch under `vmap`.
     private_plan: the solver's privacy side, `(problem, *, passes, runs, epsilon, **hyper) ->`
       [`Plan`][dpgcd_jax.solvers.budget.Plan]: the multipliers its steps draw at a noise scale, the
       ledger they charge, the run's options; its keyword defaults are the solver's
@@ -136,6 +139,7 @@ class Solver(NamedTuple):
   dense_only: bool = False
   info: type[NamedTuple] | None = None
   padded: bool = False
+  sequential_runs: bool = False
   private_plan: Callable[..., Any] | None = None
 
 
@@ -374,6 +378,8 @@ def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: An
         store_objective=store_objective, options=options, progress=progress)
     if targets.shape[0] == 1:  # one target (a binary classifier, a regressor): no batching to trace
       return jax.tree.map(lambda leaf: leaf[None], one_target(targets[0], keys[0]))
+    if solver.sequential_runs:
+      return jax.lax.map(lambda a: one_target(*a), (targets, keys))
     return jax.vmap(one_target)(targets, keys)
   kwargs = dict(options)
   per_pass = solver.steps_per_pass(problem, **kwargs)
@@ -452,11 +458,11 @@ def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negativ
   if clip_shape not in allowed:
     raise ValueError(f"Expected clip of shape {' or '.join(map(str, allowed))}, got clip.shape={clip_shape}.")
   check_finite_clip_with_noise(params.clip, [getattr(params, name) for name in non_negative])
-  params = params._replace(**{name: _rounded_up(getattr(params, name), dtype) for name in non_negative})
+  params = params._replace(**{name: rounded_up(getattr(params, name), dtype) for name in non_negative})
   return jax.tree.map(lambda x: _validate.on_device(x, dtype), params)
 
 
-def _rounded_up(noise: Any, dtype: Any) -> Any:
+def rounded_up(noise: Any, dtype: Any) -> Any:
   """A known noise multiplier in `dtype`, rounded toward +inf: the run's noise is never below the
   one the ledger accounts (round-to-nearest could lose half an ulp, ~6e-8 relative in float32).
   A traced value is cast as it is (its caller's arithmetic)."""

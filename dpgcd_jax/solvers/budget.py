@@ -123,16 +123,25 @@ class Plan(NamedTuple):
     cache_key: a hashable description of `ledger_of` and `params_at` (the calibration cache; a hit
       is re-verified against the ledger, see [`dpgcd_jax.privacy.calibration`][]).
     options: the run's static keyword options (mechanisms, sparsity, batch size, ...).
+    finish: None, or `Params -> Params` applied once to the calibrated `Params`: the
+      hyperparameters that are functions of the calibrated multipliers (DP-GCD's callable
+      `step_size`). The ledger never reads them, so the calibration's probes never call them.
   """
 
   params_at: Callable[[float], Any]
   ledger_of: Callable[[Any], ledger_lib.Ledger]
   cache_key: tuple[Any, ...]
   options: dict[str, Any]
+  finish: Callable[[Any], Any] | None = None
 
   def ledger(self, scale: float) -> ledger_lib.Ledger:
     """The ledger at noise scale `scale`: `ledger_of(params_at(scale))`."""
     return self.ledger_of(self.params_at(scale))
+
+  def run_params(self, scale: float) -> Any:
+    """The `Params` a run uses at the calibrated `scale`: `finish(params_at(scale))`."""
+    params = self.params_at(scale)
+    return params if self.finish is None else self.finish(params)
 
 
 def fit(solver: Any, problem: problem_lib.Problem, key: Array, *, epsilon: float, delta: float, passes: int,
@@ -189,12 +198,19 @@ def fit(solver: Any, problem: problem_lib.Problem, key: Array, *, epsilon: float
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   base.check_problem(problem)
+  if prior is not None and not isinstance(prior, ledger_lib.Ledger):
+    raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
+  if prelude is not None and not solver.uses_smoothness:
+    raise ValueError("Expected prelude=None for a solver that reads no smoothness constant (its releases "
+                     f"would be charged and never used), got prelude={prelude!r}.")
+  if targets is not None and (np.ndim(targets) != 2 or np.shape(targets)[0] < 1):
+    raise ValueError(f"Expected targets of shape (K, n) with K >= 1, got targets of shape {np.shape(targets)}.")
   runs = 1 if targets is None else int(np.shape(targets)[0])
   _, runs_on = problem_lib.as_fit_runs(problem)  # fit releases a feature bound first when needed
   plan = solver.private_plan(runs_on, passes=passes, runs=runs, epsilon=float(epsilon), **hyper)
   return private_fit(
       solver, problem, key, epsilon=epsilon, delta=delta, bound_share=bound_share, passes=passes,
-      params_at=plan.params_at, solver_ledger=plan.ledger, cache_key=plan.cache_key,
+      params_at=plan.run_params, solver_ledger=plan.ledger, cache_key=plan.cache_key,
       store_objective=store_objective, prior=prior, prior_key=() if prior is None else (prior,),
       targets=targets, prelude=prelude, **plan.options)
 
@@ -271,8 +287,10 @@ def private_fit(
                              options=tuple(sorted(options.items())), trim=False, targets=targets, prelude=prelude)
 
   # A batch of keys: a plain vmap of the jitted run (a closure jitted anew would compile at
-  # every call, e.g. at every new epsilon; the jitted run is batched once per shape and cached).
-  result = run(key) if batch is None else jax.vmap(run)(key)
+  # every call, e.g. at every new epsilon; the jitted run is batched once per shape and cached),
+  # or a lax.map for a solver whose step branches on its data (`Solver.sequential_runs`).
+  batched = jax.lax.map if solver.sequential_runs else lambda f, keys: jax.vmap(f)(keys)
+  result = run(key) if batch is None else batched(run, key)
   result = base.trim_trace(result, steps=base.total_steps(solver, problem, passes, **options),
                            passes=passes)
   if not solver.uses_smoothness:

@@ -16,7 +16,9 @@ the data is `p` steps (each reads one column: O(n) for GLM losses).
 
 Privacy: each step is a Gaussian mechanism on one coordinate, `rho = 1 / (2 s^2)`-zCDP;
 `T` steps compose to `T / (2 s^2)` (no amplification by the random choice is claimed).
-`dpgcd_jax.privacy.calibrate_cd` turns a budget into `s`. The objective values in
+[`fit`][dpgcd_jax.solvers.dp_cd.fit] turns a budget into `s` (the ledger of
+[`private_plan`][dpgcd_jax.solvers.dp_cd.private_plan]; `dpgcd_jax.privacy.calibrate_cd` for a
+bare run). The objective values in
 the trace are NOT private.
 """
 

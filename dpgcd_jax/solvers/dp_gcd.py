@@ -293,8 +293,9 @@ def fit(
   mechanism: when `problem` has no public smoothness (`make_problem` without
   `smoothness=` or `feature_bound=`), a share `bound_share` of `epsilon` releases a
   feature bound `B` ([`dpgcd_jax.privacy.bounds`][]), the features are clipped to it and
-  `M_j = beta B^2`; the rest calibrates the smallest noise meeting the budget for `passes`
-  iterations ([`dpgcd_jax.privacy.calibrate_gcd`][] with `steps=passes`).
+  `M_j = beta B^2`; the rest calibrates the smallest noise meeting the budget for the `passes`
+  iterations of each run ([`private_plan`][dpgcd_jax.solvers.dp_gcd.private_plan], the generic
+  [`dpgcd_jax.solvers.budget.fit`][]).
   `result.privacy` lists what was spent.
 
   Args:
@@ -371,12 +372,14 @@ def iterations_plan(steps: int, *, step_size: Any, clip: Any, selection: str, up
       spent = spent.add("curvature", mechanisms.update(update).event(params.curvature_noise), steps)
     return spent
 
-  def params_at(scale: float) -> Params:
-    return Params(step_size(scale * r_upd) if callable(step_size) else step_size, clip, scale * r_sel,
-                  scale * r_upd, scale * r_curv)
+  def params_at(scale: float) -> Params:  # a callable step size stays unevaluated: the ledger never reads it
+    return Params(step_size, clip, scale * r_sel, scale * r_upd, scale * r_curv)
+
+  def finish(params: Params) -> Params:  # once, at the calibrated scale
+    return params._replace(step_size=step_size(params.update_noise)) if callable(step_size) else params
 
   return budget.Plan(params_at, ledger_of, ("dp_gcd", steps, selection, update, share, curvature, r_curv),
-                     dict(selection=selection, update=update, curvature=curvature))
+                     dict(selection=selection, update=update, curvature=curvature), finish)
 
 
 def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,

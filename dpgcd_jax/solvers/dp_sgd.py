@@ -206,7 +206,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_steps_per_pass,
                      step_options=_step_options, vector_clip=False, uses_smoothness=False,
-                     dense_only=True, private_plan=private_plan)
+                     dense_only=True, sequential_runs=True, private_plan=private_plan)
 
 
 def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int, batch_size: int = 1,

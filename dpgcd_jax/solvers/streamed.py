@@ -260,7 +260,7 @@ def fit(
   spent = ledger_lib.Ledger() if prior is None else prior
   scale, report = budget.calibrated(lambda s: spent + plan.ledger(s), epsilon, delta,
                                     key=plan.cache_key + (() if prior is None else (prior,)) + (None,))
-  params = base.cast_params(dp_gcd.SOLVER, first, plan.params_at(scale))
+  params = base.cast_params(dp_gcd.SOLVER, first, plan.run_params(scale))
   M = problem_lib.coordinate_smoothness(first)
   thresholds = clipping.coordinate_thresholds(params.clip, M, first.curvature)
   bits = clipping.grid_bits(first.XT.dtype, n)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp_stats
 
+import dpgcd_jax as dg
 from dpgcd_jax import data
 from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.experiments import __main__ as cli
@@ -300,3 +301,26 @@ def test_private_scores_have_the_laplace_scale_of_their_sensitivity():
   assert sp_stats.kstest(noise, "laplace", args=(0.0, scale)).pvalue > 1e-3
   for wrong in (2 / 3, 3 / 2):
     assert sp_stats.kstest(noise, "laplace", args=(0.0, wrong * scale)).pvalue < 1e-6
+
+
+def test_grid_noise_is_never_below_the_calibrated_multiplier():
+  """The grid casts the calibrated multipliers to the data's dtype rounding UP (18.278105006 is
+  18.278104782 to nearest in float32: half an ulp below what the ledger charged)."""
+  X = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+  problem = dg.make_problem(X, np.sign(X[:, 0]), "logistic", feature_bound=3.0)
+  assert problem.XT.dtype == np.float32
+  algorithm = runner.ALGORITHMS["dp_gcd"]
+  noise = (18.278105006, 18.278105006)
+  assert float(np.float32(noise[0])) < noise[0]  # round-to-nearest would lose
+  params = sweeps.grid_params(algorithm, problem, [(1.0, 1.0), (2.0, 0.5)], noise)
+  assert np.all(np.asarray(params.selection_noise, np.float64) >= noise[0])
+  assert np.all(np.asarray(params.update_noise, np.float64) >= noise[1])
+
+
+def test_saved_noise_must_meet_todays_ledger():
+  row = dict(algorithm="dp_cd", passes=2, dataset="toy", noise=10.0)
+  runner._check_same_noise(row, 10.0, 0.9999)  # pylint: disable=protected-access
+  with pytest.raises(ValueError, match="today's ledger"):
+    runner._check_same_noise(row, 10.0, 1.0001)  # pylint: disable=protected-access
+  with pytest.raises(ValueError, match="calibrated otherwise"):
+    runner._check_same_noise(row, 10.1, 0.9)  # pylint: disable=protected-access

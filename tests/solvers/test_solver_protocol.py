@@ -7,6 +7,7 @@ and ``fit(problem, key, *, epsilon, delta, passes)``; the argument orders of ver
 ``steps=`` are gone (the package was never released with them).
 """
 
+import dataclasses
 import inspect
 import warnings
 
@@ -269,6 +270,51 @@ def test_every_solver_fit_takes_a_prior_and_targets(name):
   assert result.privacy.epsilon <= 1.0
   alone = module.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2, **options)
   assert float(result.params.noise) > float(alone.params.noise)  # two runs, less budget each
+
+
+def test_a_callable_step_size_is_called_once_at_the_calibrated_multiplier():
+  """The calibration's probes read only the ledger: DP-GCD's step size as a function of the update
+  multiplier (the estimators' regressor caps the noise a step adds with one) is evaluated once."""
+  calls = []
+
+  def step_size(update_noise):
+    calls.append(float(update_noise))
+    return 0.5
+
+  result = dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, step_size=step_size)
+  assert len(calls) == 1, calls
+  assert calls[0] == pytest.approx(float(result.params.update_noise), rel=1e-6)
+  assert float(result.params.step_size) == 0.5
+
+
+def test_dp_sgd_maps_its_runs_and_each_equals_a_separate_run():
+  """DP-SGD's runs of `targets` go one after the other (a vmap would run every branch of its
+  sampler); run k is the run of target k with key fold_in(key, k)."""
+  assert dg.dp_sgd.SOLVER.sequential_runs and not dg.dp_gcd.SOLVER.sequential_runs
+  problem = _problem("logistic")
+  targets = np.stack([np.asarray(problem.y), -np.asarray(problem.y)])
+  key = jax.random.key(2)
+  result = dg.fit(dg.dp_sgd, problem, key, epsilon=1.0, delta=1e-5, passes=2, targets=targets, batch_size=8)
+  for k in range(2):
+    alone = base.run(dg.dp_sgd.SOLVER, dataclasses.replace(problem, y=jnp.asarray(targets[k], problem.y.dtype)),
+                     jax.random.fold_in(key, k), result.params, passes=2, batch_size=8)
+    np.testing.assert_allclose(result.w[k], alone.w, rtol=1e-6, atol=1e-9)
+  keys = jax.random.split(jax.random.key(3), 2)  # a batch of keys: mapped too, each the run of its key
+  batch = dg.dp_sgd.fit(problem, keys, epsilon=1.0, delta=1e-5, passes=2, batch_size=8)
+  one = dg.dp_sgd.fit(problem, keys[1], epsilon=1.0, delta=1e-5, passes=2, batch_size=8)
+  np.testing.assert_allclose(batch.w[1], one.w, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver, kwargs, match", [
+    (dg.dp_cd, dict(targets=np.zeros((0, 40))), "targets"),
+    (dg.dp_gcd, dict(targets=np.zeros(40)), "targets"),
+    (dg.dp_iht, dict(prior="spent", sparsity=2), "prior"),
+    (dg.dp_sgd, dict(prelude=dg.solvers.budget.FeatureBoundRelease(0.1)), "prelude"),
+])
+def test_the_generic_fit_names_bad_targets_prior_and_prelude_before_any_work(monkeypatch, solver, kwargs, match):
+  monkeypatch.setattr(dg.solvers.budget, "private_fit", lambda *a, **k: pytest.fail("work before validation"))
+  with pytest.raises(ValueError, match=match):
+    dg.fit(solver, _problem(), jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2, **kwargs)
 
 
 def test_another_solvers_params_are_rejected_by_name():
