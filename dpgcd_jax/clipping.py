@@ -106,6 +106,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import _validate
+
 Array = jax.Array
 
 
@@ -328,6 +330,27 @@ def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1,
     return (jnp.sum(clip_coordinates(g, thresholds), axis=axis) / divisor).astype(g.dtype)
 
   return when_finite(thresholds, exact, plain, finite_or_zero(g), jnp.asarray(divisor))
+
+
+def rounded_up(noise: Any, dtype: Any) -> Any:
+  """A known noise multiplier in `dtype`, rounded toward +inf: the run's noise is never below the
+  one the ledger accounts (round-to-nearest could lose half an ulp, ~6e-8 relative in float32).
+  A traced value is cast as it is (its caller's arithmetic)."""
+  if not _validate.is_concrete(noise):
+    return noise
+  exact = np.asarray(noise, np.float64)
+  cast = exact.astype(dtype)
+  return np.where(cast.astype(np.float64) < exact, np.nextafter(cast, np.asarray(np.inf, dtype)), cast)
+
+
+def scale_above(multiplier: Any, sensitivity: Any, dtype: Any) -> Any:
+  """`multiplier * sensitivity` formed on the host and rounded toward +inf in `dtype` (known values):
+  never below the real product that the ledger charges (a float32 product or cast rounds to
+  nearest). Fails closed: a negative or NaN factor gives NaN; a zero multiplier gives 0."""
+  m, s = float(multiplier), float(sensitivity)
+  if not (m >= 0 and s >= 0):
+    return np.asarray(np.nan, dtype)
+  return rounded_up(math.nextafter(m * s, math.inf) if m > 0 else 0.0, dtype)
 
 
 def noise_scale(multiplier: Array, sensitivity: Array) -> Array:

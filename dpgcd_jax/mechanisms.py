@@ -61,7 +61,9 @@ from typing import runtime_checkable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import penalties
@@ -237,13 +239,23 @@ INTEGER_LIMIT = 2.0**52
 """The clamp of `round(value / gran)`: every integer up to `2^53` is exact in float64."""
 
 
-@functools.partial(jax.jit, static_argnums=0)
 def release(update: Any, key: Array, value: Any, multiplier: Any, sensitivity: Any) -> Array:
   """`value` plus the noise of the update mechanism `update` (float or discrete) of
   `multiplier` x `sensitivity`: for callers on the host (the private scores, the CV scores).
   One compiled program per mechanism, shape and dtype (eager, the discrete samplers' loops
-  would compile at every call)."""
+  would compile at every call). A float mechanism with a known multiplier and sensitivity
+  draws at their product formed on the host and rounded UP to the value's dtype
+  ([`dpgcd_jax.clipping.scale_above`][]): never below the scale the ledger charges."""
   value = jnp.asarray(value)
+  if not is_discrete(update) and _validate.is_concrete(multiplier) and _validate.is_concrete(sensitivity) and (
+      np.ndim(multiplier) == 0 and np.ndim(sensitivity) == 0):
+    # the scale as the multiplier of a unit sensitivity: the same program, `scale * 1` is exact
+    return _release(update, key, value, clipping.scale_above(multiplier, sensitivity, value.dtype), 1.0)
+  return _release(update, key, value, multiplier, sensitivity)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _release(update: Any, key: Array, value: Array, multiplier: Any, sensitivity: Any) -> Array:
   if is_discrete(update):
     return update.perturb(key, value, multiplier, sensitivity)
   # a negative or NaN multiplier or sensitivity: a NaN scale, never a noiseless release

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments.algorithms import ALGORITHMS
 from dpgcd_jax.experiments.algorithms import Algorithm
@@ -75,7 +76,7 @@ def grid_params(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequenc
   dtype = problem.XT.dtype
   steps = np.array([p[0] for p in pts], dtype)
   clips = np.array([p[1] * scale for p in pts], dtype)
-  noise = jax.tree.map(lambda x: np.full(len(pts), base.rounded_up(x, dtype), dtype), noise)  # never below the ledger's
+  noise = jax.tree.map(lambda x: np.full(len(pts), clipping.rounded_up(x, dtype), dtype), noise)  # rounded up
   return algorithm.make_params(steps, clips, noise)
 
 

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import clipping
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress as progress_lib
@@ -458,19 +459,8 @@ def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negativ
   if clip_shape not in allowed:
     raise ValueError(f"Expected clip of shape {' or '.join(map(str, allowed))}, got clip.shape={clip_shape}.")
   check_finite_clip_with_noise(params.clip, [getattr(params, name) for name in non_negative])
-  params = params._replace(**{name: rounded_up(getattr(params, name), dtype) for name in non_negative})
+  params = params._replace(**{name: clipping.rounded_up(getattr(params, name), dtype) for name in non_negative})
   return jax.tree.map(lambda x: _validate.on_device(x, dtype), params)
-
-
-def rounded_up(noise: Any, dtype: Any) -> Any:
-  """A known noise multiplier in `dtype`, rounded toward +inf: the run's noise is never below the
-  one the ledger accounts (round-to-nearest could lose half an ulp, ~6e-8 relative in float32).
-  A traced value is cast as it is (its caller's arithmetic)."""
-  if not _validate.is_concrete(noise):
-    return noise
-  exact = np.asarray(noise, np.float64)
-  cast = exact.astype(dtype)
-  return np.where(cast.astype(np.float64) < exact, np.nextafter(cast, np.asarray(np.inf, dtype)), cast)
 
 
 def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:

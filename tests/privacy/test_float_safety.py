@@ -142,3 +142,25 @@ def test_a_secure_fit_with_private_scales_lists_no_float_mechanism():
   kinds = {e.label: type(e.event) for e in model.privacy_.entries}
   assert kinds["feature bounds"] is events.DiscreteGaussian
   assert not {events.Gaussian, events.Laplace, events.BoundedRange} & set(kinds.values()), model.privacy_
+
+
+def test_host_releases_draw_at_a_scale_never_below_the_charged_product():
+  """`mechanisms.release` (private scores, CV scores, class counts) forms multiplier x sensitivity on
+  the host and rounds it UP to the value's dtype: a float32 cast or product rounds to nearest, up to
+  half an ulp below the real product the ledger charges."""
+  rng = np.random.default_rng(5)
+  below = 0
+  for m, s in zip(10.0 ** rng.uniform(-2, 3, 400), 10.0 ** rng.uniform(-6, 1, 400), strict=True):
+    scale = float(dg.clipping.scale_above(m, s, np.float32))
+    exact = Fraction(m) * Fraction(s)
+    assert exact <= Fraction(scale) <= exact * (1 + Fraction(1, 2**22)), (m, s, scale)
+    below += Fraction(float(np.float32(m) * np.float32(s))) < exact  # what a float32 product would give
+  assert below > 50  # the float32 product does fall below the real one: the round-up is needed
+  assert np.isnan(dg.clipping.scale_above(-1.0, 1.0, np.float32))  # fails closed
+  assert np.isnan(dg.clipping.scale_above(1.0, np.nan, np.float32))
+  assert float(dg.clipping.scale_above(0.0, 3.0, np.float32)) == 0.0
+  laplace, key, value = dg.mechanisms.LaplaceNoise(), jax.random.key(1), jnp.float32(0.25)
+  released = dg.mechanisms.release(laplace, key, value, 18.278105006, 1.0)
+  want = laplace.perturb(key, value, jnp.asarray(dg.clipping.scale_above(18.278105006, 1.0, np.float32)))
+  assert float(released) == float(want)
+  assert float(dg.clipping.scale_above(18.278105006, 1.0, np.float32)) > float(np.float32(18.278105006))

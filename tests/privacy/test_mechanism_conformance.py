@@ -39,7 +39,11 @@ def _select(name, key, g, multiplier, sensitivity=0.01):
 def test_an_update_is_its_key_and_the_same_under_vmap(name):
   draws = jax.vmap(lambda k: _release(name, k, 0.3, 2.0, 0.01))(KEYS[:64])
   one_by_one = np.array([float(_release(name, k, 0.3, 2.0, 0.01)) for k in KEYS[:64]])
-  np.testing.assert_array_equal(np.asarray(draws), one_by_one)
+  if mechanisms.is_discrete(mechanisms.UPDATES[name]):
+    np.testing.assert_array_equal(np.asarray(draws), one_by_one)
+  else:  # XLA may fuse value + scale z into one FMA in the batched program and not in the other:
+    # the same draw up to the last rounding (at multiplier 3.0, 3 of 64 draws moved by 1 ulp)
+    np.testing.assert_allclose(np.asarray(draws), one_by_one, rtol=2.0**-22, atol=0.0)
   assert len(np.unique(one_by_one)) > 32  # the key matters
 
 
