@@ -288,9 +288,14 @@ def private_fit(
 
   # A batch of keys: a plain vmap of the jitted run (a closure jitted anew would compile at
   # every call, e.g. at every new epsilon; the jitted run is batched once per shape and cached),
-  # or a lax.map for a solver whose step branches on its data (`Solver.sequential_runs`).
-  batched = jax.lax.map if solver.sequential_runs else lambda f, keys: jax.vmap(f)(keys)
-  result = run(key) if batch is None else batched(run, key)
+  # or, for a solver whose step branches on its data (`Solver.sequential_runs`), the one compiled
+  # run called per key and stacked (a lax.map of this closure would compile anew at every fit).
+  if batch is None:
+    result = run(key)
+  elif solver.sequential_runs:
+    result = jax.tree.map(lambda *leaves: jnp.stack(leaves), *[run(k) for k in key])
+  else:
+    result = jax.vmap(run)(key)
   result = base.trim_trace(result, steps=base.total_steps(solver, problem, passes, **options),
                            passes=passes)
   if not solver.uses_smoothness:

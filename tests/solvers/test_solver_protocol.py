@@ -9,6 +9,7 @@ and ``fit(problem, key, *, epsilon, delta, passes)``; the argument orders of ver
 
 import dataclasses
 import inspect
+import logging
 import warnings
 
 import jax
@@ -287,7 +288,7 @@ def test_a_callable_step_size_is_called_once_at_the_calibrated_multiplier():
   assert float(result.params.step_size) == 0.5
 
 
-def test_dp_sgd_maps_its_runs_and_each_equals_a_separate_run():
+def test_dp_sgd_maps_its_runs_and_each_equals_a_separate_run(caplog):
   """DP-SGD's runs of `targets` go one after the other (a vmap would run every branch of its
   sampler); run k is the run of target k with key fold_in(key, k)."""
   assert dg.dp_sgd.SOLVER.sequential_runs and not dg.dp_gcd.SOLVER.sequential_runs
@@ -303,6 +304,10 @@ def test_dp_sgd_maps_its_runs_and_each_equals_a_separate_run():
   batch = dg.dp_sgd.fit(problem, keys, epsilon=1.0, delta=1e-5, passes=2, batch_size=8)
   one = dg.dp_sgd.fit(problem, keys[1], epsilon=1.0, delta=1e-5, passes=2, batch_size=8)
   np.testing.assert_allclose(batch.w[1], one.w, rtol=1e-6, atol=1e-9)
+  caplog.clear()
+  with jax.log_compiles(), caplog.at_level(logging.WARNING):  # a new budget with a batch of keys compiles nothing
+    dg.dp_sgd.fit(problem, keys, epsilon=1.5, delta=1e-5, passes=2, batch_size=8)
+  assert "XLA compilation" not in caplog.text, caplog.text[-500:]
 
 
 @pytest.mark.parametrize("solver, kwargs, match", [
