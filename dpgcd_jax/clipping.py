@@ -315,6 +315,9 @@ def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1,
   Any infinite threshold (clipping off): a plain float mean.
   """
   g = per_example_grads
+  if jnp.dtype(g.dtype).itemsize < 4:
+    raise TypeError(f"Expected float32 or float64 values for an exact clipped mean, got dtype {g.dtype}: "
+                    f"half precision overflows the fixed-point grid (promote with _validate.compute_dtype).")
   n = g.shape[axis]
   divisor = n if count is None else count
   thresholds = jnp.broadcast_to(jnp.asarray(thresholds, g.dtype), jnp.broadcast_shapes(
@@ -353,16 +356,50 @@ def scale_above(multiplier: Any, sensitivity: Any, dtype: Any) -> Any:
   return rounded_up(math.nextafter(m * s, math.inf) if m > 0 else 0.0, dtype)
 
 
+SENSITIVITY_ROUNDINGS = 32
+"""The most float roundings any in-program sensitivity formula takes from its public inputs
+(`C_j`, `n`, `M_j`, `w`) to its value, along any path: the built-in ones take at most about 12
+(e.g. `greedy.score_sensitivity`: `mean_sensitivity` 5, `/ sqrt(M)` 2, the widening 5)."""
+
+
 def noise_scale(multiplier: Array, sensitivity: Array) -> Array:
-  """`multiplier * sensitivity`; fails closed on invalid values.
+  """`multiplier * sensitivity` in the program, rounded up past its float arithmetic; fails closed.
+
+  The ledger charges `m s`: `m` the multiplier it reads, `s` the REAL value of the sensitivity
+  formula on its public (float) inputs. In the program, `multiplier >= m` (cast rounding up,
+  [`rounded_up`][dpgcd_jax.clipping.rounded_up]) and `sensitivity` is the formula evaluated in
+  floats: at most `SENSITIVITY_ROUNDINGS` roundings of nonnegative terms (`+`, `*`, `/`,
+  `sqrt`, `max`, `abs`; no cancellation), each relative `1 +- u`, `u = eps / 2` (`eps` of the
+  least precise input dtype), so `sensitivity >= s (1 - u)^32`. Both are cast up to a common
+  dtype of at least float32 (exact) and multiplied; the product rounds to nearest once more. The
+  scale drawn is `next_up(fl(fl(multiplier sensitivity) (1 + 64 eps)))`: `next_up` of a
+  round-to-nearest result is above the real value it rounded, so the scale is at least
+  `m s (1 - u)^33 (1 + 64 eps) >= m s` (`(1 - eps / 2)^33 >= 1 - 17 eps`), and at most about
+  `2^-16` relative above it in float32. Subnormals: a term of the formula flushed to zero is
+  below the smallest normal `tiny`, so it moves a sensitivity `>= tiny / eps` by at most one
+  more rounding; a smaller sensitivity with a positive multiplier fails closed (NaN), since its
+  flushed terms could be all of it.
 
   A multiplier of exactly 0 gives 0 (the non-private limit, even when clipping is off). A
   negative or NaN multiplier, or a NaN / negative sensitivity (e.g. a NaN clip traced through
   `jax.vmap`, where host validation cannot see values), gives NaN: the run's outputs are
   NaN, never a noiseless release.
   """
-  valid = (multiplier >= 0) & (sensitivity >= 0)
-  scale = jnp.where(multiplier > 0, multiplier * sensitivity, jnp.zeros_like(multiplier * sensitivity))
+  multiplier, sensitivity = jnp.asarray(multiplier), jnp.asarray(sensitivity)
+  dtype = jnp.result_type(multiplier, sensitivity, jnp.float32)
+  # the roundings happened in the LEAST precise of the two inputs (a float32 sensitivity times a
+  # float64 multiplier, a half-precision value): widen by its eps, multiply in `dtype`
+  eps = max(float(jnp.finfo(d).eps) for d in (multiplier.dtype, sensitivity.dtype, np.dtype(dtype))
+            if jnp.issubdtype(d, jnp.floating))
+  multiplier, sensitivity = multiplier.astype(dtype), sensitivity.astype(dtype)
+  product = multiplier * sensitivity
+  # a sensitivity below 2^(mantissa bits) x the smallest normal may hide flushed subnormal terms
+  # (a relative bound no longer holds): fail closed, never a near-noiseless release
+  floor = float(jnp.finfo(sensitivity.dtype).tiny) / float(jnp.finfo(sensitivity.dtype).eps)
+  valid = (multiplier >= 0) & (sensitivity >= 0) & ((multiplier == 0) | (sensitivity >= floor))
+  widen = 1.0 + 64.0 * eps  # exact in `dtype`: 1 + 2^-17 for float32 roundings
+  above = jnp.nextafter(product * jnp.asarray(widen, dtype), jnp.asarray(jnp.inf, dtype))
+  scale = jnp.where(multiplier > 0, above, jnp.zeros_like(product))
   return jnp.where(valid, scale, jnp.nan)
 
 

@@ -80,13 +80,13 @@ CLIPPING_MODES = ("coordinate", "derivative")
 def check_clipping_mode(problem: Problem, mode: str) -> None:
   """Host-side check that `mode` (static) is known and usable on `problem`."""
   if mode not in CLIPPING_MODES:
-    raise ValueError(f"Expected clipping in {CLIPPING_MODES}, got clipping={mode!r}.")
+    raise ValueError(f"Expected clipping_mode in {CLIPPING_MODES}, got clipping_mode={mode!r}.")
   if mode == "derivative" and not (problem.loss.is_glm
                                    and problem.smoothness_source is SmoothnessSource.FEATURE_BOUND):
     raise ValueError(
-        f"Expected a GLM loss with bounded features for clipping='derivative' (make_problem with "
+        f"Expected a GLM loss with bounded features for clipping_mode='derivative' (make_problem with "
         f"feature_bound=, or fit, which releases a bound), got loss {problem.loss.name!r} with "
-        f"smoothness_source={problem.smoothness_source!r}; use clipping='coordinate'.")
+        f"smoothness_source={problem.smoothness_source!r}; use clipping_mode='coordinate'.")
 
 
 def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:

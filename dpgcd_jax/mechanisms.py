@@ -249,9 +249,13 @@ def release(update: Any, key: Array, value: Any, multiplier: Any, sensitivity: A
   value = jnp.asarray(value)
   if not is_discrete(update) and _validate.is_concrete(multiplier) and _validate.is_concrete(sensitivity) and (
       np.ndim(multiplier) == 0 and np.ndim(sensitivity) == 0):
-    # the scale as the multiplier of a unit sensitivity: the same program, `scale * 1` is exact
-    return _release(update, key, value, clipping.scale_above(multiplier, sensitivity, value.dtype), 1.0)
+    return _perturb(update, key, value, jnp.asarray(clipping.scale_above(multiplier, sensitivity, value.dtype)))
   return _release(update, key, value, multiplier, sensitivity)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _perturb(update: Any, key: Array, value: Array, scale: Array) -> Array:
+  return update.perturb(key, value, scale)  # `scale`: already rounded up on the host
 
 
 @functools.partial(jax.jit, static_argnums=0)

@@ -12,7 +12,8 @@ and a [`PrivacyReport`][dpgcd_jax.privacy.PrivacyReport], and charges the
 Privacy argument (replace-one neighbours, `n` public). Let `t_i = f(record_i)` be the
 per-example terms, each in `[0, c]` for every record: neighbours `D`, `D'` differ in one
 record `i`, so every other term is equal and `|mean(t) - mean(t')| = |t_i - t'_i| / n <= c / n`:
-the mean has sensitivity `Delta = c / n`. Adding `Lap(Delta / epsilon)` noise is the Laplace
+the mean has sensitivity `c / n`, and its float64 evaluation adds at most `MEAN_ERROR c`:
+`Delta = c / n + MEAN_ERROR c`. Adding `Lap(Delta / epsilon)` noise is the Laplace
 mechanism, `epsilon`-DP (Dwork, McSherry, Nissim & Smith 2006); the ledger event is
 `Laplace(epsilon)` (its exact privacy-loss distribution composes in the ledger). R^2 releases
 two means (`epsilon_1 + epsilon_2 = epsilon`), composed in the report.
@@ -23,8 +24,8 @@ separately, e.g. `clf.privacy_`): given the model the score is `epsilon`-DP, and
 composition the model and its score together are `(eps_model + epsilon, delta_model)`-DP.
 A model fit NON-privately on the same data breaks this: its predictions carry every record.
 
-Not covered by default, as for the library's other float mechanisms: float rounding of the
-mean and of the noise, and the float Laplace sampler's finite range (Mironov 2012). With
+Not covered by default, as for the library's other float mechanisms: the rounding of the
+float noise and the float Laplace sampler's finite range (Mironov 2012). With
 `secure_noise=True` the mean is snapped to a public power-of-two grid and released with exact
 discrete Laplace noise (`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`), which closes that gap.
 
@@ -33,7 +34,7 @@ Examples:
   >>> from dpgcd_jax.scoring import private_accuracy
   >>> y = np.array([0, 1] * 5000); y_hat = np.where(np.arange(10_000) < 8000, y, 1 - y)
   >>> score = private_accuracy(y, y_hat, epsilon=1.0, key=jax.random.key(0))
-  >>> abs(score.value - 0.8) < 0.01, score.noise_scale   # scale 1 / (n epsilon)
+  >>> abs(score.value - 0.8) < 0.01, round(score.noise_scale, 12)   # scale 1 / (n epsilon)
   (True, 0.0001)
   >>> score.report.epsilon, score.report.delta
   (1.0, 0.0)
@@ -46,10 +47,10 @@ from typing import Any
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import accountant as accountant_lib
 from dpgcd_jax.privacy import ledger as ledger_lib
@@ -152,28 +153,30 @@ is correctly rounded (one rounding, `u = 2^-53` relative), the division rounds o
 def noisy_mean(key: jax.Array, terms: np.ndarray, bound: float, multiplier: float, *,
                secure: bool) -> tuple[float, float, float]:
   """`(mean(terms) + noise, noise scale, sensitivity)`: the Laplace update mechanism of
-  `multiplier` x the mean's sensitivity, for `n` terms in `[-bound, bound]` that each depend
-  on one record (`n` public).
+  `multiplier` x the mean's sensitivity, for `n` terms in an interval of length `bound` within
+  `[-bound, bound]` (`[0, bound]`, or `[-bound, 0]` for the CV regressor's negated errors) that
+  each depend on one record (`n` public).
 
-  Default: the float32 mean plus float Laplace noise of scale `multiplier bound / n`. Secure: the
-  mean in float64 (`math.fsum`, within `MEAN_ERROR bound / 2` of the exact mean, so neighbours'
-  computed means differ by at most `bound / n + MEAN_ERROR bound`, the sensitivity used), snapped
-  to the public grid and released with discrete Laplace noise in float64
+  The mean is formed in float64 (`math.fsum`, within `MEAN_ERROR bound / 2` of the exact mean),
+  so neighbours' computed means differ by at most `bound / n + MEAN_ERROR bound`: the
+  sensitivity used. Default: float64 Laplace noise at that sensitivity times `multiplier`,
+  rounded up (`dpgcd_jax.mechanisms.release`). Secure: the mean snapped to the public grid
+  and released with discrete Laplace noise in float64
   (`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`); its scale `t gran` is returned. Rounding the
-  mean to float32 first would move neighbours apart by a float32 ulp, more than the grid's step
+  mean to float32 first would move neighbours apart by a float32 ulp, more than the sensitivity
   at large `n` (measured by an independent review: epsilon 1.19 for 1 at n = 1e7).
   """
   n = terms.shape[0]
-  if not secure:
-    dtype = jnp.result_type(float)
-    sensitivity = bound / n
-    value = mechanisms.release(mechanisms.LaplaceNoise(), key, jnp.asarray(np.mean(terms), dtype), multiplier,
-                               sensitivity)
-    return float(value), sensitivity * multiplier, sensitivity
+  if not math.isfinite(n * bound):  # public: fsum would overflow on some data and not on others
+    raise ValueError(f"Expected n x bound below the largest float64 for a private mean, got n={n} and "
+                     f"bound={bound!r} (a smaller public range).")
   sensitivity = bound / n + MEAN_ERROR * bound
   mean = math.fsum(np.asarray(terms, np.float64).tolist()) / n
   with jax.enable_x64(True):
     args = np.float64(multiplier), np.float64(sensitivity)
+    if not secure:
+      value = mechanisms.release(mechanisms.LaplaceNoise(), key, np.float64(mean), *args)
+      return float(value), float(clipping.scale_above(*args, np.float64)), sensitivity
     value = mechanisms.release(mechanisms.DiscreteLaplaceNoise(), key, np.float64(mean), *args)
     return float(value), float(mechanisms.grid_noise_scale(*args)), sensitivity
 
@@ -366,12 +369,18 @@ def private_r2(y_true: Any, y_pred: Any, *, epsilon: float, key: jax.Array, targ
   centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
   y = np.clip(_numeric("y_true", y_true), lo, hi)
   y_hat = np.clip(_numeric("y_pred", y_pred), lo, hi)
-  residual = np.nan_to_num((y - y_hat) ** 2, nan=(2.0 * half) ** 2)
-  deviation = np.nan_to_num((y - centre) ** 2, nan=half**2)
+  # Bounds by the same float operations as the terms (rounding is monotone): |fl(y - y_hat)| <=
+  # fl(hi - lo) = 2 half, and |fl(y - centre)| <= max(fl(hi - centre), fl(centre - lo)), which can
+  # exceed `half` when the centre rounds
+  residual_bound = (2.0 * half) ** 2
+  deviation_bound = max((hi - centre) ** 2, (centre - lo) ** 2)
+  residual = np.nan_to_num((y - y_hat) ** 2, nan=residual_bound)
+  deviation = np.nan_to_num((y - centre) ** 2, nan=deviation_bound)
   key_r, key_d = jax.random.split(key)
   eps_r = share * epsilon
-  r, entry_r = _release("r2: squared residuals", residual, (2.0 * half) ** 2, eps_r, key_r, secure)
-  d, entry_d = _release("r2: squared deviations from the centre", deviation, half**2, epsilon - eps_r, key_d, secure)
+  r, entry_r = _release("r2: squared residuals", residual, residual_bound, eps_r, key_r, secure)
+  d, entry_d = _release("r2: squared deviations from the centre", deviation, deviation_bound, epsilon - eps_r,
+                        key_d, secure)
   report = _report([entry_r, entry_d],
                    f"private_r2: {_name(secure)} mechanisms on the means of the clipped squared residuals and "
                    f"squared deviations from the public centre {centre:.6g} (range [{lo:.6g}, {hi:.6g}], "

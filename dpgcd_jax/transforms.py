@@ -160,16 +160,19 @@ def dp_greedy_coordinate(
     example = jax.tree.map(lambda x: x[0], per_example_grads)
     _, unravel = ravel_pytree(example)
     G = jax.vmap(lambda g: ravel_pytree(g)[0])(per_example_grads)
-    w = jnp.zeros(G.shape[1], G.dtype) if params is None else ravel_pytree(params)[0]
+    given = G.dtype
+    G = G.astype(_validate.compute_dtype(given))  # half precision: the exact sums need float32
+    w = (jnp.zeros(G.shape[1], G.dtype) if params is None else ravel_pytree(params)[0]).astype(G.dtype)
     M = flat_smoothness.astype(G.dtype) + l2
     step = jnp.asarray(step_size, G.dtype)
     thresholds = clipping.coordinate_thresholds(clip, M, curvature)
     g = clipping.clipped_mean(G, thresholds[None, :], axis=0) + l2 * w
     j, new_wj = greedy.private_coordinate_step(
         base.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
-        selection_noise, update_noise, public_gradient=l2 * w, selection=selection, update=update, rule=rule)
+        clipping.rounded_up(selection_noise, G.dtype), clipping.rounded_up(update_noise, G.dtype),
+        public_gradient=l2 * w, selection=selection, update=update, rule=rule)
     # The gradient mapping (w_j - prox(...)) / step: optax.scale(-step) turns it into the move.
     updates = jnp.where(jnp.arange(w.shape[0]) == j, (w[j] - new_wj) / step, 0.0)
-    return unravel(updates), DPGreedyCoordinateState(state.count + 1, state.key)
+    return unravel(updates.astype(given)), DPGreedyCoordinateState(state.count + 1, state.key)
 
   return optax.GradientTransformation(init_fn, update_fn)

@@ -374,4 +374,5 @@ class DPGCDRegressorCV(_SearchMixin, _regressor.DPGCDRegressor):
     return float(self.score_clip)
 
   def _validation_terms(self, scores: np.ndarray, targets: list[np.ndarray]) -> np.ndarray:
-    return -np.minimum(np.abs(scores[:, 0] - targets[0]), float(self.score_clip))
+    # fmin: a NaN error (0 x inf in a prediction) counts as the clip, so every term is in [-clip, 0]
+    return -np.fmin(np.abs(scores[:, 0] - targets[0]), float(self.score_clip))

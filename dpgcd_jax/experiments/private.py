@@ -12,8 +12,9 @@ What changes from the paper's protocol (the other columns):
    [`dpgcd_jax.privacy.tuning`][]): `K ~ Geometric` with `E[K]` = the number of
    candidates (9), each repetition draws a candidate `(step size, clip)` uniformly from a
    grid fixed a priori (`candidates`), trains it privately on all the data and releases a
-   private score, `-(capped objective) + Lap(cap / (n eps_s))`: the objective with each
-   example's loss capped at `score_cap` (so one record moves it by at most `cap / n`).
+   private score, `-(capped objective + Lap(cap / (n eps_s)))`: the objective with each
+   example's loss capped at `score_cap` (so one record moves it by at most `cap / n`, plus
+   the float64 mean's rounding, charged).
    Only the repetition with the best noisy score is released.
 3. **One budget.** One repetition's ledger is the solver's run (noise multipliers `k`
    times the solver's epsilon = 1 calibration) plus the score (`Laplace(eps_s0 / k)`); the
@@ -34,6 +35,7 @@ the same public-bound problem.
 from __future__ import annotations
 
 import dataclasses
+import math
 import zlib
 from typing import TYPE_CHECKING
 from typing import Any
@@ -47,6 +49,7 @@ from dpgcd_jax import data as data_lib
 from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import scoring
 from dpgcd_jax.experiments import algorithms
 from dpgcd_jax.experiments import prepared as prepared_lib
 from dpgcd_jax.experiments import sweeps
@@ -216,39 +219,50 @@ def calibrate(algorithm: algorithms.Algorithm, problem: problem_lib.Problem, pas
 
 
 @jax.jit
-def _capped_objectives(problem: problem_lib.Problem, w: jax.Array, cap: jax.Array) -> jax.Array:
+def _losses(problem: problem_lib.Problem, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Per model: each example's loss (n,), and the public terms of the objective."""
   def one(v):
-    margins = kernels.init_margins(problem, v)
-    losses = jax.vmap(problem.loss.phi)(margins, problem.y)
-    return (jnp.mean(jnp.minimum(losses, cap)) + 0.5 * problem.l2 * jnp.sum(v**2)
-            + problem.penalty.value(v))
+    losses = jax.vmap(problem.loss.phi)(kernels.init_margins(problem, v), problem.y)
+    return losses, 0.5 * problem.l2 * jnp.sum(v**2) + problem.penalty.value(v)
   return jax.vmap(one)(w)
 
 
-def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: int = 1) -> np.ndarray:
-  """The score's objective: per-example losses capped at `cap` (sensitivity `cap / n`), float64.
+def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: int = 1
+                     ) -> tuple[np.ndarray, np.ndarray]:
+  """`(capped means, public terms)` per model: the score's objective is their sum. The capped
+  mean is each example's loss clipped to `[0, cap]`, averaged in float64 by `math.fsum`
+  (sensitivity `cap / n + scoring.MEAN_ERROR cap`); the public terms (ridge and penalty) are
+  functions of the released model alone.
 
-  A model with a non-finite value scores `+inf` (a function of the model alone). `pad_to`
+  A model with a non-finite value has public terms `+inf` (a function of the model alone). `pad_to`
   pads the batch to a multiple (one compiled program for every batch size).
   """
   w = np.asarray(w, np.float64).reshape(-1, problem.num_features)
   count = w.shape[0]
   w = np.concatenate([w, np.zeros((-count % pad_to, w.shape[1]))])
-  out = np.asarray(_capped_objectives(problem, jnp.asarray(w, problem.XT.dtype),
-                                      jnp.asarray(cap, problem.XT.dtype)))[:count]
-  return np.where(np.isfinite(out), out, np.inf)
+  losses, public = _losses(problem, jnp.asarray(w, problem.XT.dtype))
+  # clipped on the host in float64, at the exact cap (a NaN loss, e.g. from an overflowing margin,
+  # counts as `cap`): every term is in [0, cap] whatever the record and the problem's dtype
+  losses = np.asarray(losses[:count], np.float64)
+  capped = np.where(np.isnan(losses), cap, np.clip(losses, 0.0, cap))
+  means = np.asarray([math.fsum(row) / len(row) for row in capped.tolist()])
+  public = np.asarray(public[:count], np.float64)
+  return means, np.where(np.isfinite(public) & np.all(np.isfinite(w[:count]), axis=1), public, np.inf)
 
 
-def private_scores(key: jax.Array, scores: np.ndarray, cap: float, n: int, epsilon: float) -> np.ndarray:
-  """`scores + Lap(cap / (n epsilon))`: epsilon-DP release of capped-objective scores, drawn by
-  the library's Laplace mechanism (`dpgcd_jax.mechanisms.LaplaceNoise`).
+def private_scores(key: jax.Array, means: np.ndarray, cap: float, n: int, epsilon: float) -> np.ndarray:
+  """`means + Lap(multiplier x sensitivity)`: epsilon-DP releases of capped means (float64 from
+  `math.fsum`), drawn in float64 by the library's Laplace mechanism at the scale rounded up
+  (`dpgcd_jax.mechanisms.release`).
 
-  Each example's loss is capped at `cap` (losses are >= 0), so replacing one record moves
-  the mean by at most `cap / n`, the sensitivity of every score (for a fixed, already
-  private model); the ledger's event is `Laplace(epsilon)`.
+  Each example's loss is capped at `cap` (losses are >= 0), so replacing one record moves the
+  real mean by at most `cap / n`, and the float64 mean by at most `cap / n +
+  scoring.MEAN_ERROR cap`: the sensitivity of every score (for a fixed, already private model);
+  the multiplier is `1 / epsilon` and the ledger's event is `Laplace(epsilon)`.
   """
-  values = jnp.asarray(scores, jnp.result_type(float))
-  return np.asarray(mechanisms.LaplaceNoise().perturb(key, values, jnp.asarray(cap / (n * epsilon), values.dtype)))
+  with jax.enable_x64(True):
+    return np.asarray(mechanisms.release(mechanisms.LaplaceNoise(), key, np.asarray(means, np.float64),
+                                         1.0 / epsilon, cap / n + scoring.MEAN_ERROR * cap))
 
 
 def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec: PublicSpec, passes: int,
@@ -272,7 +286,7 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
   pts = [grid[i] for _, chosen, _, _ in plans for i in chosen]
   keys = jnp.concatenate([kk for _, _, kk, _ in plans])
   w = sweeps.independent(algorithm, problem, pts, noise, keys, passes, preset.chunk, preset.seeds)
-  scores = -capped_objective(prepared.exact, w, spec.score_cap, pad_to=preset.chunk * preset.seeds)
+  means, public = capped_objective(prepared.exact, w, spec.score_cap, pad_to=preset.chunk * preset.seeds)
   errors: list[float] = []
   released: list[list[float]] = []
   repetitions: list[int] = []
@@ -280,7 +294,7 @@ def private_row(algorithm: algorithms.Algorithm, prepared: PublicPrepared, spec:
   for _, chosen, _, score_key in plans:
     block = slice(start, start + len(chosen))
     start += len(chosen)
-    noisy = private_scores(score_key, scores[block], spec.score_cap, n, score_epsilon)
+    noisy = -(private_scores(score_key, means[block], spec.score_cap, n, score_epsilon) + public[block])
     i = int(np.argmax(noisy))
     errors.append(float(prepared_lib.relative_error(prepared, w[block][i])))
     released.append(list(grid[int(chosen[i])]))

@@ -13,7 +13,11 @@ $$
 
 Sensitivity (replace-one, `n` public): each `m_ij` lies in `[0, c]`, so replacing one
 record moves each mean by at most `c / n`; the vector of means moves by at most
-`p c / n` in l1 norm and `sqrt(p) c / n` in l2 norm.
+`p c / n` in l1 norm and `sqrt(p) c / n` in l2 norm. In floats: the mean of `m_ij - c / 2`
+is summed exactly on a fixed-point grid ([`dpgcd_jax.clipping.clipped_mean`][]) and `c / 2`
+added back; the noise is drawn at `c / n` widened by those roundings
+([`dpgcd_jax.clipping.mean_sensitivity`][], [`dpgcd_jax.clipping.with_roundings`][]) and
+rounded up ([`dpgcd_jax.clipping.noise_scale`][]).
 
 * `noise="laplace"`: `xi_j ~ Lap(p c / (n epsilon))` i.i.d., the Laplace mechanism with l1
   sensitivity `p c / n`: pure `epsilon`-DP.
@@ -73,6 +77,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import clipping
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
 
@@ -80,29 +85,17 @@ Array = jax.Array
 NOISES = ("laplace", "gaussian")
 
 
-def smoothness_noise_scale(
-    num_examples: int,
-    clip: Any,
-    *,
-    epsilon: float,
-    noise: str = "laplace",
-    delta: float | None = None,
-) -> np.ndarray:
-  """Per-coordinate noise scale of `private_smoothness` (host side, public inputs).
-
-  `p c_j / (n epsilon)` (Laplace scale) or `s sqrt(p) c_j / n` (Gaussian standard
-  deviation, `s` = the one-release multiplier of `calibrate_cd(epsilon, delta, steps=1)`),
-  with `p` the length of `clip` (a (p,) vector; pass `np.full(p, c)` for a scalar).
-  """
-  clip = np.asarray(clip, dtype=float)
-  p = clip.shape[0]
+def smoothness_noise_multiplier(p: int, *, epsilon: float, noise: str = "laplace", delta: float | None = None
+                                ) -> float:
+  """The noise of `private_smoothness` in units of each coordinate's sensitivity `c_j / n` (host
+  side, public inputs): `p / epsilon` (Laplace) or `s sqrt(p)` (Gaussian, `s` the one-release
+  multiplier of `calibrate_cd(epsilon, delta, steps=1)`)."""
   if noise == "laplace":
-    return p * clip / (num_examples * float(epsilon))
+    return p / float(epsilon)
   if delta is None:
     raise ValueError("Expected delta in (0, 1) for noise='gaussian', got delta=None.")
   from dpgcd_jax.privacy import baseline_accounting  # pylint: disable=g-import-not-at-top
-  s = baseline_accounting.calibrate_cd(float(epsilon), float(delta), steps=1).update_noise
-  return s * math.sqrt(p) * clip / num_examples
+  return baseline_accounting.calibrate_cd(float(epsilon), float(delta), steps=1).update_noise * math.sqrt(p)
 
 
 def private_smoothness(
@@ -154,8 +147,7 @@ def private_smoothness(
         f"loss={loss.name!r}; build it with dpgcd_jax.glm_loss(phi, curvature=beta).")
   _validate.check_finite_array("X", X, ndim=2)
   X = jnp.asarray(X)
-  if not jnp.issubdtype(X.dtype, jnp.floating):
-    X = X.astype(jnp.result_type(float))
+  X = X.astype(_validate.compute_dtype(X.dtype))  # half precision: the exact mean needs float32
   n, p = X.shape
   if n < 1 or p < 1:
     raise ValueError(f"Expected X to have at least one row and one column, got X.shape={X.shape}.")
@@ -176,9 +168,14 @@ def private_smoothness(
   _validate.check_key("key", key)
 
   clip_vec = np.broadcast_to(np.asarray(clip, dtype=float), (p,))
-  scale = jnp.asarray(smoothness_noise_scale(n, clip_vec, epsilon=epsilon, noise=noise,
-                                             delta=delta), X.dtype)
-  lower = scale if floor is None else jnp.full((p,), floor, X.dtype)
+  multiplier = smoothness_noise_multiplier(p, epsilon=epsilon, noise=noise, delta=delta)
+  lower = jnp.asarray(multiplier * clip_vec / n if floor is None else np.full(p, floor), X.dtype)
   clip_arr = jnp.asarray(clip_vec, X.dtype)
-  clipped_mean = jnp.mean(jnp.minimum(loss.curvature * X**2, clip_arr[None, :]), axis=0)
-  return jnp.maximum(mechanisms.update(noise).perturb(key, clipped_mean, scale), lower)
+  half = clip_arr / 2.0  # exact: a power-of-two scaling
+  # per record, m_ij - c_j / 2 in [-c_j / 2, c_j / 2]; its mean exact up to one rounding
+  centred = jnp.minimum(loss.curvature * X**2, clip_arr[None, :]) - half[None, :]
+  mean = clipping.clipped_mean(centred, half[None, :], axis=0) + half
+  # c_j / n in real arithmetic, plus the mean's rounding and the two roundings of `+ half`
+  sensitivity = clipping.with_roundings(clipping.mean_sensitivity(half, n), clip_arr, roundings=2)
+  scale = clipping.noise_scale(jnp.asarray(clipping.rounded_up(multiplier, X.dtype)), sensitivity)
+  return jnp.maximum(mechanisms.update(noise).perturb(key, mean, scale), lower)

@@ -274,8 +274,14 @@ def test_capped_objective_is_the_objective_when_nothing_is_capped(prepared):
   with jax.enable_x64(True):
     w = jnp.asarray(prepared.solution)
     full = float(prepared_lib._objectives(prepared.exact, w[None])[0])  # pylint: disable=protected-access
-    assert private.capped_objective(prepared.exact, w, 1e6)[0] == pytest.approx(full)
-    assert private.capped_objective(prepared.exact, w, 1e-3)[0] < full
+    means, public = private.capped_objective(prepared.exact, w, 1e6)
+    assert means[0] + public[0] == pytest.approx(full)
+    means, public = private.capped_objective(prepared.exact, w, 1e-3)
+    assert means[0] + public[0] < full and 0.0 <= means[0] <= 1e-3
+    # a model whose margins overflow (inf - inf = NaN losses): every term still counts within [0, cap]
+    huge = jnp.where(jnp.arange(w.shape[0]) % 2 == 0, 1e300, -1e300)
+    means, public = private.capped_objective(prepared.exact, huge, 2.0)
+    assert 0.0 <= means[0] <= 2.0 and public[0] == np.inf
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -294,10 +300,12 @@ def test_command_line_writes_the_figure_table_and_records(tmp_path):
 
 
 def test_private_scores_have_the_laplace_scale_of_their_sensitivity():
-  # Sensitivity cap / n, budget epsilon: Lap(cap / (n epsilon)); x2/3 and x3/2 are rejected.
+  # Sensitivity cap / n (+ the float64 mean's rounding), budget epsilon: Lap(cap / (n epsilon));
+  # x2/3 and x3/2 are rejected.
   cap, n, epsilon = 3.0, 200, 0.5
   noise = private.private_scores(jax.random.key(0), np.zeros(20_000), cap, n, epsilon)
   scale = cap / (n * epsilon)
+  assert noise.dtype == np.float64
   assert sp_stats.kstest(noise, "laplace", args=(0.0, scale)).pvalue > 1e-3
   for wrong in (2 / 3, 3 / 2):
     assert sp_stats.kstest(noise, "laplace", args=(0.0, wrong * scale)).pvalue < 1e-6

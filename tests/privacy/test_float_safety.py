@@ -10,6 +10,7 @@ from fractions import Fraction
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import discrete_noise as dn
@@ -17,6 +18,7 @@ from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy.smoothness import private_smoothness
 
 K, P = 128, 5  # one shape for every search here: one compiled program
 BIG = 2**24
@@ -164,3 +166,73 @@ def test_host_releases_draw_at_a_scale_never_below_the_charged_product():
   want = laplace.perturb(key, value, jnp.asarray(dg.clipping.scale_above(18.278105006, 1.0, np.float32)))
   assert float(released) == float(want)
   assert float(dg.clipping.scale_above(18.278105006, 1.0, np.float32)) > float(np.float32(18.278105006))
+
+
+def _real_mean_sensitivity(C, n, dtype):
+  """`clipping.mean_sensitivity`'s formula in exact rationals, on its float inputs."""
+  r, eps = Fraction(float(dg.clipping.rounding_bound(dtype))), Fraction(float(np.finfo(dtype).eps))
+  C = Fraction(float(C))
+  return (2 * C / n + 2 * r * C) * (1 + 8 * eps)
+
+
+def test_in_program_noise_scales_are_never_below_the_real_sensitivity_times_the_multiplier():
+  """The solvers' steps form `multiplier x sensitivity` in float32 inside the program: the sensitivity
+  formula rounds, and so does the product. `clipping.noise_scale` widens past both: the scale
+  drawn is never below the charged multiplier times the REAL formula (exact rationals; with a
+  square root, compared squared), and within 2^-15 of it."""
+  rng = np.random.default_rng(11)
+  count = 300
+  multipliers = dg.clipping.rounded_up(10.0 ** rng.uniform(-1, 2, count), np.float32)  # as fit casts them
+  C = rng.uniform(0.01, 5.0, count).astype(np.float32)
+  M = rng.uniform(0.01, 9.0, count).astype(np.float32)
+  n = rng.integers(10, 10**6, count)
+  l2w = rng.normal(0, 3, count).astype(np.float32)
+  update = jax.jit(jax.vmap(lambda c, k, g: dg.solvers.greedy.update_sensitivity(c, k, g)))(C, n, l2w)
+  selection = jax.jit(jax.vmap(lambda c, m, k: dg.solvers.greedy.selection_sensitivity(c, m, k)))(C, M, n)
+  scales = jax.jit(jax.vmap(dg.clipping.noise_scale))
+  below = 0
+  eps = Fraction(float(np.finfo(np.float32).eps))
+  for i, (drawn, plain) in enumerate(zip(np.asarray(scales(multipliers, update)), np.asarray(multipliers * update),
+                                         strict=True)):
+    real = Fraction(float(multipliers[i])) * (_real_mean_sensitivity(C[i], int(n[i]), np.float32)
+                                             + 2 * eps * (Fraction(float(C[i])) + abs(Fraction(float(l2w[i])))))
+    assert real <= Fraction(float(drawn)) <= real * (1 + Fraction(1, 2**15)), i
+    below += Fraction(float(plain)) < real
+  for i, drawn in enumerate(np.asarray(scales(multipliers, selection))):
+    real_squared = (Fraction(float(multipliers[i])) * _real_mean_sensitivity(C[i], int(n[i]), np.float32)) ** 2 / (
+        Fraction(float(M[i])))
+    assert real_squared <= Fraction(float(drawn)) ** 2 <= real_squared * (1 + Fraction(1, 2**14)), i
+  assert below > 10  # the plain float32 product does fall below the real one: the widening is needed
+
+
+def test_noise_scales_widen_by_the_least_precise_input_and_fail_closed_below_normal():
+  """Review findings: a float32 sensitivity times a float64 multiplier rounded in float32; a
+  half-precision product rounded in half precision; a sensitivity whose terms flushed to zero."""
+  with jax.enable_x64(True):
+    rng = np.random.default_rng(3)
+    M = rng.uniform(0.01, 9.0, 200).astype(np.float32)
+    C = rng.uniform(0.01, 5.0, 200).astype(np.float32)
+    multipliers = rng.uniform(0.5, 50.0, 200)  # float64
+    selection = jax.vmap(lambda c, m: dg.solvers.greedy.selection_sensitivity(c, m, 1000))(C, M)
+    drawn = np.asarray(jax.vmap(dg.clipping.noise_scale)(jnp.asarray(multipliers), selection))
+    for i in range(200):
+      real_squared = (Fraction(float(multipliers[i])) * _real_mean_sensitivity(C[i], 1000, np.float32)) ** 2 / (
+          Fraction(float(M[i])))
+      assert real_squared <= Fraction(float(drawn[i])) ** 2, i
+  half = jnp.float16(1 + 3 * 2**-10)
+  assert Fraction(float(dg.clipping.noise_scale(half, half))) >= Fraction(float(half)) ** 2
+  assert np.isnan(float(dg.clipping.noise_scale(jnp.float32(3.0), jnp.float32(1e-39))))  # flushed terms
+  assert float(dg.clipping.noise_scale(jnp.float32(0.0), jnp.float32(1e-39))) == 0.0
+
+
+def test_half_precision_features_are_promoted_before_the_exact_mean():
+  """float16 overflowed the fixed-point grid: neighbours' private smoothness came out 101.0 vs 0.001
+  (review). Promoted to float32, the same key gives outputs within the sensitivity c / n."""
+  X = np.zeros((100, 1), np.float16)
+  X2 = X.copy()
+  X2[0, 0] = 10.0
+  key = jax.random.key(0)
+  a, b = (float(private_smoothness(x, "squared", epsilon=1.0, key=key, clip=200.0, floor=1e-9)[0]) for x in (X, X2))
+  assert abs(a - b) <= 2.0 * 200.0 / 100
+  with pytest.raises(TypeError, match="float16"):
+    dg.clipping.clipped_mean(jnp.zeros((4, 3), jnp.float16), jnp.float16(1.0), axis=0)

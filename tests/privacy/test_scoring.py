@@ -299,3 +299,22 @@ def test_secure_neighbouring_scores_stay_within_the_grid_sensitivity_at_large_n(
     worst.append(abs(b - a) / gran / (np.ceil(sensitivity / gran) + 1))
     assert scale > multiplier / n
   assert max(worst) <= 1.0
+
+
+def test_r2_deviation_bound_covers_a_rounded_centre():
+  """A narrow public range whose centre rounds: (y - centre)^2 can exceed half^2 (by 2.3e-7 relative
+  at (1000, 1000.000001), found by a review); the released sensitivity covers the computed terms."""
+  lo, hi = 1000.0, 1000.000001
+  y = np.array([lo, hi] * 50)
+  score = private_r2(y, y, epsilon=1.0, key=jax.random.key(0), target_bound=(lo, hi))
+  centre = (lo + hi) / 2.0
+  worst = max((lo - centre) ** 2, (hi - centre) ** 2)
+  assert worst > ((hi - lo) / 2.0) ** 2  # the old bound half^2 is exceeded by a computed term
+  assert score.releases[1].sensitivity >= worst / y.size
+
+
+def test_a_mean_that_could_overflow_is_refused_whatever_the_data():
+  """fsum overflows past the largest float64 on some data and not on others: refused on public values."""
+  for y in (np.zeros(10), np.full(10, 6e153)):
+    with pytest.raises(ValueError, match="bound"):
+      private_r2(y, -y, epsilon=1.0, key=jax.random.key(0), target_bound=6e153)

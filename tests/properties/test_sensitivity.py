@@ -124,10 +124,10 @@ def test_derivative_clipping_is_x_transpose_clipped_derivative_and_refused_witho
   Xc = np.clip(X, -1.5, 1.5)
   dphi = -y / (1 + np.exp(y * (Xc @ np.asarray(w))))
   np.testing.assert_allclose(g, Xc.T @ np.clip(dphi, -0.2, 0.2) / 50, rtol=1e-9, atol=1e-12)
-  with pytest.raises(ValueError, match="clipping='derivative'"):
+  with pytest.raises(ValueError, match="clipping_mode='derivative'"):
     kernels.check_clipping_mode(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), "derivative")
-  with pytest.raises(ValueError, match="clipping"):
+  with pytest.raises(ValueError, match="clipping_mode='per-example'"):
     kernels.check_clipping_mode(problem, "per-example")
-  with pytest.raises(ValueError, match="clipping='derivative'"):
+  with pytest.raises(ValueError, match="clipping_mode='derivative'"):
     dg.dp_gcd.run(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), jax.random.key(0),
                   dg.dp_gcd.Params(clip=1.0), passes=2, clipping_mode="derivative")
