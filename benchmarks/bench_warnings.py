@@ -2,7 +2,7 @@
 
 Every fit is an estimator's defaults (with the bounds each data set declares or not), on a 70 / 30
 split: the estimator sees the training rows only, and its warnings read released values only
-(`dpgcd_jax.estimators._released.diagnose`). This harness then scores the model on the held-out
+(`dpgcd_jax.estimators._diagnostics.diagnose`). This harness then scores the model on the held-out
 rows (the harness may read them: it is not the estimator) and sorts each fit:
 
 * **zero**: every coefficient is 0 (the model is its intercept);
@@ -164,7 +164,7 @@ def _kinds(messages: list[str]) -> list[str]:
 
 def _before(model: Any, n: int, regressor: bool) -> bool:
   """Whether the rules of 323de33 warn on this fit's released values (module docstring)."""
-  from dpgcd_jax.estimators import _released  # pylint: disable=import-outside-toplevel
+  from dpgcd_jax.estimators import _diagnostics  # pylint: disable=import-outside-toplevel
   coef, intercept = np.atleast_2d(model.coef_), np.atleast_1d(model.intercept_)
   reach = np.abs(coef) @ model.feature_bound_
   if not np.any(coef):
@@ -180,7 +180,7 @@ def _before(model: Any, n: int, regressor: bool) -> bool:
   if 2.0 * reach[0] < 0.05 * 2.0 * model.target_bound_:
     return True
   update = next(e.event for e in model.privacy_.entries if e.label == "update")
-  noise = _released.prediction_noise(update.noise, step_size=model.step_size_,
+  noise = _diagnostics.prediction_noise(update.noise, step_size=model.step_size_,
                                      clip=model.clip_, curvature=model._curvature, n=n,  # pylint: disable=protected-access
                                      steps=model.n_iter_)
   return noise > 0.25
@@ -242,8 +242,8 @@ def fit_one(case: Case, epsilon: float, seed: int, cv: bool = False) -> dict[str
     score = float(np.mean(prediction == y_test))
     constant = np.unique(prediction).size == 1
     learned = score >= majority + LEARNED_MARGIN
-    from dpgcd_jax.estimators import _released  # pylint: disable=import-outside-toplevel
-    provable = _released._constant_winner(  # pylint: disable=protected-access
+    from dpgcd_jax.estimators import _diagnostics  # pylint: disable=import-outside-toplevel
+    provable = _diagnostics._constant_winner(  # pylint: disable=protected-access
         coef, np.atleast_1d(model.intercept_), model.feature_bound_, 1)[0] is not None
     ratio = _ellipsoid_ratio(coef, np.atleast_1d(model.intercept_), model.feature_bound_)
     losses = _log_losses(model, X_test, y_test, y_train)

@@ -56,6 +56,7 @@ from dpgcd_jax import progress
 from dpgcd_jax import seeding
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _categorical
+from dpgcd_jax.estimators import _diagnostics
 from dpgcd_jax.estimators import _predictions
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
@@ -433,7 +434,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
 
   def _set_model(self, W: np.ndarray, released: _released.Released, hyper: Hyper, n: int,
                  target: _released.Released | None = None) -> None:
-    """Stores the model in raw units and warns from released values (`_released.diagnose`)."""
+    """Stores the model in raw units and warns from released values (`_diagnostics.diagnose`)."""
     bound = released.bound
     p = bound.shape[0]
     unit = 1.0 if target is None else target.bound
@@ -449,13 +450,13 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     self._store(coef, intercept - coef @ self.feature_centre_ + getattr(self, "target_centre_", 0.0))
     fallback = released.how == "bound" and self.scaling == AUTO
     epsilon = float(self.epsilon)
-    informative_n = (_released.informative_n(p, epsilon) if fallback else None)
-    for message in _released.diagnose(
+    informative_n = (_diagnostics.informative_n(p, epsilon) if fallback else None)
+    for message in _diagnostics.diagnose(
         coef, intercept, bound, released.how, n=n, epsilon=epsilon,
         target_bound=None if target is None else target.bound, classes=getattr(self, "classes_", None),
         penalty=self.penalty, max_iter=hyper.max_iter, informative_n=informative_n,
-        feature_bound_noise=_released.noise_probability(released),
-        target_bound_noise=None if target is None else _released.noise_probability(target)):
+        feature_bound_noise=_diagnostics.noise_probability(released),
+        target_bound_noise=None if target is None else _diagnostics.noise_probability(target)):
       warnings.warn(f"{type(self).__name__}.fit: {message}", UserWarning, stacklevel=3)
 
   def _prepare(self, X: Any, y: Any, sample_weight: Any = None) -> Prepared:

@@ -1,6 +1,6 @@
 """A warning from the predictions a model returns: one answer for every row it was asked about.
 
-The post-fit warnings (`_released.diagnose`) read released values only, so they cannot see a
+The post-fit warnings (`_diagnostics.diagnose`) read released values only, so they cannot see a
 model that answers one class on the rows while separating other inputs within the bounds (rows
 in a corner of `[-B, B]`, e.g. non-negative features; `benchmarks/bench_warnings.py` measured
 71.5% detection on such fits). `predict` can: the test below is a function of the predictions

@@ -14,6 +14,7 @@ from sklearn.base import RegressorMixin
 
 from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
+from dpgcd_jax.estimators import _diagnostics
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators._defaults import AUTO
@@ -115,7 +116,7 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     del key  # a regressor releases nothing here
     return Targets([np.asarray(y, float)], (), ledger_lib.Ledger(), ())
 
-  _noise_cap = _released.NOISE_CAP
+  _noise_cap = _diagnostics.NOISE_CAP
   _auto_clip = _auto_clip_released = AUTO_CLIP_REGRESSION
   _steps_unit = AUTO_STEPS_UNIT_REGRESSION
 

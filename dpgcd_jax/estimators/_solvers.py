@@ -19,7 +19,7 @@ from typing import Any
 
 from dpgcd_jax import _validate
 from dpgcd_jax import curvature as curvature_lib
-from dpgcd_jax.estimators import _released
+from dpgcd_jax.estimators import _diagnostics
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import AUTO_CURVATURE
 from dpgcd_jax.estimators._defaults import AUTO_SPARSITY
@@ -91,7 +91,7 @@ def _run_dp_gcd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyp
   if cap is not None and estimator.step_size == AUTO:
     # "auto" caps the step so that the noise a run may add to a prediction stays below
     # _noise_cap (in units of the target), a function of the public noise multiplier.
-    step_size = lambda s: min(hyper.step_size, cap / _released.prediction_noise(
+    step_size = lambda s: min(hyper.step_size, cap / _diagnostics.prediction_noise(
         s, step_size=1.0, clip=hyper.clip, curvature=estimator._curvature, n=n, steps=steps))
   result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps, step_size=step_size,
                       clip=hyper.clip, selection=selection, update=update, prior=prior, targets=targets,

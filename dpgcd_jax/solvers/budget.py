@@ -120,8 +120,6 @@ class Plan(NamedTuple):
     ledger_of: `Params -> Ledger`, the events charged for the whole fit (every step, every run of
       `targets`) at the multipliers of `params` (monotone: more noise, more privacy). The ledger is
       read from the very multipliers the run uses, so the pairing is made once, here.
-    cache_key: a hashable description of `ledger_of` and `params_at` (the calibration cache; a hit
-      is re-verified against the ledger, see [`dpgcd_jax.privacy.calibration`][]).
     options: the run's static keyword options (mechanisms, sparsity, batch size, ...).
     finish: None, or `Params -> Params` applied once to the calibrated `Params`: the
       hyperparameters that are functions of the calibrated multipliers (DP-GCD's callable
@@ -130,9 +128,19 @@ class Plan(NamedTuple):
 
   params_at: Callable[[float], Any]
   ledger_of: Callable[[Any], ledger_lib.Ledger]
-  cache_key: tuple[Any, ...]
   options: dict[str, Any]
   finish: Callable[[Any], Any] | None = None
+
+  @property
+  def cache_key(self) -> tuple[Any, ...]:
+    """The calibration cache's key, derived from the plan itself: its ledgers at two reference
+    scales (hashable values: every event with its parameters and count). A plan's noise fields are
+    `scale` times fixed ratios and each event's parameters are fixed functions of its multiplier,
+    so the ledger at one scale names every event, ratio and count, hence the whole map from the
+    scale to the ledger; the second scale tells apart a plan not of that form. Nothing is written
+    by hand, so nothing can be left out; a hit is re-verified against the ledger anyway
+    ([`dpgcd_jax.privacy.calibration`][])."""
+    return ("plan", self.ledger(1.0), self.ledger(2.0))
 
   def ledger(self, scale: float) -> ledger_lib.Ledger:
     """The ledger at noise scale `scale`: `ledger_of(params_at(scale))`."""

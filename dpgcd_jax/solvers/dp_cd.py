@@ -158,8 +158,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
       return baseline_accounting.cd_ledger(params.noise, steps=steps)
     return ledger_lib.Ledger.of(("update", mechanisms.update(update).event(params.noise), steps))
 
-  return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, ("dp_cd", steps, update),
-                     dict(update=update))
+  return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, dict(update=update))
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_features_per_pass,

@@ -333,7 +333,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   steps = base.total_steps(SOLVER, problem, passes) * runs
   return budget.Plan(lambda scale: Params(radius, clip, scale),
                      lambda params: fw_ledger(params.selection_noise, steps, selection),
-                     ("dp_fw", steps, selection), dict(clipping_mode=clipping_mode, selection=selection))
+                     dict(clipping_mode=clipping_mode, selection=selection))
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise",), private_plan=private_plan)

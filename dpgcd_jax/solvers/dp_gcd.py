@@ -378,8 +378,7 @@ def iterations_plan(steps: int, *, step_size: Any, clip: Any, selection: str, up
   def finish(params: Params) -> Params:  # once, at the calibrated scale
     return params._replace(step_size=step_size(params.update_noise)) if callable(step_size) else params
 
-  return budget.Plan(params_at, ledger_of, ("dp_gcd", steps, selection, update, share, curvature, r_curv),
-                     dict(selection=selection, update=update, curvature=curvature), finish)
+  return budget.Plan(params_at, ledger_of, dict(selection=selection, update=update, curvature=curvature), finish)
 
 
 def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,

@@ -324,7 +324,6 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   return budget.Plan(
       lambda scale: Params(step_size, clip, *multipliers(scale, sparsity, share)),
       lambda params: iht_ledger(params.selection_noise, params.update_noise, steps, sparsity, selection),
-      ("dp_iht", steps, sparsity, share, selection),
       dict(sparsity=sparsity, clipping_mode=clipping_mode, selection=selection))
 
 

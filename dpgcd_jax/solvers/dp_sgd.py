@@ -200,8 +200,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
     return baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q).add(
         "sampling (total variation)", events.DeltaSlack(slack), 1)
 
-  return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, ("dp_sgd", steps, q, slack),
-                     dict(batch_size=batch_size))
+  return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, dict(batch_size=batch_size))
 
 
 SOLVER = base.Solver(Params, init, step, info=Info, noises=("noise",), steps_per_pass=_steps_per_pass,

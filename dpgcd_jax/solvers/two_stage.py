@@ -334,7 +334,6 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
       lambda params: two_stage_ledger(params.support_noise, params.selection_noise, params.update_noise,
                                       steps=steps, sparsity=sparsity, selection=selection, update=update,
                                       runs=runs),
-      ("two_stage", steps, runs, sparsity, selection, update, share),
       dict(sparsity=sparsity, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode))
 
 

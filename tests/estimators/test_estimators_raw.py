@@ -19,7 +19,7 @@ from dpgcd_jax.estimators import DPGCDClassifier
 from dpgcd_jax.estimators import DPGCDClassifierCV
 from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.estimators import DPGCDRegressorCV
-from dpgcd_jax.estimators import _released
+from dpgcd_jax.estimators import _diagnostics
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
 
@@ -122,23 +122,23 @@ def test_bad_bounds_and_scaling_raise_naming_the_argument(kwargs, name):
 def test_warnings_are_functions_of_released_values_only():
   released_only = {"coef", "intercept", "feature_bound", "how", "n", "epsilon", "target_bound", "classes",
                    "penalty", "max_iter", "informative_n", "feature_bound_noise", "target_bound_noise"}
-  assert set(inspect.signature(_released.diagnose).parameters) <= released_only
+  assert set(inspect.signature(_diagnostics.diagnose).parameters) <= released_only
   bound = np.ones(3)
-  assert _released.diagnose(np.array([[0.5, 0.0, 0.1]]), np.array([0.1]), bound, "private",
+  assert _diagnostics.diagnose(np.array([[0.5, 0.0, 0.1]]), np.array([0.1]), bound, "private",
                             n=1000, epsilon=1.0) == []
   # Each warning, on released values that trigger it; each names a fix.
   messages = [
-      _released.diagnose(np.zeros((1, 3)), np.array([0.3]), bound, "private", n=1000, epsilon=1.0)[0],
-      _released.diagnose(np.array([[0.1, 0.1, 0.0]]), np.array([-0.5]), bound, "private", n=1000,
+      _diagnostics.diagnose(np.zeros((1, 3)), np.array([0.3]), bound, "private", n=1000, epsilon=1.0)[0],
+      _diagnostics.diagnose(np.array([[0.1, 0.1, 0.0]]), np.array([-0.5]), bound, "private", n=1000,
                          epsilon=1.0)[0],
-      _released.diagnose(  # one-vs-rest: class 0 always wins
+      _diagnostics.diagnose(  # one-vs-rest: class 0 always wins
           np.array([[0.1, 0.0, 0.0], [0.1, 0.0, 0.0]]), np.array([1.0, -1.0]), bound, "private", n=1000,
           epsilon=1.0)[0],
-      _released.diagnose(np.array([[0.01, 0.0, 0.0]]), np.array([3.0]), bound, "private", n=1000, epsilon=1.0,
+      _diagnostics.diagnose(np.array([[0.01, 0.0, 0.0]]), np.array([3.0]), bound, "private", n=1000, epsilon=1.0,
                          target_bound=10.0)[0],
-      _released.diagnose(np.array([[5.0, 0.0, 0.0]]), np.array([3.0]), bound, "private", n=1000, epsilon=1.0,
+      _diagnostics.diagnose(np.array([[5.0, 0.0, 0.0]]), np.array([3.0]), bound, "private", n=1000, epsilon=1.0,
                          target_bound=10.0, target_bound_noise=0.9)[0],
-      _released.diagnose(np.array([[5.0, 0.0, 0.0]]), np.array([0.0]), bound, "bound", n=1000, epsilon=1.0,
+      _diagnostics.diagnose(np.array([[5.0, 0.0, 0.0]]), np.array([0.0]), bound, "bound", n=1000, epsilon=1.0,
                          feature_bound_noise=0.9)[0],
   ]
   for message, found in zip(messages, ["every coefficient is 0", "same class, 0, for every input within",
@@ -146,9 +146,9 @@ def test_warnings_are_functions_of_released_values_only():
                                        "released target bound", "released feature bound"], strict=True):
     assert found in message and "Fix:" in message, message
   # The one-bound fallback is named with a failure, never on its own (it fired on fits that learned).
-  assert _released.diagnose(np.array([[5.0, 0.0, 0.0]]), np.array([0.0]), bound, "bound",
+  assert _diagnostics.diagnose(np.array([[5.0, 0.0, 0.0]]), np.array([0.0]), bound, "bound",
                             n=300, epsilon=1.0, informative_n=9000) == []
-  message = _released.diagnose(np.zeros((1, 3)), np.array([0.0]), bound, "bound", n=300, epsilon=1.0,
+  message = _diagnostics.diagnose(np.zeros((1, 3)), np.array([0.0]), bound, "bound", n=300, epsilon=1.0,
                                informative_n=9000)[0]
   assert "n=300" in message and "9000" in message and "feature_bound" in message
 

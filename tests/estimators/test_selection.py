@@ -154,3 +154,10 @@ def test_cv_estimators_clone_with_their_search_parameters():
   assert params["param_grid"] == {"clip": [0.1, 0.2]} and params["mean_repetitions"] == 3.0
   assert params["epsilon"] == 2.0 and params["repetition_shape"] == 1.0
   assert clone(DPGCDRegressorCV(score_clip=2.0, loss="huber")).get_params()["score_clip"] == 2.0
+
+
+def test_regression_validation_terms_count_a_nan_error_as_the_clip():
+  """A NaN prediction (0 x inf) made one neighbour's validation mean NaN (review): it counts as the clip."""
+  terms = DPGCDRegressorCV(score_clip=2.0)._validation_terms(  # pylint: disable=protected-access
+      np.array([[np.nan], [0.5], [9.0]]), [np.zeros(3)])
+  np.testing.assert_array_equal(terms, [-2.0, -0.5, -2.0])

@@ -15,6 +15,7 @@ from dpgcd_jax.estimators import DPGCDClassifierCV
 from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.estimators import DPGCDRegressorCV
 from dpgcd_jax.estimators import _cv
+from dpgcd_jax.estimators import _diagnostics
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
 
@@ -74,27 +75,27 @@ def test_one_vs_rest_constant_class_is_found_on_the_differences_of_the_scores():
   per-class intervals overlap), but every difference is the intercepts' one: class 'a' wins
   for every input."""
   coef = np.tile([[1.0, -1.0]], (3, 1))
-  (message,) = _released.diagnose(coef, np.array([0.5, 0.0, 0.0]), np.ones(2), "declared", n=500, epsilon=1.0,
+  (message,) = _diagnostics.diagnose(coef, np.array([0.5, 0.0, 0.0]), np.ones(2), "declared", n=500, epsilon=1.0,
                                 classes=np.array(["a", "b", "c"]))
   assert "same class, 'a', for every input within the feature bounds" in message
   # Class 'b' leaning on feature 0: |(w_a - w_b) B| = 1 > 0.5 = b_a - b_b, both norms: no class wins everywhere.
-  assert _released.diagnose(coef + np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]), np.array([0.5, 0.0, 0.0]),
+  assert _diagnostics.diagnose(coef + np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]), np.array([0.5, 0.0, 0.0]),
                             np.ones(2), "declared", n=500, epsilon=1.0) == []
 
 
 def test_constant_class_within_the_bounds_and_within_their_ellipsoid():
   bound = np.ones(4)
-  box = _released.diagnose(np.array([[0.2, 0.2, -0.2, 0.1]]), np.array([-0.8]), bound, "declared", n=500,
+  box = _diagnostics.diagnose(np.array([[0.2, 0.2, -0.2, 0.1]]), np.array([-0.8]), bound, "declared", n=500,
                            epsilon=1.0, classes=np.array(["ham", "spam"]))
   assert len(box) == 1 and "same class, 'ham', for every input within the feature bounds" in box[0]
   assert "0.7" in box[0]  # sum_j |w_j| B_j, the features' reach, is named
   # ||w B||_1 = 1.2 > 0.7 = b: some corner of the box is class 1, but every x with
   # sum_j (x_j / B_j)^2 <= 1 scores at most ||w B||_2 = 0.6 < 0.7.
-  ellipsoid = _released.diagnose(np.array([[0.3, 0.3, 0.3, 0.3]]), np.array([0.7]), bound, "declared", n=500,
+  ellipsoid = _diagnostics.diagnose(np.array([[0.3, 0.3, 0.3, 0.3]]), np.array([0.7]), bound, "declared", n=500,
                                  epsilon=1.0, classes=np.array(["ham", "spam"]))
   assert len(ellipsoid) == 1 and "same class, 'spam'" in ellipsoid[0] and "sum_j (x_j / B_j)^2 <= 1" in ellipsoid[0]
   # A boundary that crosses the ellipsoid: nothing to say.
-  assert _released.diagnose(np.array([[0.3, 0.3, 0.3, 0.3]]), np.array([0.5]), bound, "declared", n=500,
+  assert _diagnostics.diagnose(np.array([[0.3, 0.3, 0.3, 0.3]]), np.array([0.5]), bound, "declared", n=500,
                             epsilon=1.0) == []
 
 
@@ -163,13 +164,13 @@ def test_noise_probability_matches_the_release_it_describes():
   rho = laplace(t_threshold, (draws, 1))
   stops = np.any(-rank + laplace(t_query, (draws, 65)) >= rho, axis=1)  # grid points 0 .. 64 (1.0)
   released = _released.Released(np.array([1.0]), "bound", None, "", epsilon=epsilon, rank=rank)
-  expected = _released.noise_probability(released)
+  expected = _diagnostics.noise_probability(released)
   assert 0.2 < expected < 0.9 and abs(np.mean(stops) - expected) < 0.015, (np.mean(stops), expected)
   # Below the reference 1.0 a release is judged at 1.0; above it, at its own value (larger).
-  assert _released.noise_probability(released._replace(bound=np.array([2.0 ** -16]))) == expected
-  assert _released.noise_probability(released._replace(bound=np.array([64.0]))) > expected
-  assert _released.noise_probability(released._replace(rank=10 * rank)) < 1e-3  # more rows: informative
-  assert _released.noise_probability(released._replace(rank=None)) is None  # declared: nothing to judge
+  assert _diagnostics.noise_probability(released._replace(bound=np.array([2.0 ** -16]))) == expected
+  assert _diagnostics.noise_probability(released._replace(bound=np.array([64.0]))) > expected
+  assert _diagnostics.noise_probability(released._replace(rank=10 * rank)) < 1e-3  # more rows: informative
+  assert _diagnostics.noise_probability(released._replace(rank=None)) is None  # declared: nothing to judge
 
 
 def test_a_target_bound_that_is_the_noise_warns_and_names_the_fix():

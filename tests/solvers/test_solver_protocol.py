@@ -254,6 +254,21 @@ def test_the_plans_ledger_charges_every_multiplier_the_run_draws(name):
     assert plan.ledger_of(more).epsilon(1e-5) < epsilon, field
 
 
+@pytest.mark.parametrize("name", list(MODULES))
+def test_the_calibration_key_is_derived_from_the_plan(name):
+  """No hand-written key: equal plans share it, and a plan whose ledger differs (more passes, another
+  mechanism, two runs) gets another; the key is the ledger at two scales."""
+  module, _, options, _ = SOLVERS[name]
+  problem = _problem()
+  hyper = dict(options, **FIT_ONLY.get(name, {}))
+  plan = lambda **changes: module.private_plan(problem, **dict(dict(passes=2, runs=1, epsilon=1.0), **changes),
+                                               **hyper)
+  assert plan().cache_key == plan().cache_key
+  assert plan().cache_key == ("plan", plan().ledger(1.0), plan().ledger(2.0))
+  assert plan(passes=3).cache_key != plan().cache_key
+  assert plan(runs=2).cache_key != plan().cache_key
+
+
 @pytest.mark.parametrize("name", ["dp_cd", "dp_sgd"])
 def test_every_solver_fit_takes_a_prior_and_targets(name):
   """DP-CD and DP-SGD gained prior and targets from the generic fit: K runs are K times the steps."""

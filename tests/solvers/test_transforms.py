@@ -137,3 +137,17 @@ def test_jitted_transform_with_a_penalty_equals_the_solver_for_the_same_key(rule
                    optax.scale(-step_size))
   w = _train(tx, X, y, jnp.zeros(7), steps, _logistic)
   np.testing.assert_allclose(w, solver.w, rtol=1e-9, atol=1e-12)
+
+
+def test_half_precision_gradients_are_promoted_before_the_exact_mean():
+  """float16 per-example gradients overflowed the fixed-point grid: neighbours' updates were 0.0031 vs
+  -4096 (review). Promoted, the same key moves one coordinate by about the sensitivity at most."""
+  updates = []
+  for first in (-100.0, 0.0):
+    G = jnp.zeros((64, 1), jnp.float16).at[:, 0].set(-100.0).at[0, 0].set(first)
+    tx = dg.dp_greedy_coordinate(smoothness=jnp.ones(1), key=jax.random.key(0), clip=100.0, selection_noise=1.0,
+                                 update_noise=1.0)
+    u, _ = tx.update(G, tx.init(jnp.zeros(1, jnp.float16)), jnp.zeros(1, jnp.float16))
+    assert u.dtype == jnp.float16
+    updates.append(float(u[0]))
+  assert abs(updates[0] - updates[1]) <= 2 * 2 * 100.0 / 64  # the mean moves by 2 C / n; one noise draw
