@@ -38,7 +38,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import operator
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import dense
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
 from dpgcd_jax import sparse
@@ -107,7 +107,7 @@ class Problem:
       [`SmoothnessSource`][dpgcd_jax.problem.SmoothnessSource] ("declared", "feature_bound",
       "data" or "data_nonprivate": the module docstring); a string is converted.
     rows: None, or the true number of examples `n` (a traced int) when `XT` is padded with
-      zero records to a public bucket ([`pad`][dpgcd_jax.problem.pad]); means divide by it.
+      zero records to a public bucket ([`pad`][dpgcd_jax.layout.pad]); means divide by it.
     columns: None, or the true number of features when `XT` is padded with zero features;
       the padded coordinates are never selected.
   """
@@ -232,17 +232,17 @@ def make_problem(
           f"{' ...' if labels.size > 5 else ''}: encode them (e.g. y = 2 * y01 - 1 for {{-1, +1}}), or "
           f"use dpgcd_jax.estimators.DPGCDClassifier, which encodes any two labels.")
   _validate.check_positive("l2", l2, allow_zero=True)
-  penalty = _check_penalty(penalty, p)
+  penalty = check_penalty(penalty, p)
   if smoothness is not None and feature_bound is not None:
     raise ValueError("Expected at most one of smoothness and feature_bound, got both.")
   bound, bound_smoothness = None, None
   if feature_bound is not None:
-    checked, beta = _check_feature_bound(feature_bound, p, loss, dtype)
+    checked, beta = check_feature_bound(feature_bound, p, loss, dtype)
     bound = jnp.broadcast_to(checked, (p,))
     bound_smoothness = beta * bound**2
   XT: Array | sparse.SparseColumns
   if sparse_XT is None:
-    XT = columns(X, dtype, bound=bound)
+    XT = dense.columns(X, dtype, bound=bound)
   else:
     XT = sparse_XT if bound is None else sparse_XT.clip_entries(bound)
   problem = Problem(XT=XT, y=y, smoothness=jnp.zeros(p, dtype), l2=jnp.asarray(l2, dtype),
@@ -276,136 +276,6 @@ def make_problem(
   return problem
 
 
-_DIRECT_BYTES = 1 << 20  # up to 1 MB: the layout is built on the host and copied once to the device
-_CHUNK_BYTES = 1 << 20  # above: 1 MB chunks of records (16 MB chunks left 2.26x X at peak, 1 MB 2.02x)
-
-
-def columns(X: Any, dtype: Any, *, bound: Any = None, num_examples: int | None = None,
-            num_features: int | None = None, intercept: bool = False) -> Array:
-  """The (P, N) feature layout of a dense (n, p) `X`, built once on the device.
-
-  Rows `0..p-1` hold `X.T` in `dtype` (clipped to the (p,) `bound` when given), row `p`
-  holds ones when `intercept` (the constant feature of an intercept), and every other entry
-  is 0: `num_features = P >= p + intercept` features and `num_examples = N >= n` records,
-  zero padding ([`pad`][dpgcd_jax.problem.pad] says why padding is private).
-
-  Memory: a layout up to 1 MB is built on the host and copied once; above, chunks of
-  about 1 MB of records are laid out on the host and written in place into the device array
-  (a donated buffer), so the peak is `X` plus the layout (2.02x `X` at 20000 x 20000
-  float32, `benchmarks/bench_scale.py`), not several copies. The chunks have one shape per
-  `(N, P)` (the last one ends at `N`), so a new `n` or `p` within the same buckets compiles
-  nothing. A `jax.Array` (sharded data included) is transposed by XLA.
-  """
-  n, p = X.shape
-  width = p + bool(intercept)
-  N = n if num_examples is None else operator.index(num_examples)
-  P = width if num_features is None else operator.index(num_features)
-  if N < n or P < width:
-    raise ValueError(f"Expected num_examples >= {n} and num_features >= {width}, got num_examples={N} and "
-                     f"num_features={P}.")
-  host_bound = None if bound is None else np.asarray(bound, dtype).reshape(p, 1)
-  if isinstance(X, jax.Array):
-    XT = jnp.asarray(X, dtype).T
-    if bound is not None:
-      XT = jnp.clip(XT, -jnp.asarray(host_bound), jnp.asarray(host_bound))
-    if intercept:
-      XT = jnp.concatenate([XT, jnp.ones((1, n), dtype)])
-    return jnp.pad(XT, ((0, P - width), (0, N - n))) if (N, P) != (n, width) else XT
-
-  def block(start: int, stop: int) -> np.ndarray:  # records start..stop-1 as (P, stop - start), zero padded
-    out = np.zeros((P, stop - start), dtype)
-    records = X[start:min(stop, n)]
-    with np.errstate(over="ignore"):  # no warning that depends on the data (float64 above float32's max: inf)
-      out[:p, :records.shape[0]] = records.T
-    if host_bound is not None:
-      np.clip(out[:p], -host_bound, host_bound, out=out[:p])
-    out[p:width, :records.shape[0]] = 1.0
-    return out
-
-  itemsize = np.dtype(dtype).itemsize
-  rows = max(1, _CHUNK_BYTES // (P * itemsize))
-  if N * P * itemsize <= _DIRECT_BYTES or N <= rows:
-    return jax.device_put(block(0, N))
-  XT = jnp.zeros((P, N), dtype)
-  for start in range(0, n, rows):
-    start = min(start, N - rows)  # the last chunk ends at N: one chunk shape
-    XT = _write_columns(XT, jax.device_put(block(start, start + rows)), jnp.asarray(start))
-  return XT
-
-
-@functools.partial(jax.jit, donate_argnums=0)
-def _write_columns(XT: Array, chunk: Array, start: Array) -> Array:
-  return jax.lax.dynamic_update_slice(XT, chunk, (jnp.zeros_like(start), start))
-
-
-def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_bound: Any,
-                 num_examples: int, num_features: int, penalty: penalties.Penalty | None = None) -> Problem:
-  """The problem on a layout from [`columns`][dpgcd_jax.problem.columns], with a public feature bound.
-
-  `XT` is (P, N): `num_examples = n <= N` records and `num_features = p <= P` features, the
-  rest zero padding. `XT` is clipped to `feature_bound` (scalar or (p,)) in place (the
-  buffer is donated: do not reuse `XT`), `M_j = beta B_j^2`, `y` ((n,) or (N,)) is padded
-  with the loss's last label (0 without labels), and padded features get bound 1, smoothness
-  `beta` and penalty parameters 0, as in [`pad`][dpgcd_jax.problem.pad] (which says why the
-  padding is private). The same problem as `pad(make_problem(X, y, loss,
-  feature_bound=feature_bound, penalty=penalty), N, P)`, with `X` read once.
-
-  `feature_bound=None`: the bound is released inside the fit, by the `prelude` of
-  [`dpgcd_jax.solvers.budget.private_fit`][] (the estimators: one program for the release and
-  the runs). `XT` is then left as it is, the smoothness is NaN (`run` on it raises, naming
-  this) and `smoothness_source` is "data".
-  """
-  loss = losses_lib.get(loss)
-  P, N = XT.shape
-  n, p = operator.index(num_examples), operator.index(num_features)
-  if not (0 < n <= N and 0 < p <= P):
-    raise ValueError(f"Expected 0 < num_examples <= {N} and 0 < num_features <= {P}, got num_examples={n} and "
-                     f"num_features={p}.")
-  _validate.check_finite_array("y", y, ndim=1)
-  if np.shape(y)[0] not in (n, N):
-    raise ValueError(f"Expected y to have num_examples={n} (or {N}) entries, got y.shape={np.shape(y)}.")
-  if feature_bound is None and loss.curvature is None:
-    raise ValueError(f"Expected a feature_bound for loss {loss.name!r}, which has no known curvature bound "
-                     f"(a bound released in the fit needs one), got feature_bound=None.")
-  released = feature_bound is None
-  checked, beta = _check_feature_bound(1.0 if released else feature_bound, p, loss, XT.dtype)
-  # Padded on the host (public values; no per-shape device program): bound 1 on padded features.
-  bound = np.pad(np.broadcast_to(checked, (p,)), (0, P - p), constant_values=1.0)
-  label = 0.0 if loss.labels is None else loss.labels[-1]
-  # jax.device_put: a host array becomes a device array without a per-shape program.
-  y = jax.device_put(np.pad(np.asarray(y, XT.dtype), (0, N - np.shape(y)[0]), constant_values=label))
-  smoothness = jax.device_put(np.full(P, np.nan, XT.dtype) if released else XT.dtype.type(beta) * bound**2)
-  problem = Problem(XT=XT if released else _clip_rows(XT, jax.device_put(bound)), y=y, smoothness=smoothness,
-                    l2=jax.device_put(XT.dtype.type(0.0)),
-                    penalty=_padded_penalty(_check_penalty(penalty, p), P), loss=loss,
-                    smoothness_source=SmoothnessSource.DATA if released else SmoothnessSource.FEATURE_BOUND,
-                    rows=_true_size(n, N),
-                    columns=_true_size(p, P))
-  if not released:
-    check_smoothness(problem)
-  return problem
-
-
-@functools.partial(jax.jit, donate_argnums=0)
-def _clip_rows(XT: Array, bound: Array) -> Array:
-  return jnp.clip(XT, -bound[:, None], bound[:, None])
-
-
-def _padded_penalty(penalty: Any, num_features: int) -> Any:
-  """The penalty with its per-feature parameters padded with 0 to `num_features`."""
-  def grow(leaf: Any) -> Any:  # host leaves on the host (no per-shape device program)
-    if jnp.ndim(leaf) != 1:
-      return leaf
-    return (np.pad if isinstance(leaf, np.ndarray) else jnp.pad)(leaf, (0, num_features - jnp.shape(leaf)[0]))
-
-  return jax.tree.map(grow, penalty)
-
-
-def _true_size(size: int, padded: int) -> Array | None:
-  """The true size as a traced count when padded (a `Problem`'s `rows` / `columns`), else None."""
-  return jax.device_put(np.int32(size)) if padded > size else None
-
-
 def _check_dense_type(X: Any) -> None:
   module = type(X).__module__ or ""
   if module.startswith("jax.experimental.sparse") or isinstance(X, (str, bytes, dict, set)):
@@ -413,7 +283,7 @@ def _check_dense_type(X: Any) -> None:
                      f"X of type {type(X).__module__}.{type(X).__name__}.")
 
 
-def _check_penalty(penalty: Any, p: int) -> Any:
+def check_penalty(penalty: Any, p: int) -> Any:
   if penalty is None:
     return penalties.Zero()
   if isinstance(penalty, (int, float, np.number, str)) or not hasattr(penalty, "prox"):
@@ -429,7 +299,7 @@ def _check_penalty(penalty: Any, p: int) -> Any:
   return penalty
 
 
-def _check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[np.ndarray, float]:
+def check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -> tuple[np.ndarray, float]:
   """The checked bound in `dtype` and the loss's curvature bound `beta` (which it needs)."""
   _validate.check_number("feature_bound", bound, low=0.0, low_open=True)
   if np.any(np.asarray(bound) < BOUND_RANGE[0]) or np.any(np.asarray(bound) > BOUND_RANGE[1]):
@@ -515,77 +385,3 @@ def coordinate_smoothness(problem: Problem) -> Array:
 def is_sparse(problem: Problem) -> bool:
   """Whether the features are stored sparse ([`dpgcd_jax.sparse.SparseColumns`][])."""
   return isinstance(problem.XT, sparse.SparseColumns)
-
-
-def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:
-  """`problem` padded with zero records and zero features to public sizes (e.g. [`bucket`][dpgcd_jax.problem.bucket]).
-
-  Privacy: the padding is a function of the public `n` and `p` only. A padded record has
-  `x = 0`, so its per-example GLM gradient `phi'(0, y) x` is exactly 0 in every coordinate
-  and the exact clipped sums are unchanged; every mean divides by the true `n`
-  (`problem.rows`), so the means, their sensitivity `2 C_j / n` and the ledger are those of
-  the unpadded problem. A padded feature is all zeros with `M_j = beta` (bound 1) and is
-  masked out of every selection (`problem.columns`): it is never selected, so its weight
-  stays 0. With the same key a padded DP-GCD run releases what the unpadded run releases
-  (the noise draws of the true coordinates are the same: JAX's partitionable threefry draws
-  element `j` from `j` alone), when the sizes come from `bucket` (any larger size is as
-  private, with a coarser grid for the exact sums). Dense GLM problems only (a padded record
-  of another loss may have a non-zero gradient), with a public smoothness (`fit` refuses to
-  release a feature bound on a padded problem: its statistic would count the padded records).
-  """
-  if is_sparse(problem) or not problem.loss.is_glm:
-    raise ValueError(f"Expected a dense problem with a GLM loss to pad, got loss {problem.loss.name!r}"
-                     f"{' with sparse features' if is_sparse(problem) else ''}.")
-  p, n = problem.XT.shape
-  if num_examples < n or num_features < p:
-    raise ValueError(f"Expected padded sizes >= the problem's ({n}, {p}), got ({num_examples}, {num_features}).")
-  if problem.rows is not None or problem.columns is not None:
-    raise ValueError("Expected an unpadded problem to pad.")
-  label = 0.0 if problem.loss.labels is None else problem.loss.labels[-1]
-  XT = problem.XT
-  assert not isinstance(XT, sparse.SparseColumns)  # checked above
-  return dataclasses.replace(
-      problem,
-      XT=jnp.pad(XT, ((0, num_features - p), (0, num_examples - n))),
-      y=jnp.pad(problem.y, (0, num_examples - n), constant_values=label),
-      smoothness=jnp.pad(problem.smoothness, (0, num_features - p), constant_values=problem.curvature),
-      penalty=_padded_penalty(problem.penalty, num_features),
-      rows=_true_size(n, num_examples),
-      columns=_true_size(p, num_features),
-  ) if (num_examples, num_features) != (n, p) else problem
-
-
-def with_feature_bound(problem: Problem, bound: Array, *, unit: bool = False) -> Problem:
-  """The problem with public feature bounds `B_j` > 0, (p,): features clipped to `[-B_j, B_j]`
-  and `M_j = beta B_j^2`; with `unit`, the clipped features divided by `B_j` too (in `[-1, 1]`
-  after rounding: division is correctly rounded and monotone) and `M_j = beta`. Jittable.
-
-  A per-record map with public `B`: it adds no privacy cost. `B_j` must be a normal float
-  (`BOUND_RANGE`): `B_j^2` then neither overflows nor vanishes.
-  """
-  clipped = clip_features(problem, bound)
-  XT = clipped.XT
-  if unit:
-    if isinstance(XT, sparse.SparseColumns):
-      raise ValueError("Expected dense features for unit=True (scale sparse features on the host).")
-    XT = XT / bound[:, None]
-  beta = jnp.asarray(problem.curvature, problem.smoothness.dtype)
-  smoothness = jnp.broadcast_to(beta if unit else beta * jnp.square(bound.astype(problem.smoothness.dtype)),
-                                problem.smoothness.shape)
-  return dataclasses.replace(clipped, XT=XT, smoothness=smoothness,
-                             smoothness_source=SmoothnessSource.FEATURE_BOUND)
-
-
-def clip_features(problem: Problem, bound: Array) -> Problem:
-  """The problem with every feature entry clipped to `[-B_j, B_j]` (a per-record map)."""
-  XT = problem.XT
-  if isinstance(XT, sparse.SparseColumns):
-    return dataclasses.replace(problem, XT=XT.clip_entries(bound))
-  bound = jnp.broadcast_to(bound, (problem.num_features,))
-  return dataclasses.replace(problem, XT=jnp.clip(XT, -bound[:, None], bound[:, None]))
-
-
-def record_max_abs(problem: Problem) -> Array:
-  """`max_j |x_ij|` per example, (n,): the statistic of [`dpgcd_jax.privacy.bounds`][]."""
-  XT = problem.XT
-  return XT.record_max_abs() if isinstance(XT, sparse.SparseColumns) else jnp.max(jnp.abs(XT), axis=0)

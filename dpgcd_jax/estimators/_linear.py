@@ -49,6 +49,8 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.utils.validation import validate_data
 
 from dpgcd_jax import _validate
+from dpgcd_jax import dense
+from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
@@ -241,7 +243,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   def _layout(self, X: Any) -> Any:
     """The features as the runs read them, built once per fit.
 
-    Dense `X`: the device layout [`dpgcd_jax.problem.columns`][]: transposed, in the run
+    Dense `X`: the device layout [`dpgcd_jax.dense.columns`][]: transposed, in the run
     dtype, with the intercept's constant feature as row `p`, and padded to the public buckets
     of `_layout_shape` (so one compiled program serves every `n` and `p` of a bucket). Sparse
     `X`: `X` itself (the intercept column is added by `_problem`).
@@ -250,7 +252,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
       return X
     n, p = X.shape
     N, P = self._layout_shape(n, p + bool(self.fit_intercept))
-    return problem_lib.columns(X, jax.dtypes.canonicalize_dtype(X.dtype), num_examples=N, num_features=P,
+    return dense.columns(X, jax.dtypes.canonicalize_dtype(X.dtype), num_examples=N, num_features=P,
                                intercept=bool(self.fit_intercept))
 
   def _layout_shape(self, n: int, width: int) -> tuple[int, int]:
@@ -288,7 +290,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
       return make_problem(X, targets[0], self._loss(), penalty=penalty, feature_bound=bound), targets
     label = 0.0 if self._loss().labels is None else self._loss().labels[-1]
     targets = np.pad(targets, ((0, 0), (0, layout.shape[1] - n)), constant_values=label)
-    problem = problem_lib.from_columns(layout, targets[0], self._loss(), feature_bound=bound, num_examples=n,
+    problem = layout_lib.from_columns(layout, targets[0], self._loss(), feature_bound=bound, num_examples=n,
                                        num_features=width, penalty=penalty)
     return problem, targets
 

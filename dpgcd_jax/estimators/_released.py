@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse as sparse_lib
@@ -179,7 +180,7 @@ class FeatureRelease:
 
   def bounds(self, key: jax.Array, XT: Any) -> jax.Array:
     """(P,) bounds for the features of `XT`, a dense layout (P, N) of
-    [`dpgcd_jax.problem.columns`][] or a [`dpgcd_jax.sparse.SparseColumns`][] (p, n): `B_j`
+    [`dpgcd_jax.dense.columns`][] or a [`dpgcd_jax.sparse.SparseColumns`][] (p, n): `B_j`
     for the first `p` (declared, or released from `XT` with `key`), `intercept_bound` at `p` (an
     intercept), 1 beyond (padded features): public. Jittable: only this reads the features."""
     P = XT.shape[0]
@@ -338,7 +339,7 @@ class Releases:
                ) -> tuple[problem_lib.Problem, jax.Array, jax.Array | None, tuple[jax.Array, jax.Array | None]]:
     key_features, key_target, key_run = jax.random.split(key, 3)
     bound = self.features.bounds(key_features, problem.XT)
-    problem = problem_lib.with_feature_bound(problem, bound.astype(problem.smoothness.dtype), unit=self.unit)
+    problem = layout_lib.with_feature_bound(problem, bound.astype(problem.smoothness.dtype), unit=self.unit)
     target = None
     if self.target is not None:
       if targets is None:
@@ -366,7 +367,7 @@ def release_feature_bounds(key: jax.Array, features: Any, *, num_examples: int, 
 
   `features`: the training features of `num_examples = n` records and `num_features = p`
   features, either scipy.sparse (n, p) or the dense layout of
-  [`dpgcd_jax.problem.columns`][] ((P, N): transposed, possibly with an intercept row and
+  [`dpgcd_jax.dense.columns`][] ((P, N): transposed, possibly with an intercept row and
   zero padding, which the releases exclude); only the mechanisms read them.
   """
   shape = features.shape[::-1] if sparse_lib.is_sparse(features) else features.shape

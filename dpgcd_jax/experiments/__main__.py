@@ -1,7 +1,7 @@
 """`python -m dpgcd_jax.experiments reproduce [--quick] [--datasets ...] [--out DIR]`.
 
 `reproduce --add-to DIR --algorithms ...` adds algorithms to the results saved in DIR
-(`dpgcd_jax.experiments.runner.add_algorithms`).
+(`dpgcd_jax.experiments.additions.add_algorithms`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import jax
 
 from dpgcd_jax import _config
+from dpgcd_jax.experiments import additions
 from dpgcd_jax.experiments import report
 from dpgcd_jax.experiments import runner
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
                    + (f" (drop {' '.join(fixed)})" if fixed else ""))
     saved = report.load_results(args.add_to)
     with jax.enable_x64(True):
-      results = runner.add_algorithms(saved, args.algorithms, skip=preset.skip)
+      results = additions.add_algorithms(saved, args.algorithms, skip=preset.skip)
     return _write(results, args.out or args.add_to)
   changes: dict[str, Any] = {}  # Preset fields of several types
   if args.passes:

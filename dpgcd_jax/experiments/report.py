@@ -43,7 +43,7 @@ def write_results(results: dict, out: pathlib.Path) -> dict[str, pathlib.Path]:
 def load_results(out: pathlib.Path) -> dict:
   """The results written by `write_results` into `out`: summary.json, and the runs of runs.csv (None without it).
 
-  What `runner.add_algorithms` extends (the committed results leave out runs.csv).
+  What `additions.add_algorithms` extends (the committed results leave out runs.csv).
   """
   results = json.loads((out / "summary.json").read_text())
   path = out / "runs.csv"

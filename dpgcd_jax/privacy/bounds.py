@@ -61,7 +61,7 @@ def private_feature_bound(key: Array, record_max_abs: Array, epsilon: Any,
   Args:
     key: a JAX PRNG key.
     record_max_abs: (n,) the statistic `s_i = max_j |x_ij|` of every record
-      ([`dpgcd_jax.problem.record_max_abs`][]).
+      ([`dpgcd_jax.layout.record_max_abs`][]).
     epsilon: the budget, > 0 (a non-positive or NaN value gives `B = NaN`: fail closed).
     quantile: the target share `q` of records whose features are not clipped.
 
@@ -76,7 +76,7 @@ def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *,
   `ceil(q n)`, on a statistic padded with zero records; jittable, `rank` and `padding` may be traced.
 
   The last `padding` entries of `record_max_abs` are padded records whose statistic is 0
-  (zero features, [`dpgcd_jax.problem.pad`][]): each lies below every grid value, so it adds
+  (zero features, [`dpgcd_jax.layout.pad`][]): each lies below every grid value, so it adds
   exactly 1 to every count, and `padding` (public: a function of the public `n`) is
   subtracted from the exact integer counts before they are noised. The released bound is
   then that of the unpadded statistic for the same key (the noise draws do not depend on `n`),

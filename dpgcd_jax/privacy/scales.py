@@ -318,7 +318,7 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
       the grid (the top of the grid when it lies above).
     grid: the public grid (default [`GRID`][dpgcd_jax.privacy.scales.GRID]).
     num_examples, num_features: for a dense layout padded with zeros
-      ([`dpgcd_jax.problem.columns`][]: (P, N), the data in the first `n` columns and `p`
+      ([`dpgcd_jax.dense.columns`][]: (P, N), the data in the first `n` columns and `p`
       rows): the true `n` and `p` (public). The counts of the first `p` rows are taken and
       the `N - n` padded records, zeros that lie in every count, subtracted: the exact counts
       of the unpadded data, so the release (and its noise draws, of shape (p,)) is the

@@ -116,7 +116,7 @@ class Solver(NamedTuple):
       run on a problem whose `M` comes from the raw data warns).
     dense_only: whether the step needs dense features.
     padded: whether the step reads a problem padded to public buckets
-      ([`dpgcd_jax.problem.pad`][]: means over `problem.mean_count`, selections masked by
+      ([`dpgcd_jax.layout.pad`][]: means over `problem.mean_count`, selections masked by
       `problem.column_mask`); the others refuse one.
     info: the solver's `Info` NamedTuple (its fields tell [`run`][dpgcd_jax.solvers.base.run] whether there are
       per-step coordinates to record); None: assume there are.
@@ -280,7 +280,7 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   """
   if not solver.padded and (problem.rows is not None or problem.columns is not None):
     raise ValueError(f"Expected an unpadded problem for a solver without padding support "
-                     f"({solver.params.__module__}), got one padded by dpgcd_jax.problem.pad.")
+                     f"({solver.params.__module__}), got one padded by dpgcd_jax.layout.pad.")
   passes = operator.index(passes)
   per_pass = int(solver.steps_per_pass(problem, **dict(options)))
   records = store_objective or solver.info is None or "coordinate" in solver.info._fields

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import calibration
@@ -106,8 +107,8 @@ class FeatureBoundRelease:
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:
     key_bound, key_run = jax.random.split(key)
-    bound = bounds.private_feature_bound(key_bound, problem_lib.record_max_abs(problem), self.epsilon)
-    bounded = problem_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
+    bound = bounds.private_feature_bound(key_bound, layout_lib.record_max_abs(problem), self.epsilon)
+    bounded = layout_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
     return bounded, key_run, targets, bound
 
 

@@ -19,6 +19,8 @@ import scipy.sparse
 from sklearn.datasets import load_diabetes
 
 import dpgcd_jax as dg
+from dpgcd_jax import dense
+from dpgcd_jax import layout as layout_lib
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import scales
@@ -204,8 +206,8 @@ def test_a_sparse_entry_beyond_the_float32_range_warns_nothing_in_the_cv_estimat
 
 def test_run_on_a_layout_without_its_bounds_raises_naming_the_cause():
   X, _ = _data(n=50, p=3, seed=8)
-  layout = dg.problem.columns(X, np.float32)
-  problem = dg.problem.from_columns(layout, np.zeros(50), "squared", feature_bound=None, num_examples=50,
+  layout = dense.columns(X, np.float32)
+  problem = layout_lib.from_columns(layout, np.zeros(50), "squared", feature_bound=None, num_examples=50,
                                     num_features=3)
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", dg.PrivacyLeakWarning)

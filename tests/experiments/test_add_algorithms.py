@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dpgcd_jax.experiments import __main__ as cli
+from dpgcd_jax.experiments import additions
 from dpgcd_jax.experiments import report
 from dpgcd_jax.experiments import runner
 
@@ -51,7 +52,7 @@ def test_adding_algorithms_gives_the_rows_and_marks_of_one_run_of_all(saved_and_
   monkeypatch.setattr(runner, "independent", lambda algorithm, *a, **k: reruns.append(algorithm.name)
                       or independent(algorithm, *a, **k))
   with jax.enable_x64(True):
-    added = runner.add_algorithms(saved, ADDED, skip=(SKIP, ("log1", "dp_sgd", "ignored: not added")),
+    added = additions.add_algorithms(saved, ADDED, skip=(SKIP, ("log1", "dp_sgd", "ignored: not added")),
                                   progress=False)
   whole = _json(whole)
   added_json = _json(added)
@@ -98,12 +99,12 @@ def test_saved_rows_that_the_code_would_not_reproduce_are_refused(saved_and_whol
   out, _ = saved_and_whole
   saved = report.load_results(out)
   with pytest.raises(ValueError, match="lack"):
-    runner.add_algorithms(saved, ("dp_gcd",), progress=False)
+    additions.add_algorithms(saved, ("dp_gcd",), progress=False)
   other_problem = _json(saved)
   other_problem["datasets"]["diabetes"]["f_star"] *= 1.001
   with jax.enable_x64(True), pytest.raises(ValueError, match="re-run the whole preset"):
-    runner.add_algorithms(other_problem, ("dp_iht",), progress=False)
+    additions.add_algorithms(other_problem, ("dp_iht",), progress=False)
   other_noise = _json(saved)
   other_noise["best"][0]["noise"] = [2 * x for x in np.ravel(other_noise["best"][0]["noise"])]
   with jax.enable_x64(True), pytest.raises(ValueError, match="calibrated otherwise"):
-    runner.add_algorithms(other_noise, ("dp_iht",), progress=False)
+    additions.add_algorithms(other_noise, ("dp_iht",), progress=False)

@@ -14,6 +14,7 @@ import dpgcd_jax as dg
 from dpgcd_jax import data
 from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.experiments import __main__ as cli
+from dpgcd_jax.experiments import additions
 from dpgcd_jax.experiments import grids
 from dpgcd_jax.experiments import prepared as prepared_lib
 from dpgcd_jax.experiments import private
@@ -327,8 +328,8 @@ def test_grid_noise_is_never_below_the_calibrated_multiplier():
 
 def test_saved_noise_must_meet_todays_ledger():
   row = dict(algorithm="dp_cd", passes=2, dataset="toy", noise=10.0)
-  runner._check_same_noise(row, 10.0, 0.9999)  # pylint: disable=protected-access
+  additions.check_same_noise(row, 10.0, 0.9999)
   with pytest.raises(ValueError, match="today's ledger"):
-    runner._check_same_noise(row, 10.0, 1.0001)  # pylint: disable=protected-access
+    additions.check_same_noise(row, 10.0, 1.0001)
   with pytest.raises(ValueError, match="calibrated otherwise"):
-    runner._check_same_noise(row, 10.1, 0.9)  # pylint: disable=protected-access
+    additions.check_same_noise(row, 10.1, 0.9)

@@ -148,7 +148,7 @@ def test_fit_at_new_epsilons_and_passes_compiles_nothing(keys, declared):
                          ids=["declared", "released", "private-scales"])
 def test_new_sizes_within_a_bucket_and_cross_validation_compile_nothing(bound, scaling):
   """Issue 19, shape buckets: the estimator lays X out padded to public buckets
-  (problem.bucket, problem.columns), and the releases read the padded layout with the true n
+  (problem.bucket, dense.columns), and the releases read the padded layout with the true n
   and p, so new row counts, a few more or fewer columns, a new epsilon and the folds of a
   cross-validation compile nothing at all: not the run, not a release, not a small operation."""
   from sklearn.model_selection import cross_val_score  # pylint: disable=import-outside-toplevel

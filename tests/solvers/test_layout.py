@@ -1,7 +1,7 @@
 """The estimators' feature layout (issues 19 and 20): X read once, the releases on the padded layout.
 
-`problem.columns` builds the (P, N) transposed, clipped, padded array with the intercept row in
-one pass; `problem.from_columns` makes the problem on it. Their results are checked against
+`dense.columns` builds the (P, N) transposed, clipped, padded array with the intercept row in
+one pass; `layout.from_columns` makes the problem on it. Their results are checked against
 NumPy and against `pad(make_problem(...))`; the releases on a padded layout against the same
 releases on the unpadded data, for the same key.
 """
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import dpgcd_jax as dg
-from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import dense
+from dpgcd_jax import layout as layout_lib
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
@@ -41,11 +42,11 @@ def test_columns_equal_the_numpy_layout(chunked, intercept, N, P, monkeypatch):
   X = rng.normal(size=(1001, 37)) * 3  # float64: converted once to float32
   bound = rng.uniform(0.5, 4.0, 37)
   if chunked:
-    monkeypatch.setattr(problem_lib, "_DIRECT_BYTES", 0)
-    monkeypatch.setattr(problem_lib, "_CHUNK_BYTES", P * 4 * 64)  # 64 records a chunk, the last one ends at N
-  XT = problem_lib.columns(X, np.float32, bound=bound, num_examples=N, num_features=P, intercept=intercept)
+    monkeypatch.setattr(dense, "_DIRECT_BYTES", 0)
+    monkeypatch.setattr(dense, "_CHUNK_BYTES", P * 4 * 64)  # 64 records a chunk, the last one ends at N
+  XT = dense.columns(X, np.float32, bound=bound, num_examples=N, num_features=P, intercept=intercept)
   np.testing.assert_array_equal(np.asarray(XT), _reference(X, bound, N, P, intercept))
-  on_device = problem_lib.columns(jnp.asarray(X, jnp.float32), np.float32, bound=bound, num_examples=N,
+  on_device = dense.columns(jnp.asarray(X, jnp.float32), np.float32, bound=bound, num_examples=N,
                                   num_features=P, intercept=intercept)
   np.testing.assert_array_equal(np.asarray(on_device), _reference(X, bound, N, P, intercept))
 
@@ -53,9 +54,9 @@ def test_columns_equal_the_numpy_layout(chunked, intercept, N, P, monkeypatch):
 def test_columns_rejects_sizes_below_the_data():
   X = np.ones((10, 3))
   with pytest.raises(ValueError, match="num_examples >= 10 and num_features >= 4"):
-    problem_lib.columns(X, np.float32, num_examples=9, intercept=True)
+    dense.columns(X, np.float32, num_examples=9, intercept=True)
   with pytest.raises(ValueError, match="num_features=3"):
-    problem_lib.columns(X, np.float32, num_features=3, intercept=True)
+    dense.columns(X, np.float32, num_features=3, intercept=True)
 
 
 @pytest.mark.parametrize("loss, penalty", [("logistic", None), ("squared", "l1"), ("huber", "elasticnet")])
@@ -66,10 +67,10 @@ def test_from_columns_is_pad_of_make_problem(loss, penalty):
   bound = np.append(rng.uniform(0.5, 3.0, 29), 1.0)
   strength = np.append(np.full(29, 0.01), 0.0)
   pen = {None: None, "l1": dg.penalties.L1(strength), "elasticnet": dg.penalties.ElasticNet(strength, 0.5)}[penalty]
-  expected = problem_lib.pad(dg.make_problem(np.hstack([X, np.ones((300, 1))]), y, loss, penalty=pen,
+  expected = layout_lib.pad(dg.make_problem(np.hstack([X, np.ones((300, 1))]), y, loss, penalty=pen,
                                              feature_bound=bound), 512, 32)
-  layout = problem_lib.columns(X, np.float32, num_examples=512, num_features=32, intercept=True)
-  got = problem_lib.from_columns(layout, y, loss, feature_bound=bound, num_examples=300, num_features=30,
+  layout = dense.columns(X, np.float32, num_examples=512, num_features=32, intercept=True)
+  got = layout_lib.from_columns(layout, y, loss, feature_bound=bound, num_examples=300, num_features=30,
                                  penalty=pen)
   for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -77,13 +78,13 @@ def test_from_columns_is_pad_of_make_problem(loss, penalty):
 
 
 def test_from_columns_bad_input_names_the_argument():
-  layout = problem_lib.columns(np.ones((8, 3)), np.float32, num_examples=16, num_features=4)
+  layout = dense.columns(np.ones((8, 3)), np.float32, num_examples=16, num_features=4)
   with pytest.raises(ValueError, match="num_examples=20"):
-    problem_lib.from_columns(layout, np.ones(8), "squared", feature_bound=1.0, num_examples=20, num_features=3)
+    layout_lib.from_columns(layout, np.ones(8), "squared", feature_bound=1.0, num_examples=20, num_features=3)
   with pytest.raises(ValueError, match="y.shape=.7,."):
-    problem_lib.from_columns(layout, np.ones(7), "squared", feature_bound=1.0, num_examples=8, num_features=3)
+    layout_lib.from_columns(layout, np.ones(7), "squared", feature_bound=1.0, num_examples=8, num_features=3)
   with pytest.raises(ValueError, match="feature_bound"):
-    problem_lib.from_columns(layout, np.ones(8), "squared", feature_bound=-1.0, num_examples=8, num_features=3)
+    layout_lib.from_columns(layout, np.ones(8), "squared", feature_bound=-1.0, num_examples=8, num_features=3)
 
 
 def test_the_bound_on_a_padded_statistic_is_the_unpadded_release_for_the_same_key():
@@ -116,7 +117,7 @@ def test_private_scales_on_a_padded_layout_are_the_unpadded_release_for_the_same
   rng = np.random.default_rng(4)
   X = rng.normal(size=(700, 20)) * np.logspace(-2, 2, 20)
   unpadded = jnp.asarray(X.T, jnp.float32)
-  layout = problem_lib.columns(X, np.float32, num_examples=1024, num_features=32, intercept=True)
+  layout = dense.columns(X, np.float32, num_examples=1024, num_features=32, intercept=True)
   padded = jax.jit(lambda key: scales.private_feature_scales(key, layout, 0.3, num_examples=700, num_features=20))
   plain = jax.jit(lambda key: scales.private_feature_scales(key, unpadded, 0.3))
   for seed in range(5):
@@ -124,7 +125,7 @@ def test_private_scales_on_a_padded_layout_are_the_unpadded_release_for_the_same
 
 
 def test_padded_release_arguments_are_checked():
-  layout = problem_lib.columns(np.ones((8, 3)), np.float32, num_examples=16, num_features=4)
+  layout = dense.columns(np.ones((8, 3)), np.float32, num_examples=16, num_features=4)
   with pytest.raises(ValueError, match="num_examples=17"):
     scales.private_feature_scales(jax.random.key(0), layout, 0.3, num_examples=17, num_features=3)
   with pytest.raises(ValueError, match="num_features=5"):
@@ -147,8 +148,8 @@ def test_declared_bounds_whose_square_is_not_a_normal_float32_are_rejected_befor
 def test_dp_fw_unit_rows_stay_in_the_unit_box_for_extreme_finite_inputs():
   XT = jnp.asarray([[3e38, -3e38, 0.0, -0.0, 1e-45], [1.0, -1.0, 0.5, 2.0**-60, 7.0]], jnp.float32)
   bound = jnp.asarray([2.0**-60, 3.0], jnp.float32)
-  problem = problem_lib.from_columns(XT, np.zeros(5), "squared", feature_bound=None, num_examples=5, num_features=2)
-  unit = jax.jit(lambda pb: problem_lib.with_feature_bound(pb, bound, unit=True))(problem)
+  problem = layout_lib.from_columns(XT, np.zeros(5), "squared", feature_bound=None, num_examples=5, num_features=2)
+  unit = jax.jit(lambda pb: layout_lib.with_feature_bound(pb, bound, unit=True))(problem)
   np.testing.assert_array_equal(unit.smoothness, [1.0, 1.0])  # beta, bound 1
   out = np.asarray(unit.XT)
   assert np.all(np.isfinite(out)) and np.abs(out).max() <= 1.0
@@ -159,7 +160,7 @@ def test_dp_fw_unit_rows_stay_in_the_unit_box_for_extreme_finite_inputs():
 def test_record_max_abs_of_a_layout_ignores_the_intercept_and_padding():
   rng = np.random.default_rng(5)
   X = rng.normal(size=(300, 70)) * 0.1  # every |x| far below the intercept's 1: the row would dominate
-  layout = problem_lib.columns(X, np.float32, num_examples=512, num_features=128, intercept=True)
+  layout = dense.columns(X, np.float32, num_examples=512, num_features=128, intercept=True)
   got = np.asarray(_released._record_max_abs(layout, jnp.asarray(70, jnp.int32)))  # pylint: disable=protected-access
   np.testing.assert_array_equal(got[:300], np.abs(X.astype(np.float32)).max(axis=1))
   assert not got[300:].any()

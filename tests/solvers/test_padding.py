@@ -1,6 +1,6 @@
 """Shape buckets (issue 19): a problem padded to public sizes runs like the unpadded one.
 
-`problem.pad` adds zero records (the means divide by the true `n`) and zero features (masked
+`layout.pad` adds zero records (the means divide by the true `n`) and zero features (masked
 out of every selection); `problem.bucket` gives the public sizes. The padded DP-GCD run selects
 the same coordinates as the unpadded run for the same key, with the same weights up to the
 float rounding of the margins' matrix-vector products (whose kernels depend on the shape).
@@ -16,6 +16,7 @@ import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import kernels
+from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.estimators import _linear
 
@@ -42,7 +43,7 @@ def test_a_bucket_never_crosses_a_power_of_two_and_wastes_at_most_a_quarter_abov
     ("laplace", "laplace", dg.penalties.L2(0.1))])
 def test_the_padded_run_selects_the_same_coordinates_with_the_same_weights(selection, update, penalty):
   problem = _problem(penalty=penalty)
-  padded = problem_lib.pad(problem, 512, 32)
+  padded = layout_lib.pad(problem, 512, 32)
   assert padded.XT.shape == (32, 512) and int(padded.rows) == 300 and int(padded.columns) == 29
   params = dg.dp_gcd.Params(1.0, 0.5, 3.0, 3.0)
   one = dg.dp_gcd.run(problem, jax.random.key(1), params, passes=40, selection=selection, update=update,
@@ -58,7 +59,7 @@ def test_the_padded_run_selects_the_same_coordinates_with_the_same_weights(selec
 
 def test_padded_records_add_nothing_and_the_mean_divides_by_the_true_n():
   problem = _problem(n=442, p=11, loss="squared")
-  padded = problem_lib.pad(problem, 512, 16)
+  padded = layout_lib.pad(problem, 512, 16)
   w = jnp.asarray(np.random.default_rng(1).normal(size=11).astype(np.float32))
   margins = kernels.init_margins(problem, w)
   for thresholds in (jnp.full(11, 0.5, jnp.float32), jnp.full(11, jnp.inf, jnp.float32)):
@@ -70,7 +71,7 @@ def test_padded_records_add_nothing_and_the_mean_divides_by_the_true_n():
 
 
 def test_padded_features_are_never_selected_even_when_the_noise_dominates():
-  padded = problem_lib.pad(_problem(n=64, p=5), 64, 64)  # 59 padded features of 64
+  padded = layout_lib.pad(_problem(n=64, p=5), 64, 64)  # 59 padded features of 64
   for selection, update in (("gumbel", "gaussian"), ("laplace", "laplace")):
     result = dg.dp_gcd.run(padded, jax.random.key(0), dg.dp_gcd.Params(1.0, 0.5, 1e4, 1e4), passes=300,
                            selection=selection, update=update)
@@ -84,24 +85,24 @@ def test_secure_noise_pads_records_only_and_refuses_padded_features():
   params = dg.dp_gcd.Params(1.0, 0.5, 3.0, 3.0)
   options = dict(selection="discrete_laplace", update="discrete_gaussian")
   one = dg.dp_gcd.run(problem, jax.random.key(2), params, passes=6, **options)
-  two = dg.dp_gcd.run(problem_lib.pad(problem, 128, 13), jax.random.key(2), params, passes=6, **options)
+  two = dg.dp_gcd.run(layout_lib.pad(problem, 128, 13), jax.random.key(2), params, passes=6, **options)
   np.testing.assert_array_equal(np.asarray(one.trace.coordinates), np.asarray(two.trace.coordinates))
   with pytest.raises(ValueError, match="unpadded problem"):
-    dg.dp_gcd.run(problem_lib.pad(problem, 100, 16), jax.random.key(2), params, passes=2, **options)
+    dg.dp_gcd.run(layout_lib.pad(problem, 100, 16), jax.random.key(2), params, passes=2, **options)
 
 
 def test_solvers_without_padding_support_and_bad_padding_raise():
-  padded = problem_lib.pad(_problem(), 512, 32)
+  padded = layout_lib.pad(_problem(), 512, 32)
   with pytest.raises(ValueError, match="unpadded problem"):
     dg.dp_cd.run(padded, jax.random.key(0), dg.dp_cd.Params(0.5, 1.0, 1.0), passes=1)
   with pytest.raises(ValueError, match="padded sizes"):
-    problem_lib.pad(_problem(), 200, 32)
+    layout_lib.pad(_problem(), 200, 32)
   with pytest.raises(ValueError, match="unpadded problem to pad"):
-    problem_lib.pad(padded, 1024, 32)
+    layout_lib.pad(padded, 1024, 32)
   with pytest.raises(ValueError, match="dense problem with a GLM loss"):
-    problem_lib.pad(dg.make_problem(scipy.sparse.random(20, 5, density=0.5, format="csr", random_state=0),
+    layout_lib.pad(dg.make_problem(scipy.sparse.random(20, 5, density=0.5, format="csr", random_state=0),
                                     np.ones(20), "squared", feature_bound=1.0), 32, 8)
-  assert problem_lib.pad(_problem(), 300, 29).rows is None  # nothing to pad: the problem itself
+  assert layout_lib.pad(_problem(), 300, 29).rows is None  # nothing to pad: the problem itself
 
 
 def test_the_estimator_pads_and_gives_the_unpadded_coefficients(monkeypatch):
@@ -118,7 +119,7 @@ def test_the_estimator_pads_and_gives_the_unpadded_coefficients(monkeypatch):
 def test_an_infinite_noise_scale_never_releases_a_padded_feature():
   # Review finding: -inf + inf noise is NaN, which argmax takes as the maximum; a padded
   # index is then replaced by coordinate 0 (the choice is noise alone).
-  padded = problem_lib.pad(_problem(n=4, p=3), 4, 8)
+  padded = layout_lib.pad(_problem(n=4, p=3), 4, 8)
   for selection, update, rule in (("gumbel", "gaussian", "gs-s"), ("laplace", "laplace", "gs-r")):
     result = dg.dp_gcd.run(padded, jax.random.key(0), dg.dp_gcd.Params(1.0, 100.0, 3e38, 1.0), passes=20,
                            selection=selection, update=update, rule=rule)
