@@ -205,7 +205,10 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
   Raises:
     ValueError: for a matrix that is not 2-D, has no rows or columns, or holds NaN or infinite
       values (checked on the stored entries only), or whose entries exceed a declared `capacity`
-      or `window`.
+      or `window`. That last error depends on the data (replacing one record can cross a
+      declared bound): it is outside the privacy guarantee, and its message names the bound,
+      never a count; declare bounds with a margin (e.g. `n` times a public bound on a record's
+      nonzeros for `capacity`).
   """
   if _is_bcoo(X):
     if X.n_batch or X.n_dense or X.ndim != 2:
@@ -238,11 +241,13 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
     dtype = _validate.compute_dtype(csc.dtype)
   counts = np.diff(csc.indptr)
   largest = int(counts.max(initial=0))
+  # A declared bound exceeded is refused (the stored shapes are fixed by it): an error that depends on the
+  # data, outside the guarantee (the docstring), whose message says which bound and never a count.
   if capacity is not None and csc.nnz > capacity:
-    raise ValueError(f"Expected at most capacity={capacity} stored entries in X (declared), got {csc.nnz}.")
+    raise ValueError(f"Expected at most capacity={capacity} stored entries in X (declared), got more.")
   if window is not None and largest > window:
     raise ValueError(f"Expected at most window={window} stored entries in every column of X (declared), got "
-                     f"a column with {largest}.")
+                     f"a column with more.")
   k = min(n, sizes.bucket(max(largest, 1))) if window is None else window
   size = sizes.bucket(max(csc.nnz, 1)) if capacity is None else capacity
   total = -(-(size + k) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT  # slots: capacity and window, aligned

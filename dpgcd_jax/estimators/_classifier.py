@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
+from dpgcd_jax.estimators import _streamed
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import CLASS_COUNT_SHARE
 from dpgcd_jax.estimators._defaults import known_curvature
@@ -233,6 +234,14 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       return None  # checked; weighed once the classes are read from y
     weights = np.asarray([self.class_weight.get(c, 1.0) for c in classes.tolist()], float)
     return weights / weights.max()
+
+  fit_chunks = _streamed.fit_chunks
+
+  def _chunk_targets(self, name: str) -> _streamed.ChunkTargets:
+    """The chunks' targets over the two declared classes (`fit_chunks`); sets `classes_`."""
+    self.classes_ = _streamed.declared_classes(self, name)
+    weights = self._class_weights(self.classes_)
+    return _streamed.ChunkTargets(_streamed.labels(self.classes_, np.ones(2) if weights is None else weights))
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.logistic if self.class_weight is None else losses_lib.weighted_logistic

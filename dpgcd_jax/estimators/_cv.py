@@ -132,6 +132,8 @@ class _SearchMixin(_linear.DPGCDBase):
   It comes first in their bases, before the estimator it searches for (whose `fit` it replaces).
   """
 
+  _searches = True  # fit runs a private search: fit_chunks (one fit) is refused
+
   # Constructor parameters of the CV estimators, as given (checked by _check_search).
   param_grid: Any
   mean_repetitions: Any

@@ -35,6 +35,7 @@ import functools
 import sys
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
 
@@ -147,6 +148,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   _clip_follows_data = False  # the classifier's "auto" clip from the typical feature size
   _steps_unit = AUTO_STEPS_UNIT
   _noise_cap: float | None = None
+  _searches = False  # the CV estimators' fit is a private search
 
   def __init__(self, *, penalty=None, alpha=1e-4, l1_ratio=0.5, epsilon=1.0, delta=None,
                fit_intercept=True, feature_bound=None, categories=None, scaling=AUTO, clipping="coordinate",
@@ -317,9 +319,10 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     unit = self._adapter().unit_features
     notes: tuple[str, ...] = ()
     if features.declared is not None and self._follows_data():
-      hyper, prior, notes = self._follow_data(jax.random.fold_in(key, TYPICAL_SIZE_STREAM), rows,
-                                              np.asarray(features.declared)[:p], hyper, n=n, epsilon=epsilon,
-                                              delta=delta, prior=prior)
+      declared = np.asarray(features.declared)[:p]
+      hyper, prior, notes = self._follow_data(
+          jax.random.fold_in(key, TYPICAL_SIZE_STREAM), lambda k, noise: typical_size.release(k, rows, declared, noise),
+          p, hyper, n=n, epsilon=epsilon, delta=delta, prior=prior)
     intercept = self._intercept_bound(hyper)
     released = None
     if sparse.is_sparse(layout):
@@ -349,10 +352,12 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     released curvature; with declared bounds)."""
     return self._clip_follows_data and isinstance(self.clip, str) and self._steps_by_released_curvature()
 
-  def _follow_data(self, key: jax.Array, rows: Any, bound: np.ndarray, hyper: Hyper, *, n: int, epsilon: float,
-                   delta: float, prior: ledger_lib.Ledger) -> tuple[Hyper, ledger_lib.Ledger, tuple[str, ...]]:
+  def _follow_data(self, key: jax.Array, release_size: Callable[[jax.Array, float], float | None], p: int,
+                   hyper: Hyper, *, n: int, epsilon: float, delta: float, prior: ledger_lib.Ledger
+                   ) -> tuple[Hyper, ledger_lib.Ledger, tuple[str, ...]]:
     """The "auto" clip `max(AUTO_CLIP_RELEASED, AUTO_MARGIN_STEP * s)`, `s` the typical feature
-    size of the records in units of their public `bound` (`dpgcd_jax.privacy.typical_size`,
+    size of the `n` records of `p` features in units of their public bounds
+    (`dpgcd_jax.privacy.typical_size`, `release_size(key, noise)`: in memory or over row chunks,
     released at `TYPICAL_SIZE_SHARE` of epsilon and delta), its ledger added to `prior`, and the
     `privacy_` note. The step ("auto") follows the clip (`released_step_size`). A failed draw
     (independent of the data) keeps the fixed clip, and so does a release that would not be
@@ -373,13 +378,13 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     if not typical_size.informative(n, noise):  # public: n and the budget; nothing is spent
       return hyper, prior, (f"clip: the fixed {hyper.clip:g} (the typical feature size's release would not be "
                             f"informative at n = {n}, epsilon = {epsilon:g}: nothing spent on it)",)
-    size = typical_size.release(key, rows, bound, noise)
+    size = release_size(key, noise)
     how = (f"clip: max({self._auto_clip_released:g}, {AUTO_MARGIN_STEP:g} x the typical feature size in units of "
            f"the bounds), the size released privately "
            f"(dpgcd_jax.privacy.typical_size, a share {TYPICAL_SIZE_SHARE:g} of the budget, noise multiplier "
            f"{noise:.4g})")
     if size is not None:
-      hyper = self._hyper(n, bound.size, epsilon, clip=max(self._auto_clip_released, AUTO_MARGIN_STEP * size))
+      hyper = self._hyper(n, p, epsilon, clip=max(self._auto_clip_released, AUTO_MARGIN_STEP * size))
       how += f": size {size:.4g}, clip {hyper.clip:.4g}"
     else:
       how += f": the sampler failed (independent of the data), the fixed clip {hyper.clip:g} ran"
@@ -488,17 +493,8 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
           f"Expected a dense X or feature_bound centred on 0 (a bound B, or (-B, B)): with "
           f"feature_bound=(lower, upper) the model is fitted on x - (lower + upper) / 2, which is not "
           f"sparse, got X of type {type(X).__name__} and feature_bound={self.feature_bound!r}.")
-    delta = 1.0 / n**2 if self.delta is None else float(self.delta)
-    if self.delta is not None and delta >= 1.0 / n:
-      warnings.warn(
-          f"{type(self).__name__}.fit: delta={delta:g} >= 1/n = {1.0 / n:.3g} (n = {n} rows): a mechanism that "
-          f"publishes one record at random is (0, 1/n)-DP, so this delta does not rule that out. The usual "
-          f"choice is delta much smaller than 1/n, e.g. delta=None (1/n^2 = {1.0 / n**2:.3g}, the default).",
-          UserWarning, stacklevel=3)
+    delta = self._delta(n, "fit")
     warn_model_selection(type(self).__name__)
-    acct = accountant_lib.resolve(self.accountant)
-    if acct is not None:  # before any private computation (the labels' encoding included)
-      acct.check(float(self.epsilon), delta, f"{type(self).__name__}.fit")
     targets, not_private, prior, notes = self._targets(y, key)
     target = self._target_range()
     if feature is not None and not feature.centred:  # public shifts (see _ranges)
@@ -506,6 +502,21 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
         X = X - feature.centre.astype(X.dtype)
     targets = np.stack(targets) if target is None else np.stack(targets) - target.centre
     return Prepared(X, targets, not_private, delta, key, prior, notes)
+
+  def _delta(self, n: int, method: str) -> float:
+    """The fit's delta (`1/n^2` by default; a warning at `delta >= 1/n`), checked against the
+    accountant before any private computation (public: `n` and the arguments)."""
+    delta = 1.0 / n**2 if self.delta is None else float(self.delta)
+    if self.delta is not None and delta >= 1.0 / n:
+      warnings.warn(
+          f"{type(self).__name__}.{method}: delta={delta:g} >= 1/n = {1.0 / n:.3g} (n = {n} rows): a mechanism "
+          f"that publishes one record at random is (0, 1/n)-DP, so this delta does not rule that out. The usual "
+          f"choice is delta much smaller than 1/n, e.g. delta=None (1/n^2 = {1.0 / n**2:.3g}, the default).",
+          UserWarning, stacklevel=4)
+    acct = accountant_lib.resolve(self.accountant)
+    if acct is not None:
+      acct.check(float(self.epsilon), delta, f"{type(self).__name__}.{method}")
+    return delta
 
   def _declared_bound(self, p: int) -> np.ndarray | None:
     """The declared bound on the centred features (the half-width of `feature_bound`), or None."""

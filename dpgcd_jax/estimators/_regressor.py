@@ -17,6 +17,7 @@ from dpgcd_jax import losses as losses_lib
 from dpgcd_jax.estimators import _diagnostics
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
+from dpgcd_jax.estimators import _streamed
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import AUTO_CLIP_REGRESSION
 from dpgcd_jax.estimators._defaults import AUTO_STEPS_UNIT_REGRESSION
@@ -108,6 +109,18 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
     return _released.target_release(num_examples=num_examples, size=size, dtype=dtype,
                                     target_bound=None if target is None else target.half_width,
                                     epsilon=float(self.epsilon))
+
+  fit_chunks = _streamed.fit_chunks
+
+  def _chunk_targets(self, name: str) -> _streamed.ChunkTargets:
+    """The chunks' targets in units of the declared target bound (`fit_chunks`)."""
+    target = self._target_range()
+    if target is None:
+      raise ValueError(f"Expected a declared target_bound for {name}.fit_chunks (the in-memory fit releases it from "
+                       f"the whole y), got target_bound=None.")
+    bound = float(target.half_width)
+    release = _released.target_release(num_examples=1, size=1, dtype=float, target_bound=bound, epsilon=1.0)
+    return _streamed.ChunkTargets(_streamed.scaled(float(target.centre), bound), bound, release.finish(None))
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.squared if self.loss == "squared" else losses_lib.huber(float(self.huber_delta))

@@ -86,19 +86,24 @@ def _run_dp_gcd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyp
                 delta: float, prior: ledger_lib.Ledger, prelude: Any) -> tuple[Any, Hyper]:
   selection, update = estimator._mechanisms()
   steps = hyper.max_iter
-  step_size: float | Callable[[float], float] = hyper.step_size
-  cap = estimator._noise_cap
-  if cap is not None and estimator.step_size == AUTO:
-    # "auto" caps the step so that the noise a run may add to a prediction stays below
-    # _noise_cap (in units of the target), a function of the public noise multiplier.
-    step_size = lambda s: min(hyper.step_size, cap / _diagnostics.prediction_noise(
-        s, step_size=1.0, clip=hyper.clip, curvature=estimator._curvature, n=n, steps=steps))
+  step_size = dp_gcd_step_size(estimator, hyper, n)
   result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps, step_size=step_size,
                       clip=hyper.clip, selection=selection, update=update, prior=prior, targets=targets,
                       prelude=prelude, clipping_mode=estimator.clipping, curvature=estimator._curvature_option())
   if callable(step_size):  # the step the run used, from the multipliers it returns
     hyper = hyper._replace(step_size=float(result.params.step_size))
   return result, hyper
+
+
+def dp_gcd_step_size(estimator: Any, hyper: Hyper, n: int) -> float | Callable[[float], float]:
+  """DP-GCD's step: `hyper.step_size`, or with "auto" and the regressor's `_noise_cap` a function
+  of the noise multiplier `s` capping the noise a run may add to a prediction at `_noise_cap`
+  (in units of the target): a function of public values only."""
+  cap = estimator._noise_cap
+  if cap is None or estimator.step_size != AUTO:
+    return hyper.step_size
+  return lambda s: min(hyper.step_size, cap / _diagnostics.prediction_noise(
+      s, step_size=1.0, clip=hyper.clip, curvature=estimator._curvature, n=n, steps=hyper.max_iter))
 
 
 def _note_dp_gcd(estimator: Any, num_targets: int, hyper: Hyper) -> str:

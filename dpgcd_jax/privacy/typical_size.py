@@ -115,10 +115,25 @@ def release(key: jax.Array, X: Any, bound: Any, noise: float) -> float | None:
     X: (n, p) features (dense or scipy.sparse), finite; bound: their public bounds.
     noise: the multiplier (`noise_at`); 0 is the exact, non-private median.
   """
-  sizes = np.sort(record_sizes(X, bound))
-  if sizes.size >= 2**31:  # public: the search's counts are int32
-    raise ValueError(f"Expected fewer than 2^31 records, got X with {sizes.size} rows.")
-  counts = np.searchsorted(sizes, GRID, side="right").astype(np.int32)[None, :]
-  search = scales.noisy_search(key, counts, noise, QUANTILE * sizes.size, num_features=1)
+  return release_counts(key, grid_counts(X, bound), np.shape(X)[0], noise)
+
+
+def grid_counts(X: Any, bound: Any) -> np.ndarray:
+  """The counts `N_k = #{i : s_i <= g_k}` of the records of `X` on `GRID`, (25,) int64.
+
+  Counts of row chunks add up to the counts of their rows, exactly, in any order: the
+  release over chunks ([`release_counts`][dpgcd_jax.privacy.typical_size.release_counts] on
+  their sum) is the release on the whole `X`.
+  """
+  return np.searchsorted(np.sort(record_sizes(X, bound)), GRID, side="right").astype(np.int64)
+
+
+def release_counts(key: jax.Array, counts: Any, num_examples: int, noise: float) -> float | None:
+  """[`release`][dpgcd_jax.privacy.typical_size.release] from the exact `grid_counts` of all
+  `num_examples` records (`n`, public)."""
+  if num_examples >= 2**31:  # public: the search's counts are int32
+    raise ValueError(f"Expected fewer than 2^31 records, got num_examples={num_examples}.")
+  counts = np.asarray(counts, np.int64).astype(np.int32)[None, :]
+  search = scales.noisy_search(key, counts, noise, QUANTILE * num_examples, num_features=1)
   index = int(np.asarray(search.index)[0])  # on the host: no small program compiled for the indexing
   return None if index < 0 else float(GRID[index])

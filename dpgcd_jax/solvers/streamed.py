@@ -30,7 +30,11 @@ clipped gradient, by the same mechanisms at the same multipliers and sensitiviti
 argument of [`dpgcd_jax.solvers.dp_gcd`][] holds as it is (the chunking changes the order of
 exact integer additions only). Public inputs: `num_examples` (declared, checked against the rows read), the chunks'
 shapes, `feature_bound` (declared: the features are clipped to it in every chunk); the code that
-runs is a function of them only.
+runs is a function of them only, with one exception: scipy.sparse chunks without a declared
+`sparse_capacity` are stored in shapes bucketed from each chunk's own stored entries, so which
+programs compile (and their time) follows the chunks' nnz, not the outputs (declare
+`sparse_capacity` to make the shapes public; a chunk beyond the declared capacity is refused,
+an error outside the guarantee: [`dpgcd_jax.sparse.from_matrix`][]).
 
 Several hosts: under `jax.distributed`, each process passes the chunks of ITS rows and
 `num_examples` = the rows of all processes; the processes' totals (and row counts) are added
@@ -149,8 +153,10 @@ def parquet_chunks(path: Any, *, features: list[str], target: str, rows: int = 6
       if nulls:  # a missing value is not finite: refused as make_problem refuses NaN, naming the columns
         raise ValueError(f"Expected no missing values in the Parquet columns, got some in {nulls}.")
       if batch.num_rows:
-        X = np.column_stack([batch.column(c).to_numpy(zero_copy_only=False) for c in features]).astype(dtype)
-        yield X, batch.column(target).to_numpy(zero_copy_only=False).astype(dtype)
+        with np.errstate(over="ignore"):  # no warning from a value: one beyond dtype's range is refused by the fit
+          X = np.column_stack([batch.column(c).to_numpy(zero_copy_only=False) for c in features]).astype(dtype)
+          y = batch.column(target).to_numpy(zero_copy_only=False).astype(dtype)
+        yield X, y
 
   return chunks
 
@@ -237,14 +243,14 @@ def fit(
     raise ValueError(f"Expected clipping_mode in {kernels.CLIPPING_MODES}, got clipping_mode={clipping_mode!r}.")
   if prior is not None and not isinstance(prior, ledger_lib.Ledger):
     raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
-  read = _reader(chunks)
+  read = reader(chunks)
   selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
   dp_gcd.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   plan = dp_gcd.iterations_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
                              selection_share=selection_share, curvature=curvature, curvature_ratio=curvature_ratio)
 
-  first = _chunk_problem(*_first(read), loss=loss, penalty=penalty, feature_bound=feature_bound,
+  first = _chunk_problem(*first_chunk(read), loss=loss, penalty=penalty, feature_bound=feature_bound,
                          sparse_capacity=sparse_capacity)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
@@ -355,7 +361,7 @@ def _check_processes(first: problem_lib.Problem, key: Array) -> None:
                      f"(features, dtype number, key data) = {every.tolist()}.")
 
 
-def _reader(chunks: Any) -> Chunks:
+def reader(chunks: Any) -> Chunks:
   """`chunks` as a function that yields one pass of `(X, y)` chunks."""
   if callable(chunks):
     return chunks
@@ -366,7 +372,8 @@ def _reader(chunks: Any) -> Chunks:
                    f"(X, y) pairs, got chunks={type(chunks).__name__}.")
 
 
-def _first(read: Chunks) -> tuple[Any, Any]:
+def first_chunk(read: Chunks) -> tuple[Any, Any]:
+  """The first `(X, y)` chunk of a pass (a ValueError naming `chunks` when there is none)."""
   for X, y in read():
     return X, y
   raise ValueError("Expected chunks to yield at least one (X, y) chunk, got none.")

@@ -1,0 +1,219 @@
+"""The estimators on data larger than memory: `fit_chunks`, one private run over row chunks.
+
+[`fit_chunks`][dpgcd_jax.estimators._streamed.fit_chunks] (`DPGCDClassifier.fit_chunks`,
+`DPGCDRegressor.fit_chunks`) fits the model of the estimator's `fit` with the records read in
+row chunks by [`dpgcd_jax.solvers.streamed.fit`][] (a function yielding `(X, y)` chunks, `.npy`
+files or a Parquet dataset), so the peak memory is one chunk plus `O(p)`, whatever `n`. What
+runs is the estimator's own run, step for step: its hyperparameters (`max_iter`, `step_size`
+and `clip`, "auto" by the same rules, the regressor's step cap included), the intercept as one
+more coordinate of public bound `intercept_bound(clip)`, its penalty (a regressor's in units of
+its target bound), mechanisms and released curvature, the targets as `fit` encodes them, and
+the key of its first run (`fold_in(split(key, 3)[2], 0)`). Tests check that the selections,
+`privacy_` and the hyperparameters equal the in-memory fit's on the same data, and the weights
+up to the updates' rounding (as for [`dpgcd_jax.solvers.streamed.fit`][]: XLA may fuse a
+multiply-add into an FMA in one program and not in the other, an ulp per update; equal in most
+of the tests' runs).
+
+Privacy: the run is [`dpgcd_jax.solvers.streamed.fit`][]'s, whose argument is DP-GCD's (each
+iteration releases what an in-memory iteration releases, from the same exact clipped
+gradient); everything else is public by declaration: the feature bounds (`feature_bound=`,
+centred on 0: the chunks are clipped to them), a classifier's label set (`classes=`, two
+labels), a regressor's target range (`target_bound=`), `n` (`num_examples`, checked against
+the rows read) and the chunks' shapes. So the releases an in-memory fit makes from the data
+before its run when these are not declared are not needed, and not made: no feature scales, no
+target bound, no class counts (`class_weight` must be None or a public dict). The classifier's
+"auto" clip follows the data as in `fit`: the typical feature size
+([`dpgcd_jax.privacy.typical_size`][]) is released from the exact sum of the chunks' grid
+counts, read in one more pass, with the in-memory release's key and ledger.
+
+Scope: DP-GCD, one run (two classes, or one target), dense or scipy.sparse chunks, no declared
+categories, not the CV estimators' search. One-vs-rest runs over chunks, a search over chunks
+and the estimators across several processes are not built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpgcd_jax import _validate
+from dpgcd_jax import penalties
+from dpgcd_jax import sparse
+from dpgcd_jax.estimators import _linear
+from dpgcd_jax.estimators import _ranges
+from dpgcd_jax.estimators import _released
+from dpgcd_jax.estimators import _solvers
+from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.privacy import typical_size
+from dpgcd_jax.solvers import streamed
+
+
+class ChunkTargets(NamedTuple):
+  """How an estimator turns the chunks' `y` into the run's targets (its `_chunk_targets`).
+
+  Attributes:
+    encode: `(y_c, dtype) -> targets`: a per-record map with public parameters only.
+    unit: the regressor's declared target bound `T` (the targets are in units of it, and so
+      is the penalty, both computed in the run's dtype), or None.
+    target: the regressor's `Released` target bound (for `_set_model`), or None.
+  """
+
+  encode: Callable[[Any, Any], np.ndarray]
+  unit: Any = None
+  target: Any = None
+
+
+def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
+  """Fits the model privately over row chunks: data larger than memory, read once per iteration.
+
+  The model and `privacy_` of `fit` on the same records (the same selections and report, the
+  weights up to the updates' rounding; module `dpgcd_jax.estimators._streamed`: what runs, the
+  privacy statement and the scope), with the records read by
+  [`dpgcd_jax.solvers.streamed.fit`][].
+
+  Args:
+    chunks: a function returning one pass of `(X_c, y_c)` chunks each time it is called (e.g.
+      `dg.streamed.npy_chunks`, `dg.streamed.parquet_chunks`), or a list of them.
+    num_examples: `n`, the number of records (public: declared; checked against the rows read).
+
+  Returns:
+    self, fitted as after `fit` (`privacy_` charged to the accountant).
+
+  Raises:
+    ValueError: naming the argument, before any data is read, for what must be declared
+      (`feature_bound` centred on 0; a classifier's two `classes`; a regressor's
+      `target_bound`) or an option not built over chunks (another `solver`, `categories`,
+      `class_weight="balanced"`, a CV estimator's search); while reading, for a label outside
+      `classes` or a chunk whose shape or row count differs from the declared ones.
+  """
+  self._check_params()
+  name = type(self).__name__
+  n = _validate.check_int("num_examples", num_examples, low=2)
+  feature = _check_declarations(self, name)
+  read = streamed.reader(chunks)
+  targets = self._chunk_targets(name)
+  delta = self._delta(n, "fit_chunks")  # the accountant's check, before any chunk is read
+  X0, _ = streamed.first_chunk(read)  # its shape and dtype only: public
+  p = int(np.shape(X0)[1])
+  stored = X0.dtype if hasattr(X0, "dtype") else np.asarray(X0).dtype  # the run's dtype, as fit's validation gives
+  dtype = jax.dtypes.canonicalize_dtype(np.float32 if stored == np.float32 else np.float64)
+  bound = np.broadcast_to(_released.check_positive_bound("feature_bound", feature.half_width, (p,)), (p,))
+  epsilon = float(self.epsilon)
+  hyper = self._hyper(n, p, epsilon)
+  key = _linear.key_from(self.random_state)
+  prior, notes = ledger_lib.Ledger(), ()
+  if self._follows_data():  # the data-following clip, from the counts of one more pass
+    hyper, prior, notes = self._follow_data(
+        jax.random.fold_in(key, _linear.TYPICAL_SIZE_STREAM),
+        lambda k, noise: typical_size.release_counts(k, _grid_counts(read, bound, n), n, noise), p, hyper, n=n,
+        epsilon=epsilon, delta=delta, prior=prior)
+  width = p + bool(self.fit_intercept)
+  bounds = np.append(bound, self._intercept_bound(hyper)) if self.fit_intercept else bound
+  penalty = self._penalty(width, self.alpha, self.l1_ratio)
+  if targets.unit is not None and penalty is not None:  # the penalty in units of T, as the in-memory prelude's
+    penalty = penalties.in_target_units(jax.tree.map(lambda a: jnp.asarray(a, dtype), penalty),
+                                        jnp.asarray(targets.unit, dtype))
+
+  def records() -> Any:
+    for X, y in read():
+      yield _features(X, self.fit_intercept), targets.encode(y, dtype)
+
+  selection, update = self._mechanisms()
+  run_key = jax.random.fold_in(_linear.split_keys(key, 3)[2], 0)  # the in-memory fit's first run's
+  result = streamed.fit(records, run_key, num_examples=n, loss=self._loss(), feature_bound=bounds, epsilon=epsilon,
+                        delta=delta, passes=hyper.max_iter, penalty=penalty,
+                        step_size=_solvers.dp_gcd_step_size(self, hyper, n), clip=hyper.clip, selection=selection,
+                        update=update, clipping_mode=self.clipping, curvature=self._curvature_option(), prior=prior)
+  hyper = hyper._replace(step_size=float(result.params.step_size))  # the step it ran (an "auto" cap applied)
+  released = _released.declared_release(bound, num_examples=n, num_features=p).finish(None)
+  self.n_features_in_ = p
+  self.encoding_ = None
+  self.solver_params_ = self._solver_params(width)
+  target_notes = () if targets.target is None else (targets.target.note,)
+  self._record(result.privacy.with_notes(released.note, *target_notes, *notes, *self._notes(1, hyper, delta)))
+  self._set_model(np.asarray(result.w, float)[None, :width], released, hyper, n, targets.target)
+  return self
+
+
+def _check_declarations(estimator: Any, name: str) -> _ranges.Range:
+  """The declared feature range, and what else every fit over chunks needs, or a ValueError
+  naming it (public checks only)."""
+  if estimator._searches:
+    raise ValueError(f"Expected a DPGCDClassifier or DPGCDRegressor for fit_chunks (one private fit), got {name}: a "
+                     f"private search over chunks is not built.")
+  feature = _ranges.declared("feature_bound", estimator.feature_bound)
+  if feature is None or not feature.centred:
+    raise ValueError(f"Expected a declared feature_bound centred on 0 for {name}.fit_chunks (the chunks are clipped to "
+                     f"it; the in-memory fit's private feature scales need the whole X), got "
+                     f"feature_bound={estimator.feature_bound!r}.")
+  if estimator.solver != "dp_gcd":
+    raise ValueError(f"Expected solver='dp_gcd' for {name}.fit_chunks (the streamed run is DP-GCD's), got "
+                     f"solver={estimator.solver!r}.")
+  if estimator.categories is not None:
+    raise ValueError(f"Expected categories=None for {name}.fit_chunks (encode the chunks' categorical columns "
+                     f"before), got categories={estimator.categories!r}.")
+  return feature
+
+
+def declared_classes(estimator: Any, name: str) -> np.ndarray:
+  """A classifier's two declared labels, sorted, or a ValueError naming what `fit_chunks` needs."""
+  if estimator.classes is None or np.size(estimator.classes) != 2:
+    raise ValueError(f"Expected classes= declared with two labels for {name}.fit_chunks (the label set is public "
+                     f"by declaration; one-vs-rest runs over chunks are not built), got "
+                     f"classes={estimator.classes!r}.")
+  if isinstance(estimator.class_weight, str):
+    raise ValueError(f"Expected class_weight None or a dict for {name}.fit_chunks ('balanced' releases class counts "
+                     f"from the whole y), got class_weight={estimator.class_weight!r}.")
+  return np.sort(np.asarray(estimator.classes))  # checked by _check_params
+
+
+def labels(classes: np.ndarray, weight: np.ndarray) -> Callable[[Any, Any], np.ndarray]:
+  """A classifier's chunk targets `+-w_i` (`classes[1]` positive, `w_i` its class's public
+  weight), as `fit` encodes them; a label outside `classes` is refused as in `fit`."""
+  def encode(y: Any, dtype: Any) -> np.ndarray:
+    y = np.asarray(y)
+    unknown = ~np.isin(y, classes)
+    if np.any(unknown):
+      raise ValueError(f"Expected every label of y in the declared classes={classes.tolist()}, got y containing "
+                       f"{np.unique(y[unknown])[:5].tolist()} in chunks.")
+    w = weight[np.searchsorted(classes, y)]
+    return np.where(y == classes[1], w, -w).astype(dtype)
+  return encode
+
+
+def scaled(centre: float, bound: float) -> Callable[[Any, Any], np.ndarray]:
+  """A regressor's chunk targets `clip(y - c, -T, T) / T`, `T = bound`: `y - c` in float64 then
+  cast to the run's dtype, and `T` in it, the operations of `fit` (its centring on the host, its
+  prelude's clip and division, `_released.Releases`)."""
+  def encode(y: Any, dtype: Any) -> np.ndarray:
+    unit = np.dtype(dtype).type(bound)
+    with np.errstate(over="ignore"):  # no warning from a value: beyond the dtype's range is inf, then clipped
+      t = (np.asarray(y, np.float64) - centre).astype(dtype)
+    return np.clip(t, -unit, unit) / unit
+  return encode
+
+
+def _grid_counts(read: streamed.Chunks, bound: np.ndarray, n: int) -> np.ndarray:
+  """The typical size's exact counts over one pass of the chunks (`typical_size.grid_counts`)."""
+  counts: Any = 0
+  rows = 0
+  for X, _ in read():
+    counts, rows = counts + typical_size.grid_counts(X, bound), rows + np.shape(X)[0]
+  if rows != n:
+    raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")
+  return np.asarray(counts)
+
+
+def _features(X: Any, intercept: bool) -> Any:
+  """The chunk's features with the intercept's constant column (a per-record map)."""
+  if not intercept:
+    return X
+  if sparse.is_sparse(X):
+    return _linear.scipy_sparse().hstack([X, np.ones((X.shape[0], 1), X.dtype)], format="csr")
+  X = np.asarray(X)
+  return np.hstack([X, np.ones((X.shape[0], 1), X.dtype if X.dtype.kind == "f" else float)])

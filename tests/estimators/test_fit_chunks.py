@@ -1,0 +1,147 @@
+"""Issue 33: the estimators on data larger than memory (`fit_chunks`).
+
+The chunked fit must be the in-memory fit: the same selections and privacy report, and the same
+weights up to the updates' rounding, whatever the chunking, with the estimator's defaults (the
+data-following clip included).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import dpgcd_jax as dg
+from dpgcd_jax.privacy import typical_size
+
+N, P = 3000, 40
+
+
+def _data(seed=0):
+  rng = np.random.default_rng(seed)
+  X = rng.choice([-1.0, 1.0], size=(N, P)).astype(np.float32)
+  y = np.where(X[:, :4].sum(axis=1) + rng.normal(size=N) > 0, "yes", "no")
+  return X, y
+
+
+def _pair(make, X, y, chunks):
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)
+    return make().fit(X, y), make().fit_chunks(chunks, num_examples=X.shape[0])
+
+
+def _same(a, b):
+  """The same selections, privacy report and hyperparameters; the weights up to the updates' rounding
+  (XLA may fuse a multiply-add into an FMA in one program and not in the other: an ulp per update)."""
+  np.testing.assert_array_equal(np.flatnonzero(a.coef_), np.flatnonzero(b.coef_))
+  np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(b.intercept_, a.intercept_, rtol=1e-5, atol=1e-7)
+  assert (a.privacy_.epsilon, a.privacy_.delta) == (b.privacy_.epsilon, b.privacy_.delta)
+  assert [(e.label, e.event, e.count) for e in a.privacy_.entries] == \
+      [(e.label, e.event, e.count) for e in b.privacy_.entries]
+  assert np.array_equal(getattr(a, "classes_", None), getattr(b, "classes_", None))
+  assert a.n_features_in_ == b.n_features_in_
+  assert (a.n_iter_, a.step_size_, a.clip_) == (b.n_iter_, b.step_size_, b.clip_)
+
+
+@pytest.mark.parametrize("rows", [700, 1024])
+def test_chunked_fit_is_the_in_memory_fit_with_the_defaults(rows):
+  """Defaults: the typical feature size is released from the chunks' counts (one more pass)."""
+  X, y = _data()
+  make = lambda: dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0, random_state=3)
+  memory, chunked = _pair(make, X, y, [(X[i:i + rows], y[i:i + rows]) for i in range(0, N, rows)])
+  _same(memory, chunked)
+  assert any(e.label == typical_size.LABEL for e in chunked.privacy_.entries)  # the clip followed the data
+  assert chunked.score(X, y) > 0.75  # majority class: about 0.5
+  assert np.array_equal(chunked.predict(X), memory.predict(X))
+
+
+def test_chunked_fit_reads_npy_files_and_takes_a_penalty_and_a_declared_clip(tmp_path):
+  X, y = _data(1)
+  labels = (y == "yes").astype(np.int64)
+  np.save(tmp_path / "X.npy", X)
+  np.save(tmp_path / "y.npy", labels)
+  chunks = dg.streamed.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=1000)
+  make = lambda: dg.DPGCDClassifier(classes=[0, 1], feature_bound=np.full(P, 2.0), penalty="l1", alpha=1e-3,
+                                    clip=0.4, epsilon=2.0, random_state=5)
+  memory, chunked = _pair(make, X, labels, chunks)
+  _same(memory, chunked)
+  assert not any(e.label == typical_size.LABEL for e in chunked.privacy_.entries)  # a declared clip: no release
+
+
+def test_sparse_chunks_give_the_in_memory_sparse_fit():
+  X, y = _data(2)
+  sparse_X = scipy.sparse.csr_matrix(np.where(X > 0, X, 0.0))
+  make = lambda: dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0, random_state=7)
+  memory, chunked = _pair(make, sparse_X, y, [(sparse_X[i:i + 1000], y[i:i + 1000]) for i in range(0, N, 1000)])
+  assert (memory.privacy_.epsilon, memory.privacy_.delta) == (chunked.privacy_.epsilon, chunked.privacy_.delta)
+  np.testing.assert_array_equal(np.flatnonzero(memory.coef_), np.flatnonzero(chunked.coef_))
+  np.testing.assert_allclose(chunked.coef_, memory.coef_, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(target_bound=(-3.0, 5.0), penalty="l1", alpha=0.01)],
+                         ids=["defaults", "range-l1"])
+def test_the_regressor_over_chunks_is_the_in_memory_regressor(kwargs):
+  """A declared target bound: the targets in its units, the penalty too, the step's noise cap."""
+  rng = np.random.default_rng(4)
+  X = rng.normal(size=(N, P))
+  y = X[:, :3] @ np.array([1.0, -2.0, 1.5]) + 1.0 + 0.3 * rng.normal(size=N)
+  make = lambda: dg.DPGCDRegressor(**{**dict(feature_bound=3.0, target_bound=6.0, epsilon=2.0, random_state=1),
+                                      **kwargs})
+  memory, chunked = _pair(make, X, y, [(X[i:i + 800], y[i:i + 800]) for i in range(0, N, 800)])
+  _same(memory, chunked)
+  assert (memory.target_bound_, memory.target_centre_) == (chunked.target_bound_, chunked.target_centre_)
+  assert chunked.score(X, y) > 0.5
+
+
+def _unread():
+  raise AssertionError("the data were read")
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(classes=None), "classes"),
+    (dict(classes=["a", "b", "c"]), "classes"),
+    (dict(feature_bound=None), "feature_bound"),
+    (dict(feature_bound=(0.0, 2.0)), "feature_bound"),
+    (dict(solver="dp_cd"), "solver"),
+    (dict(class_weight="balanced"), "class_weight"),
+    (dict(epsilon=-1.0), "epsilon"),
+])
+def test_missing_declarations_are_refused_by_name_before_any_data_is_read(kwargs, name):
+  model = dg.DPGCDClassifier(**{**dict(classes=["no", "yes"], feature_bound=1.0), **kwargs})
+  with pytest.raises(ValueError, match=name):
+    model.fit_chunks(_unread, num_examples=N)
+
+
+@pytest.mark.parametrize("model, name", [
+    (dg.DPGCDRegressor(feature_bound=1.0), "target_bound"),
+    (dg.DPGCDRegressorCV(feature_bound=1.0, target_bound=1.0), "search"),
+    (dg.DPGCDClassifierCV(classes=[0, 1], feature_bound=1.0), "search"),
+], ids=["regressor", "regressor_cv", "classifier_cv"])
+def test_the_regressor_and_the_searches_are_refused_by_name_before_any_data_is_read(model, name):
+  with pytest.raises(ValueError, match=name):
+    model.fit_chunks(_unread, num_examples=N)
+
+
+def test_the_accountant_refuses_before_reading_and_is_charged_after():
+  X, y = _data()
+  chunks = [(X[i:i + 1000], y[i:i + 1000]) for i in range(0, N, 1000)]
+  with dg.Accountant(epsilon=1.5, delta=1e-6) as acct:
+    dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0, random_state=0).fit_chunks(chunks, num_examples=N)
+    assert acct.spent.epsilon == pytest.approx(1.0, abs=1e-3)
+    calls = []
+    with pytest.raises(ValueError, match="remain"):
+      dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0).fit_chunks(
+          lambda: calls.append(1) or iter(chunks), num_examples=N)
+    assert calls == []
+
+
+def test_a_label_outside_the_declared_classes_and_a_wrong_row_count_are_named():
+  X, y = _data()
+  bad = y.copy()
+  bad[5] = "maybe"
+  model = dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0, clip=0.5)
+  with pytest.raises(ValueError, match="declared classes"):
+    model.fit_chunks([(X, bad)], num_examples=N)
+  with pytest.raises(ValueError, match="num_examples"):
+    model.fit_chunks([(X[:2000], y[:2000])], num_examples=N)
