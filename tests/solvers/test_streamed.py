@@ -8,6 +8,8 @@ of the updates (XLA may fuse a multiply-add into an FMA in one compiled program 
 another: a few ulps at most). Also a prior ledger, and bad input, rejected by name.
 """
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -184,6 +186,31 @@ def test_a_parquet_dataset_streams_the_same_model(tmp_path):
   assert "alice" not in str(error.value)
   with pytest.raises(ValueError, match=r"missing values .*'f1'"):
     streamed.fit(streamed.parquet_chunks(odd, features=["f1"], target="label"), key, **dict(kwargs, num_examples=2))
+
+
+def test_a_parquet_value_beyond_the_dtype_raises_no_warning_and_an_error_without_it(tmp_path):
+  """Review (helper-17, F4): a float64 value above float32's maximum made the reader's cast warn
+  (a warning that depends on one record); the fit refuses it as make_problem refuses an overflow."""
+  pa = pytest.importorskip("pyarrow")
+  import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel
+  pq.write_table(pa.table({"f0": [1.0, 1e39, -1.0], "label": [1.0, -1.0, 1.0]}), tmp_path / "a.parquet")
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")  # any warning fails the test
+    chunks = list(streamed.parquet_chunks(tmp_path, features=["f0"], target="label")())
+  assert np.isinf(chunks[0][0][1, 0])
+  with pytest.raises(ValueError, match="infinite"):
+    streamed.fit(chunks, jax.random.key(0), num_examples=3, loss="logistic", feature_bound=1.0, **FIT)
+
+
+def test_a_declared_sparse_capacity_exceeded_is_refused_naming_the_bound_not_the_count():
+  """Review (helper-17, F1): the error printed nnz, a private count; it names the bound only."""
+  X = scipy_sparse.csr_matrix(np.eye(6, 4, dtype=np.float32))
+  with pytest.raises(ValueError, match=r"capacity=3 stored entries in X \(declared\), got more\.$"):
+    dg.make_problem(X, np.ones(6), "logistic", feature_bound=1.0, sparse_capacity=(3, 6))
+  with pytest.raises(ValueError, match=r"window=1 stored entries in every column of X \(declared\), got a column with "
+                                       r"more\.$"):
+    dg.make_problem(scipy_sparse.csr_matrix(np.ones((6, 4), np.float32)), np.ones(6), "logistic", feature_bound=1.0,
+                    sparse_capacity=(24, 1))
 
 
 def test_a_declared_sparse_capacity_makes_every_chunk_one_shape():
