@@ -43,6 +43,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import penalties
+from dpgcd_jax import progress
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _ranges
@@ -125,10 +126,12 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
 
   selection, update = self._mechanisms()
   run_key = jax.random.fold_in(_linear.split_keys(key, 3)[2], 0)  # the in-memory fit's first run's
-  result = streamed.fit(records, run_key, num_examples=n, loss=self._loss(), feature_bound=bounds, epsilon=epsilon,
-                        delta=delta, passes=hyper.max_iter, penalty=penalty,
-                        step_size=_solvers.dp_gcd_step_size(self, hyper, n), clip=hyper.clip, selection=selection,
-                        update=update, clipping_mode=self.clipping, curvature=self._curvature_option(), prior=prior)
+  with progress.bar(total=hyper.max_iter, enabled=bool(self.verbose), desc=f"{name}.fit_chunks (dp_gcd, 1 run)"):
+    result = streamed.fit(records, run_key, num_examples=n, loss=self._loss(), feature_bound=bounds,
+                          epsilon=epsilon, delta=delta, passes=hyper.max_iter, penalty=penalty,
+                          step_size=_solvers.dp_gcd_step_size(self, hyper, n), clip=hyper.clip, selection=selection,
+                          update=update, clipping_mode=self.clipping, curvature=self._curvature_option(),
+                          prior=prior)
   hyper = hyper._replace(step_size=float(result.params.step_size))  # the step it ran (an "auto" cap applied)
   released = _released.declared_release(bound, num_examples=n, num_features=p).finish(None)
   self.n_features_in_ = p

@@ -72,6 +72,7 @@ from dpgcd_jax import clipping
 from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import progress as progress_lib
 from dpgcd_jax import sparse
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
@@ -304,6 +305,8 @@ def fit(
     coordinates[t] = int(j)
     changes = changes.at[t].set(new_wj - w[j])
     w = jnp.where(jnp.arange(w.shape[0]) == j, new_wj, w)
+    if progress_lib.active():  # this context's bar (dpgcd_jax.progress) advances by one pass; `t` is public
+      progress_lib.tick(t)
   note = ("smoothness: M_j = beta B_j^2 from a public feature bound (declared); records streamed in "
           "row chunks (dpgcd_jax.solvers.streamed)")
   return base.Result(base.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),

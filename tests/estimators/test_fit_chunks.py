@@ -145,3 +145,16 @@ def test_a_label_outside_the_declared_classes_and_a_wrong_row_count_are_named():
     model.fit_chunks([(X, bad)], num_examples=N)
   with pytest.raises(ValueError, match="num_examples"):
     model.fit_chunks([(X[:2000], y[:2000])], num_examples=N)
+
+
+def test_a_verbose_fit_over_chunks_shows_its_passes_and_is_the_same_fit(capsys):
+  X, y = _data()
+  chunks = [(X[i:i + 1000], y[i:i + 1000]) for i in range(0, N, 1000)]
+  make = lambda **kw: dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0, clip=0.5, max_iter=7,
+                                         random_state=0, **kw).fit_chunks(chunks, num_examples=N)
+  quiet = make()
+  assert capsys.readouterr().err == ""
+  loud = make(verbose=1)
+  err = capsys.readouterr().err
+  assert "DPGCDClassifier.fit_chunks (dp_gcd, 1 run)" in err and "7/7" in err, err
+  np.testing.assert_array_equal(quiet.coef_, loud.coef_)
