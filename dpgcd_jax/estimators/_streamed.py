@@ -26,9 +26,13 @@ target bound, no class counts (`class_weight` must be None or a public dict). Th
 ([`dpgcd_jax.privacy.typical_size`][]) is released from the exact sum of the chunks' grid
 counts, read in one more pass, with the in-memory release's key and ledger.
 
+Several hosts: under `jax.distributed` each process passes the chunks of its own rows and
+`num_examples` = all the rows; the run's totals and the typical size's counts are added across
+the processes exactly, and every process holds the one-process model (a two-process test).
+
 Scope: DP-GCD, one run (two classes, or one target), dense or scipy.sparse chunks, no declared
-categories, not the CV estimators' search. One-vs-rest runs over chunks, a search over chunks
-and the estimators across several processes are not built.
+categories, not the CV estimators' search. One-vs-rest runs over chunks and a search over
+chunks are not built.
 """
 
 from __future__ import annotations
@@ -202,11 +206,13 @@ def scaled(centre: float, bound: float) -> Callable[[Any, Any], np.ndarray]:
 
 
 def _grid_counts(read: streamed.Chunks, bound: np.ndarray, n: int) -> np.ndarray:
-  """The typical size's exact counts over one pass of the chunks (`typical_size.grid_counts`)."""
+  """The typical size's exact counts over one pass of the chunks (`typical_size.grid_counts`), of
+  every process's chunks under `jax.distributed` (int64, added across the processes)."""
   counts: Any = 0
   rows = 0
   for X, _ in read():
     counts, rows = counts + typical_size.grid_counts(X, bound), rows + np.shape(X)[0]
+  counts, rows = streamed.across_processes(counts, rows)  # several hosts: every process's rows, exactly
   if rows != n:
     raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")
   return np.asarray(counts)

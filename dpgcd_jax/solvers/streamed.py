@@ -291,10 +291,10 @@ def fit(
       if curvature == "released" and t == 0:  # the second moments do not depend on w: one pass
         moment_total = moment_total + np.asarray(_chunk_moment_total(chunk, half, bits=bits))
     if curvature == "released" and t == 0:
-      moment_total, _ = _across_processes(moment_total, rows)
+      moment_total, _ = across_processes(moment_total, rows)
       with jax.enable_x64(True):
         moments = clipping.exact_mean(jnp.asarray(moment_total), clipping.grid_scale(half, bits), n, M.dtype)
-    total, rows = _across_processes(total, rows)
+    total, rows = across_processes(total, rows)
     if rows != n:
       raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
     with jax.enable_x64(True):  # the exact totals stay float64 on the device
@@ -313,7 +313,7 @@ def fit(
                      privacy=report.with_notes(note), params=params)
 
 
-def _across_processes(total: Any, rows: int) -> tuple[Any, int]:
+def across_processes(total: Any, rows: int) -> tuple[Any, int]:
   """The totals and row counts of every process added up (several hosts under
   `jax.distributed`, each streaming its own rows): integers (int64, or float64 below `2^53`),
   exact in any order, so every process holds the one-process totals and draws the same selection and

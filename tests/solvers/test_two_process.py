@@ -13,7 +13,8 @@ whose entries span the two processes is refused with a ValueError naming ``X``, 
 OS-seeded key drawn on process 0 and broadcast (the docs' recipe) is the same on both. And
 ``dg.streamed.fit`` with each process streaming only its own rows (declared bounds) returns the
 one-process streamed model bit for bit (exact totals, added across the processes), and the
-in-memory fit's coordinates.
+in-memory fit's coordinates; so does ``DPGCDClassifier.fit_chunks`` (its typical feature
+size's counts are added across the processes too).
 
 Every address is loopback: the coordinator binds 127.0.0.1, and the gloo transport is given
 hostname 127.0.0.1. The children are bounded in time and killed when the test fails.
@@ -71,6 +72,9 @@ def _cases():
 
 
 FIT = dict(epsilon=1.0, delta=1e-5, passes=25)
+# epsilon 8: the typical feature size's release is informative at n = 400 (the clip follows the data:
+# its counts are added across the processes too).
+CLASSIFIER = dict(classes=[-1.0, 1.0], feature_bound=1.0, epsilon=8.0, max_iter=8, random_state=0)
 
 WORKER = textwrap.dedent("""
     import os, sys, traceback
@@ -123,6 +127,11 @@ WORKER = textwrap.dedent("""
           out[name + "/streamed_w"] = np.asarray(streamed.w)
           out[name + "/streamed_coordinates"] = np.asarray(streamed.trace.coordinates)
           out[name + "/streamed_epsilon"] = np.asarray(streamed.privacy.epsilon)
+          if name == "logistic_declared_bound":  # the classifier over each process's chunks
+            clf = dg.DPGCDClassifier(**eval(part["classifier"].item()))
+            clf.fit_chunks(chunks, num_examples=2 * len(X_local))
+            out["classifier/coef"], out["classifier/intercept"] = clf.coef_, np.asarray(clf.intercept_)
+            out["classifier/epsilon"], out["classifier/clip"] = np.asarray(clf.privacy_.epsilon), np.asarray(clf.clip_)
 
       # Sparse X whose entries span both processes: refused (sparse problems are not sharded).
       X_local = part["X"]
@@ -234,7 +243,8 @@ def test_two_processes_fit_equals_one_process(tmp_path):
                for name, loss, make_kw, fit_kw, dtype, _ in cases])
   for pid, half in enumerate((slice(0, N // 2), slice(N // 2, N))):
     np.savez(tmp_path / f"part{pid}.npz", X=X[half], y_squared=y_squared[half],
-             y_logistic=y_logistic[half], cases=np.array(spec), fit=np.array(repr(FIT)))
+             y_logistic=y_logistic[half], cases=np.array(spec), fit=np.array(repr(FIT)),
+             classifier=np.array(repr(CLASSIFIER)))
 
   start = time.monotonic()
   folder = str(tmp_path)
@@ -248,6 +258,7 @@ def test_two_processes_fit_equals_one_process(tmp_path):
       if "feature_bound" in make_kw:  # all rows in one chunk, in one process
         streamed_singles[name] = dg.streamed.fit([(X.astype(dtype), y.astype(dtype))], jax.random.key(0),
                                                  num_examples=N, loss=loss, **make_kw, **fit_kw, **FIT)
+    classifier = dg.DPGCDClassifier(**CLASSIFIER).fit_chunks([(X, y_logistic)], num_examples=N)
   except BaseException:
     _stop(procs, logs)
     raise
@@ -277,6 +288,12 @@ def test_two_processes_fit_equals_one_process(tmp_path):
                                    err_msg=where)
         assert float(out[name + "/streamed_epsilon"]) == single.privacy.epsilon, where
   np.testing.assert_array_equal(outs[0]["key_data"], outs[1]["key_data"])  # one key everywhere
+  assert any(e.label == "typical feature size" for e in classifier.privacy_.entries)  # the counts' pass ran
+  for pid, out in enumerate(outs):  # fit_chunks on each process's rows: the one-process model, bit for bit
+    np.testing.assert_array_equal(out["classifier/coef"], classifier.coef_, err_msg=f"process {pid}")
+    np.testing.assert_array_equal(out["classifier/intercept"], classifier.intercept_, err_msg=f"process {pid}")
+    assert (float(out["classifier/epsilon"]), float(out["classifier/clip"])) == \
+        (classifier.privacy_.epsilon, classifier.clip_), pid
   for out in outs:
     message = str(out["sparse_error"])
     assert "X" in message and "several processes" in message and "not sharded" in message, message
