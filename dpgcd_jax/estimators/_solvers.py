@@ -54,6 +54,7 @@ class Adapter:
     released_curvature: it can step by the released curvature (`solver_params["curvature"]`).
     unit_features: it runs on features in units of their bounds (the l1 ball of DP-FW is not
       equivariant to per-coordinate scaling).
+    streams: it runs over row chunks (`fit_chunks`, [`dpgcd_jax.solvers.streamed`][]).
     steps: the "auto" `max_iter` from public `(n, width, epsilon, unit)` (`width`: features
       plus the intercept; `unit`: the estimator's steps unit).
     step: the "auto" step size from `(clip, beta, params)` with steps from the public bounds.
@@ -73,6 +74,7 @@ class Adapter:
   searchable: bool = False
   released_curvature: bool = False
   unit_features: bool = False
+  streams: bool = False
   steps: Callable[[int, int, float, float], int] = lambda n, width, epsilon, unit: auto_max_iter(n, width, epsilon)
   step: Callable[[float, float, Mapping[str, Any]], float] = lambda clip, beta, params: auto_step_size(clip, beta)
   check: Callable[[Any, Any], None] = lambda penalty, step_size: None
@@ -162,7 +164,8 @@ def _check_dp_fw(penalty: Any, step_size: Any) -> None:
 
 ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
     Adapter("dp_gcd", ("curvature",), _run_dp_gcd, _note_dp_gcd, secure=True, padded=True, searchable=True,
-            released_curvature=True, steps=lambda n, width, epsilon, unit: auto_greedy_steps(n, epsilon, unit)),
+            released_curvature=True, streams=True,
+            steps=lambda n, width, epsilon, unit: auto_greedy_steps(n, epsilon, unit)),
     Adapter("dp_fw", ("radius",), _run_dp_fw, lambda estimator, num_targets, hyper: (
         f"solver dp_fw (DP Frank-Wolfe): {num_targets} run(s) x {hyper.max_iter} steps on the l1 ball of radius "
         f"{estimator.solver_params_['radius']:g} (in units of {_units(estimator)}), one "

@@ -158,9 +158,9 @@ def _check_declarations(estimator: Any, name: str) -> _ranges.Range:
     raise ValueError(f"Expected a declared feature_bound centred on 0 for {name}.fit_chunks (the chunks are clipped to "
                      f"it; the in-memory fit's private feature scales need the whole X), got "
                      f"feature_bound={estimator.feature_bound!r}.")
-  if estimator.solver != "dp_gcd":
-    raise ValueError(f"Expected solver='dp_gcd' for {name}.fit_chunks (the streamed run is DP-GCD's), got "
-                     f"solver={estimator.solver!r}.")
+  if not estimator._adapter().streams:
+    raise ValueError(f"Expected a solver that runs over row chunks for {name}.fit_chunks (the streamed run is "
+                     f"DP-GCD's: solver='dp_gcd'), got solver={estimator.solver!r}.")
   if estimator.categories is not None:
     raise ValueError(f"Expected categories=None for {name}.fit_chunks (encode the chunks' categorical columns "
                      f"before), got categories={estimator.categories!r}.")

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 import dpgcd_jax as dg
-from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import dense
 
 PROBE = """
 import json, resource, sys, numpy as np
@@ -30,8 +30,8 @@ def test_chunked_transpose_equals_the_direct_one(monkeypatch):
   X = rng.normal(size=(1001, 37)).astype(np.float32) * 3
   y = X[:, 0].copy()
   direct = dg.make_problem(X, y, "squared", feature_bound=2.0)
-  monkeypatch.setattr(problem_lib, "_DIRECT_BYTES", 0)
-  monkeypatch.setattr(problem_lib, "_CHUNK_BYTES", 37 * 4 * 64)  # 64 rows per chunk, a short last one
+  monkeypatch.setattr(dense, "_DIRECT_BYTES", 0)
+  monkeypatch.setattr(dense, "_CHUNK_BYTES", 37 * 4 * 64)  # 64 rows per chunk, a short last one
   chunked = dg.make_problem(X, y, "squared", feature_bound=2.0)
   np.testing.assert_array_equal(np.asarray(chunked.XT), np.asarray(direct.XT))
   np.testing.assert_array_equal(np.asarray(chunked.XT), np.clip(X, -2.0, 2.0).T)
