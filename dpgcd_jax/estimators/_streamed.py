@@ -126,7 +126,7 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
 
   def records() -> Any:
     for X, y in read():
-      yield _features(X, self.fit_intercept), targets.encode(y, dtype)
+      yield _features(X, bound, self.fit_intercept), targets.encode(y, dtype)
 
   selection, update = self._mechanisms()
   run_key = jax.random.fold_in(_linear.split_keys(key, 3)[2], 0)  # the in-memory fit's first run's
@@ -218,11 +218,13 @@ def _grid_counts(read: streamed.Chunks, bound: np.ndarray, n: int) -> np.ndarray
   return np.asarray(counts)
 
 
-def _features(X: Any, intercept: bool) -> Any:
-  """The chunk's features with the intercept's constant column (a per-record map)."""
-  if not intercept:
-    return X
-  if sparse.is_sparse(X):
-    return _linear.scipy_sparse().hstack([X, np.ones((X.shape[0], 1), X.dtype)], format="csr")
+def _features(X: Any, bound: np.ndarray, intercept: bool) -> Any:
+  """The chunk's features with the intercept's constant column; dense ones clipped to the declared
+  bounds first, in their own precision, as `fit`'s layout clips them (a float64 value beyond
+  float32's range becomes the bound, not an error that depends on the data). Per-record maps."""
+  if sparse.is_sparse(X):  # the sparse layout maps such a value to inf, then clips it
+    return _linear.scipy_sparse().hstack([X, np.ones((X.shape[0], 1), X.dtype)], format="csr") if intercept else X
   X = np.asarray(X)
-  return np.hstack([X, np.ones((X.shape[0], 1), X.dtype if X.dtype.kind == "f" else float)])
+  out = np.ones((X.shape[0], X.shape[1] + bool(intercept)), X.dtype if X.dtype.kind == "f" else np.float64)
+  np.clip(X, -bound, bound, out=out[:, :X.shape[1]])
+  return out
