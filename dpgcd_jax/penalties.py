@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import _pytree
 from dpgcd_jax import _validate
 
 if TYPE_CHECKING:  # typing's from Python 3.11 (the type checkers ship typing_extensions)
@@ -63,7 +64,7 @@ def penalty(cls: type[_P]) -> type[_P]:
   """Class decorator: a frozen dataclass whose fields are all pytree (array) leaves."""
   data_cls: Any = dataclasses.dataclass(frozen=True)(cls)  # a dataclass from here (not in its static type)
   names = [f.name for f in dataclasses.fields(data_cls)]
-  return jax.tree_util.register_dataclass(data_cls, data_fields=names, meta_fields=[])
+  return _pytree.dataclass_pytree(data_fields=names)(data_cls)
 
 
 class SeparablePenalty:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import _pytree
 from dpgcd_jax import _validate
 from dpgcd_jax import dense
 from dpgcd_jax import losses as losses_lib
@@ -80,11 +80,8 @@ class SmoothnessSource(str, enum.Enum):
     return repr(self.value)
 
 
-@functools.partial(
-    jax.tree_util.register_dataclass,
-    data_fields=["XT", "y", "smoothness", "l2", "penalty", "rows", "columns"],
-    meta_fields=["loss", "smoothness_source"],
-)
+@_pytree.dataclass_pytree(data_fields=["XT", "y", "smoothness", "l2", "penalty", "rows", "columns"],
+                          meta_fields=["loss", "smoothness_source"])
 @dataclasses.dataclass(frozen=True)
 class Problem:
   """Data and objective of a private ERM problem (a pytree; `loss` is static).

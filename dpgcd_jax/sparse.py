@@ -34,7 +34,6 @@ all `p` features is drawn at every step, O(nnz + p) per iteration.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import jax
@@ -42,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
+from dpgcd_jax import _pytree
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import sizes
@@ -49,11 +49,7 @@ from dpgcd_jax import sizes
 Array = jax.Array
 
 
-@functools.partial(
-    jax.tree_util.register_dataclass,
-    data_fields=["rows", "cols", "vals", "indptr"],
-    meta_fields=["shape", "window"],
-)
+@_pytree.dataclass_pytree(data_fields=["rows", "cols", "vals", "indptr"], meta_fields=["shape", "window"])
 @dataclasses.dataclass(frozen=True)
 class SparseColumns:
   """The transposed features `X^T` (shape (p, n)) as column-sorted coordinates (a pytree).

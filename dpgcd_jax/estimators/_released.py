@@ -31,7 +31,6 @@ The warnings computed afterwards from released values are in
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any
 from typing import NamedTuple
@@ -40,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import _pytree
 from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
@@ -144,8 +144,8 @@ def _record_max_abs(XT: jax.Array, num_features: jax.Array) -> jax.Array:
   return jax.lax.fori_loop(0, -(-P // batch), running_max, jnp.zeros(N, XT.dtype))
 
 
-@functools.partial(jax.tree_util.register_dataclass, meta_fields=["how"],
-                   data_fields=["declared", "epsilon", "noise", "share", "rank", "padding", "num_examples",
+@_pytree.dataclass_pytree(meta_fields=["how"],
+                          data_fields=["declared", "epsilon", "noise", "share", "rank", "padding", "num_examples",
                                 "num_features", "intercept_bound"])
 @dataclasses.dataclass(frozen=True)
 class FeatureRelease:
@@ -263,8 +263,8 @@ def declared_release(bound: np.ndarray, *, num_examples: int, num_features: int)
                         num_features=np.int32(num_features))
 
 
-@functools.partial(jax.tree_util.register_dataclass, meta_fields=["how"],
-                   data_fields=["declared", "epsilon", "rank", "padding"])
+@_pytree.dataclass_pytree(meta_fields=["how"],
+                          data_fields=["declared", "epsilon", "rank", "padding"])
 @dataclasses.dataclass(frozen=True)
 class TargetRelease:
   """How a regressor gets its public target bound `T` (module docstring), as a pytree
@@ -311,8 +311,8 @@ def target_release(*, num_examples: int, size: int, dtype: Any, target_bound: An
                        np.int32(math.ceil(TARGET_QUANTILE * num_examples)), np.int32(size - num_examples))
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["features", "target"],
-                   meta_fields=["unit", "in_place"])
+@_pytree.dataclass_pytree(data_fields=["features", "target"],
+                          meta_fields=["unit", "in_place"])
 @dataclasses.dataclass(frozen=True)
 class Releases:
   """An estimator's releases before its runs, in the runs' program (a

@@ -22,7 +22,6 @@ The solver protocol (`Result`, `Trace`, the scan driver, `run`) is in
 from __future__ import annotations
 
 import dataclasses
-import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpgcd_jax import _pytree
 from dpgcd_jax import _validate
 from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import problem as problem_lib
@@ -86,7 +86,7 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
   return needs_bound, batch
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["epsilon"], meta_fields=[])
+@_pytree.dataclass_pytree(data_fields=["epsilon"])
 @dataclasses.dataclass(frozen=True)
 class FeatureBoundRelease:
   """`fit`'s release of a feature bound, a [`Prelude`][dpgcd_jax.solvers.base.Prelude] of its run.

@@ -8,7 +8,6 @@ run).
 """
 
 import dataclasses
-import functools
 import math
 import warnings
 
@@ -19,6 +18,7 @@ import scipy.sparse
 from sklearn.datasets import load_diabetes
 
 import dpgcd_jax as dg
+from dpgcd_jax import _pytree
 from dpgcd_jax import dense
 from dpgcd_jax import layout as layout_lib
 from dpgcd_jax.estimators import _released
@@ -148,7 +148,7 @@ def test_dp_fw_in_x64_with_float64_features_fits():
   assert np.all(np.isfinite(model.coef_)) and np.any(model.coef_)
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=[])
+@_pytree.dataclass_pytree(data_fields=[])
 @dataclasses.dataclass(frozen=True)
 class _ReleasesNothing:
   in_place = False
