@@ -21,7 +21,6 @@ import numpy as np
 
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
-from dpgcd_jax.experiments.algorithms import ALGORITHMS
 from dpgcd_jax.experiments.algorithms import Algorithm
 from dpgcd_jax.experiments.algorithms import clip_scale
 from dpgcd_jax.solvers import base
@@ -39,14 +38,15 @@ def _one_run(algorithm: Algorithm) -> Callable:
 
 
 @functools.cache
-def _compiled(name: str) -> Callable:
-  """The jitted sweep of an algorithm (JAX caches one executable per data-set shape).
+def _compiled(algorithm: Algorithm) -> Callable:
+  """The jitted sweep of `algorithm` (JAX caches one executable per data-set shape), cached on
+  the algorithm itself, never on its name (a replaced registry entry, or a copy with other
+  mechanisms, gets its own program, the one its calibration and ledger describe).
 
   Coordinate methods: `(problem, params[R], keys[R], steps) -> w[R, p]`, R independent
   runs. DP-SGD: `(problem, params[P], keys[S], steps) -> w[P, S, p]`, the points of one seed
   sharing its key.
   """
-  algorithm = ALGORITHMS[name]
   one = _one_run(algorithm)
   if not algorithm.shared_keys:
     return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, None)))
@@ -59,13 +59,13 @@ def _compiled(name: str) -> Callable:
 
 
 @functools.cache
-def _compiled_sequential(name: str) -> Callable:
+def _compiled_sequential(algorithm: Algorithm) -> Callable:
   """`(problem, params[R], keys[R], steps) -> w[R, p]` by `lax.map`: independent DP-SGD runs.
 
   Vmapping DP-SGD over keys would batch its sampler's branch on the batch size (every branch
   then runs); mapping keeps one branch per run.
   """
-  one = _one_run(ALGORITHMS[name])
+  one = _one_run(algorithm)
   return jax.jit(lambda problem, params, keys, steps: jax.lax.map(
       lambda a: one(problem, a[0], a[1], steps), (params, keys)))
 
@@ -94,7 +94,7 @@ def sweep(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequence[tupl
   pts = list(pts)
   seeds = keys.shape[0]
   steps = jnp.int32(passes * algorithm.steps_per_pass(problem))
-  fn = _compiled(algorithm.name)
+  fn = _compiled(algorithm)
   out = []
   padded = _pad(pts, chunk)
   for i in range(0, len(padded), chunk):
@@ -120,7 +120,7 @@ def independent(algorithm: Algorithm, problem: problem_lib.Problem, pts: Sequenc
   if len(pts) != keys.shape[0]:
     raise ValueError(f"Expected one key per point, got {len(pts)} points and keys.shape={keys.shape}.")
   steps = jnp.int32(passes * algorithm.steps_per_pass(problem))
-  fn = (_compiled_sequential if algorithm.shared_keys else _compiled)(algorithm.name)
+  fn = (_compiled_sequential if algorithm.shared_keys else _compiled)(algorithm)
   per_call = chunk * seeds
   key_list = list(keys)
   out = []

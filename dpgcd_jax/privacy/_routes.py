@@ -339,12 +339,14 @@ ROUTES: dict[str, Route] = {
 
 
 def register(route: Route, *, first: bool = False) -> None:
-  """Adds a route (`first`: tried before the others, e.g. a tighter specialized route)."""
+  """Adds a route (`first`: tried before the others, e.g. a tighter specialized route). A route
+  that replaces one of the same name also drops `evaluate`'s cached values (keyed by name)."""
   global ROUTES  # pylint: disable=global-statement
   if first:
     ROUTES = {route.name: route, **{k: v for k, v in ROUTES.items() if k != route.name}}
   else:
     ROUTES[route.name] = route
+  evaluate.cache_clear()
 
 
 @functools.lru_cache(maxsize=4096)

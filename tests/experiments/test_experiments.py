@@ -181,6 +181,19 @@ def test_sweeps_equal_direct_solver_calls_with_the_same_key(prepared, name):
   assert not np.allclose(w_ind[0], w_ind[2])  # same point, different keys
 
 
+def test_a_sweep_runs_the_algorithm_it_is_given_not_its_namesake(prepared):
+  """The compiled sweep is cached on the algorithm, not its name: DP-GCD's entry with the
+  Gumbel / Gaussian options sweeps as `dp_gcd_gumbel` does (before, it ran the registry's
+  Laplace program under its own Gaussian calibration)."""
+  laplace, gumbel = runner.ALGORITHMS["dp_gcd"], runner.ALGORITHMS["dp_gcd_gumbel"]
+  renamed = dataclasses.replace(gumbel, name=laplace.name, label=laplace.label)
+  problem, keys, pts, noise = prepared.private, runner.seed_keys(2), [(1.0, 1.0)], (3.0, 3.0)
+  w_laplace = runner.sweep(laplace, problem, pts, noise, keys, 3, chunk=1)
+  w_renamed = runner.sweep(renamed, problem, pts, noise, keys, 3, chunk=1)
+  np.testing.assert_array_equal(w_renamed, runner.sweep(gumbel, problem, pts, noise, keys, 3, chunk=1))
+  assert not np.array_equal(w_renamed, w_laplace)
+
+
 def test_greedy_nonprivate_is_plain_greedy_coordinate_descent(prepared):
   errors = runner.greedy_nonprivate(prepared, (1, 5), TINY)
   assert 0.0 < errors[5] < errors[1] < 1.0

@@ -4,6 +4,7 @@ Each route must be a valid upper bound (never below an exactly computable lower 
 brute-force value) and tight (within 1% of dp_accounting or of that lower bound).
 """
 
+import dataclasses
 import math
 import time
 
@@ -25,6 +26,7 @@ from dpgcd_jax.privacy import PureDp
 from dpgcd_jax.privacy import _br
 from dpgcd_jax.privacy import _laplace
 from dpgcd_jax.privacy import _pld
+from dpgcd_jax.privacy import _routes
 
 NR = dp_accounting.NeighboringRelation
 DELTA = 1e-6
@@ -193,3 +195,18 @@ def test_calibrate_sgd_is_fast_and_cached():
     start = time.perf_counter()
     assert privacy.calibrate_sgd(1.0, 1e-5, steps=steps, sampling_rate=0.02) == cal
     assert time.perf_counter() - start < 0.01
+
+
+def test_a_route_registered_under_a_taken_name_replaces_its_cached_values():
+  """`_routes.evaluate` caches by route name: `register` drops the cache, so a replaced route
+  is the one evaluated (before, the old route's values came back from the cache)."""
+  ledger = Ledger.of(("g", Gaussian(5.0), 10))
+  original = _routes.ROUTES["rdp"]
+  before = ledger.epsilon(1e-6, route="rdp")
+  try:
+    _routes.register(dataclasses.replace(original, epsilon=lambda entries, delta: 123.0,
+                                         delta=lambda entries, epsilon: 0.5))
+    assert ledger.epsilon(1e-6, route="rdp") == 123.0
+  finally:
+    _routes.register(original)
+  assert ledger.epsilon(1e-6, route="rdp") == before
