@@ -40,6 +40,12 @@ def check_classes(classes: Any) -> np.ndarray:
   return np.sort(values)
 
 
+def positive_classes(classes: np.ndarray) -> np.ndarray:
+  """The positive class of each run: `classes[1]` for two classes (one run), every class for
+  more (one-vs-rest, one run per class)."""
+  return classes[1:] if classes.size == 2 else classes
+
+
 class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   """Differentially private logistic regression by greedy coordinate descent (DP-GCD).
 
@@ -238,10 +244,13 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   fit_chunks = _streamed.fit_chunks
 
   def _chunk_targets(self, name: str) -> _streamed.ChunkTargets:
-    """The chunks' targets over the two declared classes (`fit_chunks`); sets `classes_`."""
+    """The chunks' targets over the declared classes (`fit_chunks`): one run for two classes,
+    one per class for more (one-vs-rest), encoded as `_targets` encodes them; sets `classes_`."""
     self.classes_ = _streamed.declared_classes(self, name)
     weights = self._class_weights(self.classes_)
-    return _streamed.ChunkTargets(_streamed.labels(self.classes_, np.ones(2) if weights is None else weights))
+    positives = positive_classes(self.classes_)
+    weights = np.ones(self.classes_.size) if weights is None else weights
+    return _streamed.ChunkTargets(_streamed.labels(self.classes_, weights, positives), runs=positives.size)
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.logistic if self.class_weight is None else losses_lib.weighted_logistic
@@ -265,7 +274,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
         raise ValueError(f"Expected every label of y in the declared classes={self.classes_.tolist()}, "
                          f"got y containing {np.unique(y[unknown])[:5].tolist()}.")
       not_private = ()
-    positives = [self.classes_[1]] if self.classes_.size == 2 else list(self.classes_)
+    positives = positive_classes(self.classes_)
     weights = self._class_weights(self.classes_)
     prior, notes = ledger_lib.Ledger(), cast(tuple[str, ...], ())
     if isinstance(self.class_weight, str):  # "balanced" (checked)

@@ -1,4 +1,4 @@
-"""The estimators on data larger than memory: `fit_chunks`, one private run over row chunks.
+"""The estimators on data larger than memory: `fit_chunks`, the private runs over row chunks.
 
 [`fit_chunks`][dpgcd_jax.estimators._streamed.fit_chunks] (`DPGCDClassifier.fit_chunks`,
 `DPGCDRegressor.fit_chunks`) fits the model of the estimator's `fit` with the records read in
@@ -7,21 +7,25 @@ files or a Parquet dataset), so the peak memory is one chunk plus `O(p)`, whatev
 runs is the estimator's own run, step for step: its hyperparameters (`max_iter`, `step_size`
 and `clip`, "auto" by the same rules, the regressor's step cap included), the intercept as one
 more coordinate of public bound `intercept_bound(clip)`, its penalty (a regressor's in units of
-its target bound), mechanisms and released curvature, the targets as `fit` encodes them, and
-the key of its first run (`fold_in(split(key, 3)[2], 0)`). Tests check that the selections,
+its target bound), mechanisms and released curvature, the targets as `fit` encodes them (one
+run, or one per class for K >= 3 classes: one-vs-rest), and the keys of its runs
+(`fold_in(split(key, 3)[2], k)` for run `k`). Tests check that the selections,
 `privacy_` and the hyperparameters equal the in-memory fit's on the same data, and the weights
 up to the updates' rounding (as for [`dpgcd_jax.solvers.streamed.fit`][]: XLA may fuse a
 multiply-add into an FMA in one program and not in the other, an ulp per update; equal in most
 of the tests' runs).
 
-Privacy: the run is [`dpgcd_jax.solvers.streamed.fit`][]'s, whose argument is DP-GCD's (each
+Privacy: the runs are [`dpgcd_jax.solvers.streamed.fit`][]'s, whose argument is DP-GCD's (each
 iteration releases what an in-memory iteration releases, from the same exact clipped
-gradient); everything else is public by declaration: the feature bounds (`feature_bound=`,
+gradient); with K classes, the K one-vs-rest runs read the same records and are accounted
+together as `fit`'s K runs (`runs=K`: one plan of `K * max_iter` iterations, calibrated once, the
+same ledger); everything else is public by declaration: the feature bounds (`feature_bound=`,
 centred on 0: the chunks are clipped to them), a classifier's label set (`classes=`, two
-labels), a regressor's target range (`target_bound=`), `n` (`num_examples`, checked against
+labels or more), a regressor's target range (`target_bound=`), `n` (`num_examples`, checked against
 the rows read) and the chunks' shapes. So the releases an in-memory fit makes from the data
 before its run when these are not declared are not needed, and not made: no feature scales, no
-target bound, no class counts (`class_weight` must be None or a public dict). The classifier's
+target bound, no class counts (`class_weight` must be None or a public dict: "balanced" would
+release the class counts, one more pass over the chunks, not built). The classifier's
 "auto" clip follows the data as in `fit`: the typical feature size
 ([`dpgcd_jax.privacy.typical_size`][]) is released from the exact sum of the chunks' grid
 counts, read in one more pass, with the in-memory release's key and ledger.
@@ -30,9 +34,10 @@ Several hosts: under `jax.distributed` each process passes the chunks of its own
 `num_examples` = all the rows; the run's totals and the typical size's counts are added across
 the processes exactly, and every process holds the one-process model (a two-process test).
 
-Scope: DP-GCD, one run (two classes, or one target), dense or scipy.sparse chunks, no declared
-categories, not the CV estimators' search. One-vs-rest runs over chunks and a search over
-chunks are not built.
+Scope: DP-GCD, one run (two classes, or one target) or one run per class (K >= 3 declared
+classes, one-vs-rest: the runs one after the other, each reading the chunks `max_iter` times),
+dense or scipy.sparse chunks, no declared categories, not the CV estimators' search. A search
+over chunks is not built.
 """
 
 from __future__ import annotations
@@ -59,18 +64,21 @@ from dpgcd_jax.solvers import streamed
 
 
 class ChunkTargets(NamedTuple):
-  """How an estimator turns the chunks' `y` into the run's targets (its `_chunk_targets`).
+  """How an estimator turns the chunks' `y` into the runs' targets (its `_chunk_targets`).
 
   Attributes:
-    encode: `(y_c, dtype) -> targets`: a per-record map with public parameters only.
+    encode: `(y_c, dtype) -> targets`, `(runs, rows)`: a per-record map with public parameters
+      only (row `k`: run `k`'s targets).
     unit: the regressor's declared target bound `T` (the targets are in units of it, and so
       is the penalty, both computed in the run's dtype), or None.
     target: the regressor's `Released` target bound (for `_set_model`), or None.
+    runs: the number of runs (public: one, or a classifier's K >= 3 declared classes).
   """
 
   encode: Callable[[Any, Any], np.ndarray]
   unit: Any = None
   target: Any = None
+  runs: int = 1
 
 
 def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
@@ -79,7 +87,9 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
   The model and `privacy_` of `fit` on the same records (the same selections and report, the
   weights up to the updates' rounding; module `dpgcd_jax.estimators._streamed`: what runs, the
   privacy statement and the scope), with the records read by
-  [`dpgcd_jax.solvers.streamed.fit`][].
+  [`dpgcd_jax.solvers.streamed.fit`][]. A classifier with K >= 3 declared `classes` runs
+  one-vs-rest as `fit` does: K runs, one after the other (each reads the chunks `max_iter`
+  times), calibrated together in one ledger; `coef_` is (K, p).
 
   Args:
     chunks: a function returning one pass of `(X_c, y_c)` chunks each time it is called (e.g.
@@ -91,8 +101,8 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
 
   Raises:
     ValueError: naming the argument, before any data is read, for what must be declared
-      (`feature_bound` centred on 0; a classifier's two `classes`; a regressor's
-      `target_bound`) or an option not built over chunks (another `solver`, `categories`,
+      (`feature_bound` centred on 0; a classifier's `classes`; a regressor's `target_bound`)
+      or an option not built over chunks (another `solver`, `categories`,
       `class_weight="balanced"`, a CV estimator's search); while reading, for a label outside
       `classes` or a chunk whose shape or row count differs from the declared ones.
   """
@@ -129,21 +139,23 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
       yield _features(X, bound, self.fit_intercept), targets.encode(y, dtype)
 
   selection, update = self._mechanisms()
-  run_key = jax.random.fold_in(_linear.split_keys(key, 3)[2], 0)  # the in-memory fit's first run's
-  with progress.bar(total=hyper.max_iter, enabled=bool(self.verbose), desc=f"{name}.fit_chunks (dp_gcd, 1 run)"):
-    result = streamed.fit(records, run_key, num_examples=n, loss=self._loss(), feature_bound=bounds,
+  runs = targets.runs
+  runs_key = _linear.split_keys(key, 3)[2]  # the in-memory fit's: run k is keyed fold_in(runs_key, k)
+  with progress.bar(total=runs * hyper.max_iter, enabled=bool(self.verbose),
+                    desc=f"{name}.fit_chunks (dp_gcd, {runs} run{'s' if runs > 1 else ''})"):
+    result = streamed.fit(records, runs_key, num_examples=n, loss=self._loss(), feature_bound=bounds,
                           epsilon=epsilon, delta=delta, passes=hyper.max_iter, penalty=penalty,
                           step_size=_solvers.dp_gcd_step_size(self, hyper, n), clip=hyper.clip, selection=selection,
                           update=update, clipping_mode=self.clipping, curvature=self._curvature_option(),
-                          prior=prior)
+                          prior=prior, runs=runs)
   hyper = hyper._replace(step_size=float(result.params.step_size))  # the step it ran (an "auto" cap applied)
   released = _released.declared_release(bound, num_examples=n, num_features=p).finish(None)
   self.n_features_in_ = p
   self.encoding_ = None
   self.solver_params_ = self._solver_params(width)
   target_notes = () if targets.target is None else (targets.target.note,)
-  self._record(result.privacy.with_notes(released.note, *target_notes, *notes, *self._notes(1, hyper, delta)))
-  self._set_model(np.asarray(result.w, float)[None, :width], released, hyper, n, targets.target)
+  self._record(result.privacy.with_notes(released.note, *target_notes, *notes, *self._notes(runs, hyper, delta)))
+  self._set_model(np.asarray(result.w, float)[:, :width], released, hyper, n, targets.target)
   return self
 
 
@@ -168,20 +180,22 @@ def _check_declarations(estimator: Any, name: str) -> _ranges.Range:
 
 
 def declared_classes(estimator: Any, name: str) -> np.ndarray:
-  """A classifier's two declared labels, sorted, or a ValueError naming what `fit_chunks` needs."""
-  if estimator.classes is None or np.size(estimator.classes) != 2:
-    raise ValueError(f"Expected classes= declared with two labels for {name}.fit_chunks (the label set is public "
-                     f"by declaration; one-vs-rest runs over chunks are not built), got "
-                     f"classes={estimator.classes!r}.")
+  """A classifier's declared labels (two, or K >= 3 for one-vs-rest), sorted, or a ValueError
+  naming what `fit_chunks` needs."""
+  if estimator.classes is None:
+    raise ValueError(f"Expected classes= declared for {name}.fit_chunks (the label set is public by declaration: "
+                     f"two labels, or K >= 3 for one-vs-rest runs), got classes=None.")
   if isinstance(estimator.class_weight, str):
     raise ValueError(f"Expected class_weight None or a dict for {name}.fit_chunks ('balanced' releases class counts "
-                     f"from the whole y), got class_weight={estimator.class_weight!r}.")
+                     f"from the whole y: one more pass over the chunks, not built), got "
+                     f"class_weight={estimator.class_weight!r}.")
   return np.sort(np.asarray(estimator.classes))  # checked by _check_params
 
 
-def labels(classes: np.ndarray, weight: np.ndarray) -> Callable[[Any, Any], np.ndarray]:
-  """A classifier's chunk targets `+-w_i` (`classes[1]` positive, `w_i` its class's public
-  weight), as `fit` encodes them; a label outside `classes` is refused as in `fit`."""
+def labels(classes: np.ndarray, weight: np.ndarray, positives: np.ndarray) -> Callable[[Any, Any], np.ndarray]:
+  """A classifier's chunk targets `+-w_i`, `(runs, rows)`: row `k` positive on `positives[k]`
+  (run `k`'s class), `w_i` the record's class's public weight, as `fit` encodes them; a label
+  outside `classes` is refused as in `fit`."""
   def encode(y: Any, dtype: Any) -> np.ndarray:
     y = np.asarray(y)
     unknown = ~np.isin(y, classes)
@@ -189,19 +203,19 @@ def labels(classes: np.ndarray, weight: np.ndarray) -> Callable[[Any, Any], np.n
       raise ValueError(f"Expected every label of y in the declared classes={classes.tolist()}, got y containing "
                        f"{np.unique(y[unknown])[:5].tolist()} in chunks.")
     w = weight[np.searchsorted(classes, y)]
-    return np.where(y == classes[1], w, -w).astype(dtype)
+    return np.stack([np.where(y == c, w, -w) for c in positives]).astype(dtype)
   return encode
 
 
 def scaled(centre: float, bound: float) -> Callable[[Any, Any], np.ndarray]:
-  """A regressor's chunk targets `clip(y - c, -T, T) / T`, `T = bound`: `y - c` in float64 then
+  """A regressor's chunk targets `clip(y - c, -T, T) / T`, `(1, rows)`, `T = bound`: `y - c` in float64 then
   cast to the run's dtype, and `T` in it, the operations of `fit` (its centring on the host, its
   prelude's clip and division, `_released.Releases`)."""
   def encode(y: Any, dtype: Any) -> np.ndarray:
     unit = np.dtype(dtype).type(bound)
     with np.errstate(over="ignore"):  # no warning from a value: beyond the dtype's range is inf, then clipped
       t = (np.asarray(y, np.float64) - centre).astype(dtype)
-    return np.clip(t, -unit, unit) / unit
+    return (np.clip(t, -unit, unit) / unit)[None]
   return encode
 
 

@@ -47,12 +47,14 @@ wait in the next all-gather until the launcher's failure handling ends the job.
 Scope: dense or scipy.sparse chunks (a sparse chunk's totals run over its stored entries, O(nnz):
 `dpgcd_jax.sparse.SparseColumns.clipped_total`, the same grid, so the selections and the
 report equal the in-memory sparse fit's), a GLM loss (the margins' fast path), `curvature`
-"public" or "released" (the second moments summed exactly in the first pass) and one key.
+"public" or "released" (the second moments summed exactly in the first pass) and one key, with
+one target per record or `K` (`runs=K`: the K runs of the in-memory fit's (K, n) `targets`,
+e.g. one-vs-rest, one after the other, accounted together as there).
 Sources: a list of `(X, y)` pairs, a function yielding them, `.npy` files
 ([`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]) or a Parquet dataset
 ([`parquet_chunks`][dpgcd_jax.solvers.streamed.parquet_chunks]). A sparse chunk's capacity is
 its own nnz: chunks of different nnz compile their totals' program once each. The estimators
-are not wired to it yet.
+run on it through their `fit_chunks` ([`dpgcd_jax.estimators._streamed`][]).
 """
 
 from __future__ import annotations
@@ -198,6 +200,7 @@ def fit(
     curvature: str = "public",
     curvature_ratio: float = dp_gcd.CURVATURE_RATIO,
     sparse_capacity: tuple[int, int] | None = None,
+    runs: int | None = None,
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD over row chunks: the model of [`dpgcd_jax.solvers.dp_gcd.fit`][] on
   `make_problem(X, y, loss, feature_bound=feature_bound, penalty=penalty)` (module docstring).
@@ -227,10 +230,24 @@ def fit(
     curvature, curvature_ratio: as in [`dpgcd_jax.solvers.dp_gcd.fit`][]: with "released", the
       first pass also sums every feature's clipped second moment exactly (the moments do not
       depend on `w`), and each step releases the selected feature's, as the in-memory fit does.
+    runs: None (one run: every chunk's `y_c` is its `(rows,)` targets), or `K >= 1` runs on the
+      same features, as [`dpgcd_jax.solvers.dp_gcd.fit`][]'s (K, n) `targets` (e.g. one-vs-rest
+      labels): every chunk's `y_c` is `(K, rows)`, run `k` reads row `k` and is keyed
+      `fold_in(key, k)`; the runs go one after the other (each reads the chunks `passes` times),
+      and the result's leaves get a leading axis K.
 
   Returns:
     A [`dpgcd_jax.Result`][]: `w`, `trace.coordinates` and `privacy` (the report of
     everything spent, `prior` included).
+
+  Privacy with `runs=K`: the K runs read the same records, each run is the one-target run
+  above (its own key, its targets a per-record map of the record), and their composition is
+  accounted as the in-memory fit's: one plan of `K * passes` iterations
+  ([`dpgcd_jax.solvers.dp_gcd.private_plan`][] with `runs=K`), calibrated once, so the ledger
+  and `privacy` are the in-memory fit's. With `curvature="released"` the exact second moments
+  (a function of the features only, not released) are summed once, in the first pass of run 0,
+  and every step of every run releases its selected feature's, as each in-memory run does
+  (`K * passes` curvature releases in the ledger).
   """
   n = _validate.check_int("num_examples", num_examples, low=1)
   passes = _validate.check_int("passes", passes, low=1)
@@ -244,15 +261,19 @@ def fit(
     raise ValueError(f"Expected clipping_mode in {kernels.CLIPPING_MODES}, got clipping_mode={clipping_mode!r}.")
   if prior is not None and not isinstance(prior, ledger_lib.Ledger):
     raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
+  if runs is not None:
+    runs = _validate.check_int("runs", runs, low=1)
   read = reader(chunks)
   selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
   dp_gcd.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
-  plan = dp_gcd.iterations_plan(passes, step_size=step_size, clip=clip, selection=selection, update=update,
-                             selection_share=selection_share, curvature=curvature, curvature_ratio=curvature_ratio)
+  plan = dp_gcd.iterations_plan(passes * (runs or 1), step_size=step_size, clip=clip, selection=selection,
+                                update=update, selection_share=selection_share, curvature=curvature,
+                                curvature_ratio=curvature_ratio)  # the K runs: dp_gcd.private_plan(runs=K)'s
 
-  first = _chunk_problem(*first_chunk(read), loss=loss, penalty=penalty, feature_bound=feature_bound,
-                         sparse_capacity=sparse_capacity)
+  X0, y0 = first_chunk(read)
+  first = _chunk_problem(X0, run_targets(y0, runs, 0, np.shape(X0)[0]), loss=loss, penalty=penalty,
+                         feature_bound=feature_bound, sparse_capacity=sparse_capacity)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
   kernels.check_clipping_mode(first, clipping_mode)
@@ -274,39 +295,47 @@ def fit(
   beta = jnp.asarray(first.curvature, M.dtype)
   half = first.smoothness / beta / 2  # B_j^2 / 2: the shifted moments' clip (dpgcd_jax.curvature)
   moment_total: Any = 0
-  moments = None
+  moments = None  # curvature="released": the exact second moments, summed in run 0's first pass
 
-  w0 = w = dp_gcd.init(first).w
-  coordinates = np.zeros(passes, np.int32)
-  changes = jnp.zeros(passes, w.dtype)
-  for t in range(passes):
-    total: Any = 0  # exact: int64 totals (float64 data) or float64 integers below 2^53 (float32)
-    rows = 0
-    history = jnp.asarray(coordinates)  # once per pass, not per chunk
-    for X, y in read():
-      chunk = problem_of(X, y)
-      rows += chunk.num_examples
-      total = total + np.asarray(_chunk_total(chunk, w0, history, changes, np.int32(t), thresholds,
-                                              mode=clipping_mode, bits=bits))
-      if curvature == "released" and t == 0:  # the second moments do not depend on w: one pass
-        moment_total = moment_total + np.asarray(_chunk_moment_total(chunk, half, bits=bits))
-    if curvature == "released" and t == 0:
-      moment_total, _ = across_processes(moment_total, rows)
-      with jax.enable_x64(True):
-        moments = clipping.exact_mean(jnp.asarray(moment_total), clipping.grid_scale(half, bits), n, M.dtype)
-    total, rows = across_processes(total, rows)
-    if rows != n:
-      raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
-    with jax.enable_x64(True):  # the exact totals stay float64 on the device
-      g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
-    released = None if moments is None else (moments, 2.0 * half, beta, jnp.asarray(first.l2, M.dtype))
-    j, new_wj = _step(base.step_key(key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds, released,
-                      num_examples=n, selection=selection, update=update, rule=rule)
-    coordinates[t] = int(j)
-    changes = changes.at[t].set(new_wj - w[j])
-    w = jnp.where(jnp.arange(w.shape[0]) == j, new_wj, w)
-    if progress_lib.active():  # this context's bar (dpgcd_jax.progress) advances by one pass; `t` is public
-      progress_lib.tick(t)
+  w0 = dp_gcd.init(first).w
+  weights, traces = [], []
+  for k in range(runs or 1):
+    run_key = key if runs is None else jax.random.fold_in(key, k)  # the in-memory run k's (base.compiled_run)
+    w = w0
+    coordinates = np.zeros(passes, np.int32)
+    changes = jnp.zeros(passes, w.dtype)
+    for t in range(passes):
+      total: Any = 0  # exact: int64 totals (float64 data) or float64 integers below 2^53 (float32)
+      rows = 0
+      history = jnp.asarray(coordinates)  # once per pass, not per chunk
+      moments_now = curvature == "released" and moments is None  # the second moments do not depend on w: one pass
+      for X, y in read():
+        chunk = problem_of(X, run_targets(y, runs, k, np.shape(X)[0]))
+        rows += chunk.num_examples
+        total = total + np.asarray(_chunk_total(chunk, w0, history, changes, np.int32(t), thresholds,
+                                                mode=clipping_mode, bits=bits))
+        if moments_now:
+          moment_total = moment_total + np.asarray(_chunk_moment_total(chunk, half, bits=bits))
+      if moments_now:
+        moment_total, _ = across_processes(moment_total, rows)
+        with jax.enable_x64(True):
+          moments = clipping.exact_mean(jnp.asarray(moment_total), clipping.grid_scale(half, bits), n, M.dtype)
+      total, rows = across_processes(total, rows)
+      if rows != n:
+        raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
+      with jax.enable_x64(True):  # the exact totals stay float64 on the device
+        g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
+      released = None if moments is None else (moments, 2.0 * half, beta, jnp.asarray(first.l2, M.dtype))
+      j, new_wj = _step(base.step_key(run_key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds,
+                        released, num_examples=n, selection=selection, update=update, rule=rule)
+      coordinates[t] = int(j)
+      changes = changes.at[t].set(new_wj - w[j])
+      w = jnp.where(jnp.arange(w.shape[0]) == j, new_wj, w)
+      if progress_lib.active():  # this context's bar (dpgcd_jax.progress) advances by one pass; `t` is public
+        progress_lib.tick(t)
+    weights.append(w)
+    traces.append(coordinates)
+  w, coordinates = (weights[0], traces[0]) if runs is None else (jnp.stack(weights), np.stack(traces))
   note = ("smoothness: M_j = beta B_j^2 from a public feature bound (declared); records streamed in "
           "row chunks (dpgcd_jax.solvers.streamed)")
   return base.Result(base.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
@@ -362,6 +391,17 @@ def _check_processes(first: problem_lib.Problem, key: Array) -> None:
   if not np.all(every == every[0]):
     raise ValueError("Expected the same key, number of features and dtype on every process, got "
                      f"(features, dtype number, key data) = {every.tolist()}.")
+
+
+def run_targets(y: Any, runs: int | None, k: int, rows: int) -> Any:
+  """Run `k`'s targets in a chunk of `rows` records: `y` itself (`runs=None`), or its row `k`
+  (`(runs, rows)` targets; a ValueError naming `chunks` for another shape, public)."""
+  if runs is None:
+    return y
+  if np.shape(y) != (runs, rows):
+    raise ValueError(f"Expected every chunk's y to hold (runs, rows) = ({runs}, {rows}) targets with runs={runs}, "
+                     f"got shape {np.shape(y)} in chunks.")
+  return y[k]
 
 
 def reader(chunks: Any) -> Chunks:

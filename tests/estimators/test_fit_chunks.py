@@ -7,12 +7,14 @@ data-following clip included).
 
 import warnings
 
+import jax
 import numpy as np
 import pytest
 import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax.privacy import typical_size
+from dpgcd_jax.solvers import streamed
 
 N, P = 3000, 40
 
@@ -100,7 +102,7 @@ def _unread():
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(classes=None), "classes"),
-    (dict(classes=["a", "b", "c"]), "classes"),
+    (dict(classes=["a"]), "classes"),
     (dict(feature_bound=None), "feature_bound"),
     (dict(feature_bound=(0.0, 2.0)), "feature_bound"),
     (dict(solver="dp_cd"), "solver"),
@@ -169,3 +171,56 @@ def test_a_float64_value_beyond_float32_is_clipped_as_fit_clips_it():
   make = lambda: dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=1.0, clip=0.5, random_state=2)
   memory, chunked = _pair(make, X, y, [(X[i:i + 1000], y[i:i + 1000]) for i in range(0, N, 1000)])
   _same(memory, chunked)
+
+
+LABELS = np.array(["a", "b", "c", "d"])
+
+
+def _classes_data(K, seed=0, n=1500, p=12):
+  """K well separated classes: class k where feature k (a random sign, times 2) plus noise is largest."""
+  rng = np.random.default_rng(seed)
+  X = rng.choice([-1.0, 1.0], size=(n, p)).astype(np.float32)
+  y = LABELS[np.argmax(2.0 * X[:, :K] + 0.5 * rng.normal(size=(n, K)), axis=1)]
+  return X, y
+
+
+@pytest.mark.parametrize("K, rows, kwargs", [(3, 400, dict()), (4, 700, dict(class_weight={"b": 2.0}, clip=0.4))],
+                         ids=["3-classes", "4-classes-weighted"])
+def test_one_vs_rest_over_chunks_is_the_in_memory_one_vs_rest_fit(K, rows, kwargs):
+  """K runs over the chunks, keyed and calibrated together as fit's K runs: the same selections and ledger."""
+  X, y = _classes_data(K)
+  n = X.shape[0]
+  make = lambda: dg.DPGCDClassifier(classes=LABELS[:K].tolist(), feature_bound=1.0, random_state=3, **kwargs)
+  memory, chunked = _pair(make, X, y, [(X[i:i + rows], y[i:i + rows]) for i in range(0, n, rows)])
+  _same(memory, chunked)
+  assert chunked.coef_.shape == (K, X.shape[1]) and chunked.intercept_.shape == (K,)
+  assert [e.count for e in chunked.privacy_.entries if e.label == "selection"] == [K * chunked.n_iter_]
+  assert np.array_equal(chunked.predict(X), memory.predict(X))
+  assert chunked.score(X, y) > max(np.mean(y == c) for c in LABELS[:K])  # beats the majority class
+
+
+def test_a_label_outside_three_declared_classes_is_refused_while_reading():
+  X, y = _classes_data(3)
+  bad = y.copy()
+  bad[1200] = "z"  # in the second chunk
+  model = dg.DPGCDClassifier(classes=["a", "b", "c"], feature_bound=1.0, clip=0.5)
+  with pytest.raises(ValueError, match=r"declared classes.*'z'"):
+    model.fit_chunks([(X[:1000], bad[:1000]), (X[1000:], bad[1000:])], num_examples=X.shape[0])
+
+
+def test_the_streamed_solver_runs_k_targets_as_the_in_memory_solver_and_names_a_wrong_shape():
+  """`streamed.fit(runs=K)` on (K, rows) targets per chunk: `dp_gcd.fit(targets=...)`'s K runs (keys, ledger)."""
+  X, y = _classes_data(3, seed=1, n=1200)
+  Y = np.stack([np.where(y == c, 1.0, -1.0) for c in LABELS[:3]]).astype(np.float32)
+  key = jax.random.key(4)
+  fit = dict(epsilon=1.0, delta=1e-6, passes=6, clip=0.5, curvature="released")
+  memory = dg.dp_gcd.fit(dg.make_problem(X, Y[0], "logistic", feature_bound=1.0), key, targets=Y, **fit)
+  chunked = streamed.fit([(X[i:i + 500], Y[:, i:i + 500]) for i in range(0, 1200, 500)], key, num_examples=1200,
+                         loss="logistic", feature_bound=1.0, runs=3, **fit)
+  np.testing.assert_array_equal(chunked.trace.coordinates, memory.trace.coordinates)
+  np.testing.assert_allclose(chunked.w, memory.w, rtol=1e-5, atol=1e-7)
+  assert [(e.label, e.event, e.count) for e in chunked.privacy.entries] == \
+      [(e.label, e.event, e.count) for e in memory.privacy.entries]
+  assert (chunked.privacy.epsilon, chunked.privacy.delta) == (memory.privacy.epsilon, memory.privacy.delta)
+  with pytest.raises(ValueError, match="runs"):
+    streamed.fit([(X, Y[:2])], key, num_examples=1200, loss="logistic", feature_bound=1.0, runs=3, **fit)
