@@ -24,8 +24,8 @@ from dpgcd_jax.estimators import _streamed
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import CLASS_COUNT_SHARE
 from dpgcd_jax.estimators._defaults import known_curvature
+from dpgcd_jax.estimators._inputs import Targets
 from dpgcd_jax.estimators._linear import DPGCDBase
-from dpgcd_jax.estimators._linear import Targets
 from dpgcd_jax.privacy import ledger as ledger_lib
 
 CLASS_COUNT_STREAM = 1 << 29  # fold_in data of their key (from random_state)

@@ -49,6 +49,7 @@ from dpgcd_jax.estimators import _linear
 from dpgcd_jax.estimators import _regressor
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators import _solvers
+from dpgcd_jax.estimators import _training
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
@@ -122,7 +123,7 @@ def selection_pays(n: int, epsilon: float) -> bool:
 
 def _scores(W: np.ndarray, X: Any, bound: np.ndarray, fit_intercept: bool) -> np.ndarray:
   p = X.shape[1]
-  scores = np.asarray(_linear.clip_features(X, bound) @ W[:, :p].T)
+  scores = np.asarray(_training.clip_features(X, bound) @ W[:, :p].T)
   return scores + W[:, p] if fit_intercept else scores
 
 

@@ -21,8 +21,8 @@ from dpgcd_jax.estimators import _streamed
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import AUTO_CLIP_REGRESSION
 from dpgcd_jax.estimators._defaults import AUTO_STEPS_UNIT_REGRESSION
+from dpgcd_jax.estimators._inputs import Targets
 from dpgcd_jax.estimators._linear import DPGCDBase
-from dpgcd_jax.estimators._linear import Targets
 from dpgcd_jax.privacy import ledger as ledger_lib
 
 

@@ -54,10 +54,11 @@ from dpgcd_jax import _validate
 from dpgcd_jax import penalties
 from dpgcd_jax import progress
 from dpgcd_jax import sparse
-from dpgcd_jax.estimators import _linear
+from dpgcd_jax.estimators import _inputs
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators import _solvers
+from dpgcd_jax.estimators import _training
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import typical_size
 from dpgcd_jax.solvers import streamed
@@ -120,11 +121,11 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
   bound = np.broadcast_to(_released.check_positive_bound("feature_bound", feature.half_width, (p,)), (p,))
   epsilon = float(self.epsilon)
   hyper = self._hyper(n, p, epsilon)
-  key = _linear.key_from(self.random_state)
+  key = _inputs.key_from(self.random_state)
   prior, notes = ledger_lib.Ledger(), ()
   if self._follows_data():  # the data-following clip, from the counts of one more pass
     hyper, prior, notes = self._follow_data(
-        jax.random.fold_in(key, _linear.TYPICAL_SIZE_STREAM),
+        jax.random.fold_in(key, _training.TYPICAL_SIZE_STREAM),
         lambda k, noise: typical_size.release_counts(k, _grid_counts(read, bound, n), n, noise), p, hyper, n=n,
         epsilon=epsilon, delta=delta, prior=prior)
   width = p + bool(self.fit_intercept)
@@ -140,7 +141,7 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
 
   selection, update = self._mechanisms()
   runs = targets.runs
-  runs_key = _linear.split_keys(key, 3)[2]  # the in-memory fit's: run k is keyed fold_in(runs_key, k)
+  runs_key = _training.split_keys(key, 3)[2]  # the in-memory fit's: run k is keyed fold_in(runs_key, k)
   with progress.bar(total=runs * hyper.max_iter, enabled=bool(self.verbose),
                     desc=f"{name}.fit_chunks (dp_gcd, {runs} run{'s' if runs > 1 else ''})"):
     result = streamed.fit(records, runs_key, num_examples=n, loss=self._loss(), feature_bound=bounds,
@@ -237,7 +238,7 @@ def _features(X: Any, bound: np.ndarray, intercept: bool) -> Any:
   bounds first, in their own precision, as `fit`'s layout clips them (a float64 value beyond
   float32's range becomes the bound, not an error that depends on the data). Per-record maps."""
   if sparse.is_sparse(X):  # the sparse layout maps such a value to inf, then clips it
-    return _linear.scipy_sparse().hstack([X, np.ones((X.shape[0], 1), X.dtype)], format="csr") if intercept else X
+    return _training.scipy_sparse().hstack([X, np.ones((X.shape[0], 1), X.dtype)], format="csr") if intercept else X
   X = np.asarray(X)
   out = np.ones((X.shape[0], X.shape[1] + bool(intercept)), X.dtype if X.dtype.kind == "f" else np.float64)
   np.clip(X, -bound, bound, out=out[:, :X.shape[1]])

@@ -39,7 +39,7 @@ ALLOWED = {
     "experiments/private.py": ("numpy", "the experiments' K and candidates of repeat-and-select"),
     "experiments/high_dim.py": ("numpy", "synthetic data"),
     "data/_synthetic.py": ("numpy", "synthetic data"),
-    "estimators/_linear.py": ("numpy", "a user's random_state Generator turned into a JAX key (key_from)"),
+    "estimators/_inputs.py": ("numpy", "a user's random_state Generator turned into a JAX key (key_from)"),
 }
 
 

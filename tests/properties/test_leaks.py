@@ -23,7 +23,7 @@ from dpgcd_jax.estimators import DPGCDClassifier
 from dpgcd_jax.estimators import DPGCDClassifierCV
 from dpgcd_jax.estimators import DPGCDRegressor
 from dpgcd_jax.estimators import DPGCDRegressorCV
-from dpgcd_jax.estimators._linear import key_from
+from dpgcd_jax.estimators._inputs import key_from
 
 
 def _neighbours_lone_nonzero(value):
