@@ -245,12 +245,22 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
 
   def _chunk_targets(self, name: str) -> _streamed.ChunkTargets:
     """The chunks' targets over the declared classes (`fit_chunks`): one run for two classes,
-    one per class for more (one-vs-rest), encoded as `_targets` encodes them; sets `classes_`."""
+    one per class for more (one-vs-rest), encoded as `_targets` encodes them; sets `classes_`.
+    `class_weight="balanced"`: the weights come from the class counts, released from one pass
+    over the labels (`ChunkTargets.weigh`)."""
     self.classes_ = _streamed.declared_classes(self, name)
-    weights = self._class_weights(self.classes_)
     positives = positive_classes(self.classes_)
-    weights = np.ones(self.classes_.size) if weights is None else weights
-    return _streamed.ChunkTargets(_streamed.labels(self.classes_, weights, positives), runs=positives.size)
+    runs = positives.size
+    encode = lambda weights: _streamed.labels(self.classes_, weights, positives)
+    if isinstance(self.class_weight, str):  # "balanced" (checked): weighed once the class counts are read
+
+      def weigh(counts: np.ndarray, key: jax.Array) -> _streamed.ChunkTargets:
+        weights, prior, notes = self._balanced_weights(counts, key)
+        return _streamed.ChunkTargets(encode(weights), runs=runs, prior=prior, notes=notes)
+
+      return _streamed.ChunkTargets(encode(np.ones(self.classes_.size)), runs=runs, weigh=weigh)
+    weights = self._class_weights(self.classes_)
+    return _streamed.ChunkTargets(encode(np.ones(self.classes_.size) if weights is None else weights), runs=runs)
 
   def _loss(self) -> losses_lib.Loss:
     return losses_lib.logistic if self.class_weight is None else losses_lib.weighted_logistic
@@ -278,17 +288,20 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     weights = self._class_weights(self.classes_)
     prior, notes = ledger_lib.Ledger(), cast(tuple[str, ...], ())
     if isinstance(self.class_weight, str):  # "balanced" (checked)
-      weights, prior, notes = self._balanced_weights(y, jax.random.fold_in(key, CLASS_COUNT_STREAM))
+      counts = np.array([np.sum(y == c) for c in self.classes_], np.int64)  # exact integers
+      weights, prior, notes = self._balanced_weights(counts, key)
     # Weighted: the target +-w_i carries the label (its sign) and the example's class weight
     # (losses.weighted_logistic); every derivative is clipped after the weighting, so the
     # sensitivity is the unweighted one.
     weight = 1.0 if weights is None else weights[np.searchsorted(self.classes_, y)]
     return Targets([np.where(y == c, weight, -weight) for c in positives], not_private, prior, notes)
 
-  def _balanced_weights(self, y: np.ndarray, key: jax.Array
+  def _balanced_weights(self, counts: np.ndarray, key: jax.Array
                         ) -> tuple[np.ndarray, ledger_lib.Ledger, tuple[str, ...]]:
-    """`n / (K max(c_k, 1))` from the class counts released by the Laplace update mechanism
-    (discrete with `secure_noise`), divided by the largest, with the release's ledger and `privacy_` note.
+    """`n / (K max(c_k, 1))` from the exact class `counts` (of the declared classes, `n` records
+    in all) released by the Laplace update mechanism (discrete with `secure_noise`) with the key
+    `fold_in(key, CLASS_COUNT_STREAM)`, divided by the largest, with the release's ledger and
+    `privacy_` note. `fit` counts `y`; `fit_chunks` counts the chunks' labels in one pass.
 
     Privacy: replacing one record moves two counts by 1 each (the others are unchanged), so the
     counts with noise of multiplier `2 / eps_w` per count are two `Laplace(eps_w / 2)` releases:
@@ -296,12 +309,12 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     are calibrated to what remains). `n` and the label set are public.
     """
     epsilon_w = CLASS_COUNT_SHARE * float(self.epsilon)
-    counts = np.array([np.sum(y == c) for c in self.classes_], np.float64)  # exact integers
     update = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
     with jax.enable_x64(True):
-      noisy = np.asarray(mechanisms.release(update, key, counts, 2.0 / epsilon_w, 1.0))
+      noisy = np.asarray(mechanisms.release(update, jax.random.fold_in(key, CLASS_COUNT_STREAM),
+                                            np.asarray(counts, np.float64), 2.0 / epsilon_w, 1.0))
     self.class_counts_ = noisy
-    weights = y.shape[0] / (len(self.classes_) * np.maximum(noisy, 1.0))
+    weights = float(np.sum(counts)) / (len(self.classes_) * np.maximum(noisy, 1.0))
     note = (f"class counts for class_weight='balanced': {update.name} noise on each of {len(self.classes_)} "
             f"counts (multiplier {2.0 / epsilon_w:.4g}, epsilon {epsilon_w:.4g} in all; a record moves two counts)")
     return weights / weights.max(), ledger_lib.Ledger.of(("class counts", update.event(2.0 / epsilon_w), 2)), (note,)

@@ -24,8 +24,9 @@ centred on 0: the chunks are clipped to them), a classifier's label set (`classe
 labels or more), a regressor's target range (`target_bound=`), `n` (`num_examples`, checked against
 the rows read) and the chunks' shapes. So the releases an in-memory fit makes from the data
 before its run when these are not declared are not needed, and not made: no feature scales, no
-target bound, no class counts (`class_weight` must be None or a public dict: "balanced" would
-release the class counts, one more pass over the chunks, not built). The classifier's
+target bound. The classifier's `class_weight="balanced"` releases the class counts as `fit`
+does (the same key, mechanism and ledger), from their exact totals over one more pass of the
+chunks. The classifier's
 "auto" clip follows the data as in `fit`: the typical feature size
 ([`dpgcd_jax.privacy.typical_size`][]) is released from the exact sum of the chunks' grid
 counts, read in one more pass, with the in-memory release's key and ledger.
@@ -74,12 +75,20 @@ class ChunkTargets(NamedTuple):
       is the penalty, both computed in the run's dtype), or None.
     target: the regressor's `Released` target bound (for `_set_model`), or None.
     runs: the number of runs (public: one, or a classifier's K >= 3 declared classes).
+    prior, notes: the ledger and `privacy_` notes of releases the targets needed (the class
+      counts of `class_weight="balanced"`).
+    weigh: None, or `(counts, key) -> ChunkTargets`: the targets once the exact counts of the
+      declared classes are read (`class_weight="balanced"`: `fit_chunks` counts the labels in
+      one more pass and calls it with the estimator's key).
   """
 
   encode: Callable[[Any, Any], np.ndarray]
   unit: Any = None
   target: Any = None
   runs: int = 1
+  prior: ledger_lib.Ledger = ledger_lib.Ledger()
+  notes: tuple[str, ...] = ()
+  weigh: Callable[[np.ndarray, Any], ChunkTargets] | None = None
 
 
 def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
@@ -103,8 +112,8 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
   Raises:
     ValueError: naming the argument, before any data is read, for what must be declared
       (`feature_bound` centred on 0; a classifier's `classes`; a regressor's `target_bound`)
-      or an option not built over chunks (another `solver`, `categories`,
-      `class_weight="balanced"`, a CV estimator's search); while reading, for a label outside
+      or an option not built over chunks (another `solver`, `categories`, a CV estimator's
+      search); while reading, for a label outside
       `classes` or a chunk whose shape or row count differs from the declared ones.
   """
   self._check_params()
@@ -122,7 +131,9 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
   epsilon = float(self.epsilon)
   hyper = self._hyper(n, p, epsilon)
   key = _inputs.key_from(self.random_state)
-  prior, notes = ledger_lib.Ledger(), ()
+  if targets.weigh is not None:  # class_weight="balanced": the class counts of one more pass, released
+    targets = targets.weigh(_class_counts(read, self.classes_, n), key)
+  prior, notes = targets.prior, ()
   if self._follows_data():  # the data-following clip, from the counts of one more pass
     hyper, prior, notes = self._follow_data(
         jax.random.fold_in(key, _training.TYPICAL_SIZE_STREAM),
@@ -140,22 +151,25 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
       yield _features(X, bound, self.fit_intercept), targets.encode(y, dtype)
 
   selection, update = self._mechanisms()
+  step_size = _solvers.dp_gcd_step_size(self, hyper, n)
   runs = targets.runs
   runs_key = _training.split_keys(key, 3)[2]  # the in-memory fit's: run k is keyed fold_in(runs_key, k)
   with progress.bar(total=runs * hyper.max_iter, enabled=bool(self.verbose),
                     desc=f"{name}.fit_chunks (dp_gcd, {runs} run{'s' if runs > 1 else ''})"):
     result = streamed.fit(records, runs_key, num_examples=n, loss=self._loss(), feature_bound=bounds,
                           epsilon=epsilon, delta=delta, passes=hyper.max_iter, penalty=penalty,
-                          step_size=_solvers.dp_gcd_step_size(self, hyper, n), clip=hyper.clip, selection=selection,
+                          step_size=step_size, clip=hyper.clip, selection=selection,
                           update=update, clipping_mode=self.clipping, curvature=self._curvature_option(),
                           prior=prior, runs=runs)
-  hyper = hyper._replace(step_size=float(result.params.step_size))  # the step it ran (an "auto" cap applied)
+  if callable(step_size):  # the step the run used (an "auto" cap applied), reported as fit reports it
+    hyper = hyper._replace(step_size=float(result.params.step_size))
   released = _released.declared_release(bound, num_examples=n, num_features=p).finish(None)
   self.n_features_in_ = p
   self.encoding_ = None
   self.solver_params_ = self._solver_params(width)
   target_notes = () if targets.target is None else (targets.target.note,)
-  self._record(result.privacy.with_notes(released.note, *target_notes, *notes, *self._notes(runs, hyper, delta)))
+  self._record(result.privacy.with_notes(released.note, *target_notes, *targets.notes, *notes,
+                                         *self._notes(runs, hyper, delta)))
   self._set_model(np.asarray(result.w, float)[:, :width], released, hyper, n, targets.target)
   return self
 
@@ -186,10 +200,6 @@ def declared_classes(estimator: Any, name: str) -> np.ndarray:
   if estimator.classes is None:
     raise ValueError(f"Expected classes= declared for {name}.fit_chunks (the label set is public by declaration: "
                      f"two labels, or K >= 3 for one-vs-rest runs), got classes=None.")
-  if isinstance(estimator.class_weight, str):
-    raise ValueError(f"Expected class_weight None or a dict for {name}.fit_chunks ('balanced' releases class counts "
-                     f"from the whole y: one more pass over the chunks, not built), got "
-                     f"class_weight={estimator.class_weight!r}.")
   return np.sort(np.asarray(estimator.classes))  # checked by _check_params
 
 
@@ -227,6 +237,23 @@ def _grid_counts(read: streamed.Chunks, bound: np.ndarray, n: int) -> np.ndarray
   rows = 0
   for X, _ in read():
     counts, rows = counts + typical_size.grid_counts(X, bound), rows + np.shape(X)[0]
+  counts, rows = streamed.across_processes(counts, rows)  # several hosts: every process's rows, exactly
+  if rows != n:
+    raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")
+  return np.asarray(counts)
+
+
+def _class_counts(read: streamed.Chunks, classes: np.ndarray, n: int) -> np.ndarray:
+  """The exact count of each declared class over one pass of the chunks' labels, of every
+  process's chunks under `jax.distributed` (int64, added across the processes); a label outside
+  `classes` is refused as `fit` refuses it."""
+  check = labels(classes, np.ones(classes.size), classes[:1])  # the label check of the targets' encoder
+  counts: Any = np.zeros(classes.size, np.int64)
+  rows = 0
+  for _, y in read():
+    check(y, np.float64)
+    y = np.asarray(y)
+    counts, rows = counts + np.array([np.sum(y == c) for c in classes], np.int64), rows + y.shape[0]
   counts, rows = streamed.across_processes(counts, rows)  # several hosts: every process's rows, exactly
   if rows != n:
     raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")

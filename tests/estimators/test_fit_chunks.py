@@ -106,7 +106,6 @@ def _unread():
     (dict(feature_bound=None), "feature_bound"),
     (dict(feature_bound=(0.0, 2.0)), "feature_bound"),
     (dict(solver="dp_cd"), "solver"),
-    (dict(class_weight="balanced"), "class_weight"),
     (dict(epsilon=-1.0), "epsilon"),
 ])
 def test_missing_declarations_are_refused_by_name_before_any_data_is_read(kwargs, name):
@@ -197,6 +196,26 @@ def test_one_vs_rest_over_chunks_is_the_in_memory_one_vs_rest_fit(K, rows, kwarg
   assert [e.count for e in chunked.privacy_.entries if e.label == "selection"] == [K * chunked.n_iter_]
   assert np.array_equal(chunked.predict(X), memory.predict(X))
   assert chunked.score(X, y) > max(np.mean(y == c) for c in LABELS[:K])  # beats the majority class
+
+
+@pytest.mark.parametrize("K, kwargs", [(2, dict()), (3, dict(secure_noise=True, clip=0.3))],
+                         ids=["binary", "3-classes-secure"])
+def test_balanced_weights_over_chunks_release_the_in_memory_fits_class_counts(K, kwargs):
+  """class_weight="balanced" over chunks: the class counts' exact totals from one more pass, released
+  with fit's key, noise and ledger entry, so the weights, runs and privacy report are fit's (and a
+  declared step that float32 does not hold, 0.5 / 0.3, is reported as fit reports it)."""
+  X, y = _classes_data(K, seed=2)
+  y = np.where(np.arange(y.size) % 3 == 0, LABELS[0], y)  # unequal classes: the weights differ from 1
+  n = X.shape[0]
+  make = lambda: dg.DPGCDClassifier(classes=LABELS[:K].tolist(), feature_bound=1.0, random_state=5,
+                                    class_weight="balanced", **kwargs)
+  memory, chunked = _pair(make, X, y, [(X[i:i + 500], y[i:i + 500]) for i in range(0, n, 500)])
+  _same(memory, chunked)
+  np.testing.assert_array_equal(chunked.class_counts_, memory.class_counts_)
+  assert not np.allclose(chunked.class_counts_, n / K, atol=n / (10 * K))  # the counts are unequal
+  assert [e.label for e in chunked.privacy_.entries].count("class counts") == 1
+  counted = lambda model: [note for note in model.privacy_.notes if note.startswith("class counts")]
+  assert counted(chunked) == counted(memory) and len(counted(chunked)) == 1
 
 
 def test_a_label_outside_three_declared_classes_is_refused_while_reading():
