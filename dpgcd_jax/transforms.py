@@ -53,8 +53,9 @@ from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import mechanisms
 from dpgcd_jax import penalties
-from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import driver
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.solvers import guards
 
 
 class DPGreedyCoordinateState(NamedTuple):
@@ -139,7 +140,7 @@ def dp_greedy_coordinate(
   _validate.check_positive("smoothness + l2", flat_smoothness + l2)
   if jnp.shape(clip) not in ((), flat_smoothness.shape):
     raise ValueError(f"Expected clip of shape () or {flat_smoothness.shape}, got clip.shape={jnp.shape(clip)}.")
-  base.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
+  guards.check_finite_clip_with_noise(clip, [selection_noise, update_noise])
 
   def init_fn(params):
     del params  # the state is the key and a step count: the same for every init (see above)
@@ -168,7 +169,7 @@ def dp_greedy_coordinate(
     thresholds = clipping.coordinate_thresholds(clip, M, curvature)
     g = clipping.clipped_mean(G, thresholds[None, :], axis=0) + l2 * w
     j, new_wj = greedy.private_coordinate_step(
-        base.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
+        driver.step_key(state.key, state.count), g, w, M, thresholds, n, penalty, step,
         clipping.rounded_up(selection_noise, G.dtype), clipping.rounded_up(update_noise, G.dtype),
         public_gradient=l2 * w, selection=selection, update=update, rule=rule)
     # The gradient mapping (w_j - prox(...)) / step: optax.scale(-step) turns it into the move.

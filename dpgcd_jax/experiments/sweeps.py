@@ -23,7 +23,8 @@ from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.experiments.algorithms import Algorithm
 from dpgcd_jax.experiments.algorithms import clip_scale
-from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import driver
+from dpgcd_jax.solvers import guards
 
 ROOT_SEED = 20230425
 
@@ -31,9 +32,9 @@ ROOT_SEED = 20230425
 def _one_run(algorithm: Algorithm) -> Callable:
   def one(problem, params, key, steps):
     step = algorithm.make_step(problem)
-    state = jax.lax.fori_loop(0, steps, lambda t, s: step(base.step_key(key, t), s, params),
+    state = jax.lax.fori_loop(0, steps, lambda t, s: step(driver.step_key(key, t), s, params),
                               algorithm.init(problem))
-    return base.fail_closed(params, state.w)
+    return guards.fail_closed(params, state.w)
   return one
 
 

@@ -1,7 +1,8 @@
 """Solvers: one module each (`Params`, `State`, `Info`, `init`, `step`, `run`, `fit`).
 
-The protocol they share, the driver and the result format are in [`base`][dpgcd_jax.solvers.base]. Exports are
-imported on first use (`dpgcd_jax._lazy`): one line in `_EXPORTS` per name.
+The protocol they share and the result format are in [`base`][dpgcd_jax.solvers.base], the scan driver in
+[`driver`][dpgcd_jax.solvers.driver], the checks of a run's inputs in [`guards`][dpgcd_jax.solvers.guards]. Exports
+are imported on first use (`dpgcd_jax._lazy`): one line in `_EXPORTS` per name.
 """
 
 from typing import TYPE_CHECKING

@@ -22,10 +22,11 @@ layout:
   generic [`dpgcd_jax.solvers.budget.fit`][] with `SOLVER`.
 
 This module holds what they share: [`Result`][dpgcd_jax.solvers.base.Result] and
-  [`Trace`][dpgcd_jax.solvers.base.Trace], the driver (step `t`
-draws from `fold_in(key, t)`; the number of passes is a runtime value of the compiled
-program, so a new `passes` or a new budget never recompiles), the validation of `run`'s
-arguments, the jitted run and the fail-closed guard.
+[`Trace`][dpgcd_jax.solvers.base.Trace], the protocol records ([`Solver`][dpgcd_jax.solvers.base.Solver],
+[`Prelude`][dpgcd_jax.solvers.base.Prelude]) and the jitted run. The scan driver it runs (step `t`
+draws from `fold_in(key, t)`; the number of passes is a runtime value of the compiled program, so
+a new `passes` or a new budget never recompiles) is [`dpgcd_jax.solvers.driver`][]; the
+validation of `run`'s arguments and the fail-closed guard are [`dpgcd_jax.solvers.guards`][].
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-import warnings
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -43,11 +43,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpgcd_jax import _validate
-from dpgcd_jax import clipping
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress as progress_lib
+from dpgcd_jax.solvers import driver
+from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 
@@ -145,88 +145,6 @@ class Solver(NamedTuple):
 
 
 # ----------------------------------------------------------------------------------------
-# The driver: a loop over passes whose trip count is a runtime value.
-# ----------------------------------------------------------------------------------------
-
-MIN_RECORDED_STEPS = 1024
-
-
-def step_key(key: Array, t: Array | int) -> Array:
-  """The key of step `t`: `fold_in(key, t)` (the optax transforms use the same rule)."""
-  return jax.random.fold_in(key, t)
-
-
-def pass_capacity(passes: int, steps_per_pass: int) -> int:
-  """The public bucket of a run's per-step records: how many passes its buffers hold.
-
-  The smallest power of two >= `passes` whose buffers hold at least
-  `MIN_RECORDED_STEPS` steps, so that every run of up to 1024 DP-GCD iterations (and
-  nearby numbers of passes of the other solvers) shares one compiled program. A function of
-  public sizes only (`passes` and the steps of a pass).
-  """
-  floor = -(-MIN_RECORDED_STEPS // max(1, int(steps_per_pass)))
-  return 1 << (max(int(passes), floor) - 1).bit_length()
-
-
-def run_steps(
-    step: Callable[[Array, Any], tuple[Any, Any]],
-    state: Any,
-    key: Array,
-    *,
-    passes: Any,
-    steps_per_pass: int,
-    capacity: int | None = None,
-    record: Callable[[Any], Array] | None = None,
-    on_pass: Callable[[Array], None] | None = None,
-) -> tuple[Any, Any, Array | None]:
-  """Runs `passes` passes of `steps_per_pass` steps of `step(key_t, state) -> (state, output)`.
-
-  Step `t` draws from `fold_in(key, t)`. `passes` may be a traced integer: the passes are a
-  `lax.fori_loop` with a runtime trip count (a `while_loop`), each pass a `lax.scan` of
-  `steps_per_pass` steps, so a new number of passes reuses the compiled program. The
-  per-step outputs (when `output` is not None) go into a buffer of `capacity *
-  steps_per_pass` entries, and `record(state)` (when given) is evaluated at the initial state
-  and after every pass into a buffer of `capacity + 1` entries; `capacity` (static, >=
-  `passes`) is required for either. Entries past `passes * steps_per_pass` (resp.
-  `passes + 1`) are zeros: the caller keeps the leading ones. `on_pass` (when given) is a host
-  callback called with the pass index after every pass (`dpgcd_jax.progress.tick`).
-
-  Returns:
-    The final state, the (padded) per-step outputs or None, the (padded) records or None.
-  """
-  ts_in_pass = jnp.arange(steps_per_pass)
-  output_shape = jax.eval_shape(lambda s: step(step_key(key, 0), s)[1], state)
-  has_outputs = bool(jax.tree.leaves(output_shape))
-  outputs, records = None, None
-  if has_outputs or record is not None:
-    if capacity is None:
-      raise ValueError("Expected a capacity (a static bound on passes) for the per-step outputs and records.")
-    if has_outputs:
-      size = capacity * steps_per_pass
-      outputs = jax.tree.map(lambda s: jnp.zeros((size,) + s.shape, s.dtype), output_shape)
-    if record is not None:
-      first = record(state)
-      records = jnp.zeros((capacity + 1,) + first.shape, first.dtype).at[0].set(first)
-
-  def one_step(state, t):
-    return step(step_key(key, t), state)
-
-  def one_pass(pass_index, carry):
-    state, outputs, records = carry
-    state, out = jax.lax.scan(one_step, state, pass_index * steps_per_pass + ts_in_pass)
-    if outputs is not None:
-      start = pass_index * steps_per_pass
-      outputs = jax.tree.map(lambda buf, o: jax.lax.dynamic_update_slice_in_dim(buf, o, start, 0), outputs, out)
-    if records is not None:
-      records = records.at[pass_index + 1].set(record(state))
-    if on_pass is not None:
-      jax.debug.callback(on_pass, pass_index)
-    return state, outputs, records
-
-  return jax.lax.fori_loop(0, passes, one_pass, (state, outputs, records))
-
-
-# ----------------------------------------------------------------------------------------
 # One run for every solver: validation, casting, the privacy warning, jit, fail-closed.
 # ----------------------------------------------------------------------------------------
 
@@ -241,10 +159,10 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
   own `run` validates its `options` first. `passes` is a runtime value of the compiled
   program: a new number of passes (or new hyperparameter values) does not recompile.
   """
-  passes = check_run_inputs(problem, key, passes, dense_only=solver.dense_only)
+  passes = guards.check_run_inputs(problem, key, passes, dense_only=solver.dense_only)
   params = cast_params(solver, problem, params)
   if solver.uses_smoothness:
-    warn_if_not_public(problem, tuple(v for name in solver.noises if (v := getattr(params, name)) is not None))
+    guards.warn_if_not_public(problem, tuple(v for name in solver.noises if (v := getattr(params, name)) is not None))
     if problem.smoothness_source is problem_lib.SmoothnessSource.DATA:  # run is not private here (it warned when noisy)
       problem_lib.check_smoothness(problem)
   return compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,
@@ -267,14 +185,13 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   Scans `solver.step` from `solver.init(problem)` for `passes * steps_per_pass` steps,
   keeps `info.coordinate` (when the `Info` has one) and, with `store_objective`, the
   NOT private objective after every pass. The final iterate goes through
-  [`fail_closed`][dpgcd_jax.solvers.base.fail_closed].
+  [`fail_closed`][dpgcd_jax.solvers.guards.fail_closed].
 
   `passes` (a Python int) is an argument of the compiled program, not a constant of it; the
   static structure is the solver, the options, the problem's shapes and, when something is
-  recorded per step or per pass, the public bucket [`pass_capacity`][dpgcd_jax.solvers.base.pass_capacity]. The records
-  come
-  back padded to that bucket and are cut by [`trim_trace`][dpgcd_jax.solvers.base.trim_trace]: with `trim` here; a
-  caller
+  recorded per step or per pass, the public bucket
+  [`pass_capacity`][dpgcd_jax.solvers.driver.pass_capacity]. The records come back padded to
+  that bucket and are cut by [`trim_trace`][dpgcd_jax.solvers.base.trim_trace]: with `trim` here; a caller
   that maps this function (`jax.vmap` / `jax.jit` around it, where a cut of a new length
   would be a new program) passes `trim=False` and calls [`trim_trace`][dpgcd_jax.solvers.base.trim_trace] on the result.
   """
@@ -284,7 +201,7 @@ def compiled_run(solver: Solver, problem: problem_lib.Problem, key: Array, param
   passes = operator.index(passes)
   per_pass = int(solver.steps_per_pass(problem, **dict(options)))
   records = store_objective or solver.info is None or "coordinate" in solver.info._fields
-  capacity = pass_capacity(passes, per_pass) if records else None
+  capacity = driver.pass_capacity(passes, per_pass) if records else None
   without_features = dataclasses.replace(problem, XT=None)  # type: ignore[arg-type]  # XT goes apart (donated)
   arguments = (solver, problem.XT, without_features, key, params, np.int32(passes), targets, prelude)
   static = dict(capacity=capacity, store_objective=store_objective, options=options,
@@ -393,38 +310,16 @@ def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: An
   def record(state):
     return kernels.objective(problem, state.w, getattr(state, "margins", None))
 
-  state, coordinates, objectives = run_steps(
+  state, coordinates, objectives = driver.run_steps(
       one_step, solver.init(problem), key, passes=passes, steps_per_pass=per_pass,
       capacity=capacity, record=record if store_objective else None,
       on_pass=progress_lib.tick if progress else None)
-  return Result(fail_closed(params, state.w), Trace(coordinates, objectives))
+  return Result(guards.fail_closed(params, state.w), Trace(coordinates, objectives))
 
 
 def total_steps(solver: Solver, problem: problem_lib.Problem, passes: int, **options: Any) -> int:
   """The number of steps a run of `passes` passes makes: what its `fit` must account for."""
   return int(passes) * int(solver.steps_per_pass(problem, **options))
-
-
-def check_run_inputs(problem: Any, key: Array, passes: int, *, dense_only: bool = False) -> int:
-  """Validates what every solver's `run` takes besides its hyperparameters."""
-  check_problem(problem)
-  if dense_only:
-    check_dense(problem)
-  _validate.check_key("key", key)
-  return _validate.check_int("passes", passes, low=1)
-
-
-def check_problem(problem: Any) -> None:
-  if not hasattr(problem, "XT") or not hasattr(problem, "loss"):
-    raise ValueError(f"Expected problem to come from dpgcd_jax.make_problem, got problem={problem!r}.")
-
-
-def check_dense(problem: Any) -> None:
-  """Rejects sparse features for solvers that gather whole rows (DP-SGD)."""
-  if problem_lib.is_sparse(problem):
-    raise ValueError("Expected a problem with dense features for this solver (it gathers whole "
-                     "rows), got sparse features: pass X.toarray() to make_problem, or use DP-GCD / "
-                     "DP-CD, which read sparse features in O(nnz).")
 
 
 def cast_params(solver: Solver, problem: problem_lib.Problem, params: Any) -> Any:
@@ -436,63 +331,6 @@ def cast_params(solver: Solver, problem: problem_lib.Problem, params: Any) -> An
   if hasattr(params, "_fields") and type(params) is not solver.params:
     raise ValueError(f"Expected params of type {solver.params.__module__}.{solver.params.__qualname__} "
                      f"(or a plain tuple of its fields), got params={params!r}.")
-  return as_params(solver.params(*params), problem.XT.dtype, positive=("step_size", "clip"),
-                   non_negative=solver.noises, num_features=problem.num_features,
-                   clip_may_be_vector=solver.vector_clip)
-
-
-def as_params(params: Any, dtype: Any, *, positive: tuple[str, ...], non_negative: tuple[str, ...],
-              num_features: int, clip_may_be_vector: bool = True) -> Any:
-  """Validates a hyperparameter NamedTuple and casts its leaves to `dtype` arrays.
-
-  `positive` fields must be > 0 (`clip` may be inf), `non_negative` ones (the noise
-  multipliers) >= 0 and finite, or `None` for a multiplier the run's options do not use (no
-  leaf: it stays `None`). `clip` must have shape () or (p,) and be finite when any noise is
-  added (an infinite clip means an infinite sensitivity).
-  """
-  non_negative = tuple(name for name in non_negative if getattr(params, name) is not None)
-  for name in positive + non_negative:
-    _validate.check_positive(name, getattr(params, name), allow_zero=name in non_negative,
-                             allow_inf=name == "clip")
-  clip_shape = jnp.shape(params.clip)
-  allowed = ((), (num_features,)) if clip_may_be_vector else ((),)
-  if clip_shape not in allowed:
-    raise ValueError(f"Expected clip of shape {' or '.join(map(str, allowed))}, got clip.shape={clip_shape}.")
-  check_finite_clip_with_noise(params.clip, [getattr(params, name) for name in non_negative])
-  params = params._replace(**{name: clipping.rounded_up(getattr(params, name), dtype) for name in non_negative})
-  return jax.tree.map(lambda x: _validate.on_device(x, dtype), params)
-
-
-def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
-  """Rejects `clip = inf` together with a positive noise multiplier (values known only)."""
-  values = [clip] + noises
-  if not all(_validate.is_concrete(v) for v in values):
-    return
-  if not np.all(np.isfinite(np.asarray(clip, float))) and any(np.any(np.asarray(v, float) > 0) for v in noises):
-    raise ValueError(
-        f"Expected a finite clip when noise is added (clip=inf means infinite sensitivity), got "
-        f"clip={clip!r}.")
-
-
-def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) -> None:
-  """`run` with noise on a problem whose smoothness was computed from the raw data warns."""
-  if problem.smoothness_source is not problem_lib.SmoothnessSource.DATA:
-    return
-  noisy = any(not _validate.is_concrete(v) or np.any(np.asarray(v) > 0) for v in noises)
-  if noisy:
-    warnings.warn(
-        "run with noise on a problem whose smoothness M was computed from the raw data: M is not "
-        "public, so the run is not differentially private. Declare smoothness= or feature_bound= "
-        "in make_problem, or use fit (which releases a feature bound privately).",
-        _validate.PrivacyLeakWarning, stacklevel=4)  # the caller of a solver's run
-
-
-def fail_closed(params: Any, w: Array) -> Array:
-  """`w`, or NaN everywhere when a hyperparameter is invalid (negative, NaN, zero step or clip).
-
-  Host validation rejects such values, but under `jax.jit` / `jax.vmap` they are tracers:
-  an invalid noise multiplier must never turn into a noiseless release.
-  """
-  ok = jnp.all(jnp.asarray([jnp.all(jnp.asarray(leaf) >= 0) for leaf in jax.tree.leaves(params)]))
-  ok &= jnp.all(jnp.asarray(params.step_size) > 0) & jnp.all(jnp.asarray(params.clip) > 0)
-  return jnp.where(ok, w, jnp.nan)
+  return guards.as_params(solver.params(*params), problem.XT.dtype, positive=("step_size", "clip"),
+                          non_negative=solver.noises, num_features=problem.num_features,
+                          clip_may_be_vector=solver.vector_clip)

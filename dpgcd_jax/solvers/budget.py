@@ -41,6 +41,7 @@ from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
 from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import guards
 from dpgcd_jax.solvers.base import Result
 
 Array = jax.Array
@@ -60,7 +61,7 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
   (one independent private run per key, each with the whole budget). `released`: the
   caller's prelude releases the bounds (no feature bound of `fit`'s own).
   """
-  base.check_problem(problem)
+  guards.check_problem(problem)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   _validate.check_number("bound_share", bound_share, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -206,7 +207,7 @@ def fit(solver: Any, problem: problem_lib.Problem, key: Array, *, epsilon: float
                      f"got solver={solver!r}.")
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
-  base.check_problem(problem)
+  guards.check_problem(problem)
   if prior is not None and not isinstance(prior, ledger_lib.Ledger):
     raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
   if prelude is not None and not solver.uses_smoothness:

@@ -87,6 +87,7 @@ from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 
@@ -115,7 +116,7 @@ class Params(NamedTuple):
   def step_size(self) -> Any:
     """`radius`, under the name the solver protocol checks (> 0; NaN output otherwise).
 
-    [`dpgcd_jax.solvers.base.as_params`][] and `fail_closed` require a positive
+    [`dpgcd_jax.solvers.guards.as_params`][] and `fail_closed` require a positive
     `step_size`; for Frank-Wolfe the scale of a step is the radius (`mu_t` is fixed).
     """
     return self.radius
@@ -266,7 +267,7 @@ def _check_params_radius(params: Any) -> None:
 
 
 def _check_problem(problem: problem_lib.Problem, clipping_mode: str) -> None:
-  base.check_problem(problem)
+  guards.check_problem(problem)
   if not penalties.is_differentiable(problem.penalty):
     raise ValueError(f"Expected a problem without a penalty (or a differentiable one, e.g. L2) for DP-FW, "
                      f"whose constraint is the l1 ball, got penalty={problem.penalty!r}.")

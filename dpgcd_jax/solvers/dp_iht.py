@@ -112,6 +112,7 @@ from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 
@@ -253,7 +254,7 @@ def multipliers(scale: float, sparsity: int, selection_share: float) -> tuple[fl
 
 
 def _check_problem(problem: problem_lib.Problem, sparsity: int, clipping_mode: str) -> int:
-  base.check_problem(problem)
+  guards.check_problem(problem)
   kernels.check_clipping_mode(problem, clipping_mode)
   return peeling.check_sparsity(sparsity, problem.num_features)
 

@@ -52,6 +52,7 @@ from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import events
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 # Per-step total-variation distance of the sampler to exact Poisson(q) (no batch is truncated any
@@ -190,7 +191,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   `passes * (n // batch_size)` steps of each of the `runs` runs is a Poisson(`q = batch_size / n`)
   subsampled Gaussian of multiplier `s`, and the sampler's total-variation distance adds the delta
   slack `(1 + e^epsilon) T eta` (`T` all steps, [`dpgcd_jax.sampling`][])."""
-  base.check_dense(problem)
+  guards.check_dense(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
   steps = base.total_steps(SOLVER, problem, passes, batch_size=batch_size) * runs
   q = batch_size / problem.num_examples
@@ -224,7 +225,7 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
   Returns:
     A [`dpgcd_jax.Result`][] (`trace.coordinates` is None: every step moves all coordinates).
   """
-  base.check_problem(problem)
+  guards.check_problem(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
                   batch_size=batch_size)

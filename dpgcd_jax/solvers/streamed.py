@@ -80,7 +80,9 @@ from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import driver
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 Chunks = Callable[[], Iterable[tuple[Any, Any]]]
@@ -326,7 +328,7 @@ def fit(
       with jax.enable_x64(True):  # the exact totals stay float64 on the device
         g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
       released = None if moments is None else (moments, 2.0 * half, beta, jnp.asarray(first.l2, M.dtype))
-      j, new_wj = _step(base.step_key(run_key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds,
+      j, new_wj = _step(driver.step_key(run_key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds,
                         released, num_examples=n, selection=selection, update=update, rule=rule)
       coordinates[t] = int(j)
       changes = changes.at[t].set(new_wj - w[j])
@@ -338,7 +340,7 @@ def fit(
   w, coordinates = (weights[0], traces[0]) if runs is None else (jnp.stack(weights), np.stack(traces))
   note = ("smoothness: M_j = beta B_j^2 from a public feature bound (declared); records streamed in "
           "row chunks (dpgcd_jax.solvers.streamed)")
-  return base.Result(base.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
+  return base.Result(guards.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
                      privacy=report.with_notes(note), params=params)
 
 

@@ -82,6 +82,7 @@ from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import dp_gcd
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 
@@ -258,7 +259,7 @@ def multipliers(scale: float, *, sparsity: int, passes: int, selection: str, upd
 
 def _check_options(problem: problem_lib.Problem, sparsity: int, selection: str, update: str, rule: str,
                    clipping_mode: str) -> int:
-  base.check_problem(problem)
+  guards.check_problem(problem)
   mechanisms.selection(selection)
   mechanisms.update(update)
   _validate.check_choice("rule", rule, tuple(greedy.RULES))

@@ -22,6 +22,8 @@ import dpgcd_jax as dg
 from dpgcd_jax import _config
 from dpgcd_jax import kernels
 from dpgcd_jax.solvers import base
+from dpgcd_jax.solvers import driver
+from dpgcd_jax.solvers import guards
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
@@ -66,7 +68,7 @@ def _static_run(solver, problem, key, params, *, passes, options):
   step_options = solver.step_options(problem, **options)
 
   def one_step(state, t):
-    state, info = solver.step(base.step_key(key, t), state, problem, params, **step_options)
+    state, info = solver.step(driver.step_key(key, t), state, problem, params, **step_options)
     return state, getattr(info, "coordinate", None)
 
   def record(state):
@@ -80,7 +82,7 @@ def _static_run(solver, problem, key, params, *, passes, options):
   first = record(state)
   state, (outputs, records) = jax.lax.scan(one_pass, state, jnp.arange(passes))
   coordinates = None if outputs is None else outputs.reshape(-1)
-  return base.fail_closed(params, state.w), coordinates, jnp.concatenate([first[None], records])
+  return guards.fail_closed(params, state.w), coordinates, jnp.concatenate([first[None], records])
 
 
 @pytest.mark.parametrize("name", list(SOLVERS))
@@ -207,12 +209,12 @@ def test_a_mapped_run_trimmed_outside_compiles_nothing_new():
 
 
 def test_pass_capacity_is_a_public_power_of_two_bucket():
-  assert base.pass_capacity(5, 1) == base.pass_capacity(1000, 1) == 1024
-  assert base.pass_capacity(1025, 1) == 2048
-  assert {base.pass_capacity(p, 6) for p in (5, 7, 9)} == {256}
-  assert base.pass_capacity(3, 10**6) == 4 and base.pass_capacity(4, 10**6) == 4
+  assert driver.pass_capacity(5, 1) == driver.pass_capacity(1000, 1) == 1024
+  assert driver.pass_capacity(1025, 1) == 2048
+  assert {driver.pass_capacity(p, 6) for p in (5, 7, 9)} == {256}
+  assert driver.pass_capacity(3, 10**6) == 4 and driver.pass_capacity(4, 10**6) == 4
   for passes, per_pass in ((1, 1), (17, 3), (300, 40), (9, 5000)):
-    capacity = base.pass_capacity(passes, per_pass)
+    capacity = driver.pass_capacity(passes, per_pass)
     assert capacity >= passes and capacity & (capacity - 1) == 0
 
 

@@ -33,6 +33,7 @@ from dpgcd_jax import data
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import costs
 from dpgcd_jax.privacy import events
+from dpgcd_jax.solvers import driver
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
 
@@ -195,7 +196,7 @@ def test_toy_solver_follows_the_protocol(toy):
   state = module.init(problem)
   cast = dg.solvers.base.cast_params(module.SOLVER, problem, params)
   for t in range(passes):
-    state, _ = module.step(dg.solvers.base.step_key(key, t), state, problem, cast)
+    state, _ = module.step(driver.step_key(key, t), state, problem, cast)
   result = module.run(problem, key, params, passes=passes)
   np.testing.assert_allclose(result.w, state.w, rtol=1e-12)
   assert result.trace.coordinates is None  # no `coordinate` in Info
