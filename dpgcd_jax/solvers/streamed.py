@@ -54,7 +54,7 @@ Sources: a list of `(X, y)` pairs, a function yielding them, `.npy` files
 ([`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]) or a Parquet dataset
 ([`parquet_chunks`][dpgcd_jax.solvers.streamed.parquet_chunks]). A sparse chunk's capacity is
 its own nnz: chunks of different nnz compile their totals' program once each. The estimators
-run on it through their `fit_chunks` ([`dpgcd_jax.estimators._streamed`][]).
+run on it through their `fit_chunks` (module `dpgcd_jax.estimators._streamed`).
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def fit(
   kernels.check_clipping_mode(first, clipping_mode)
   curvature_lib.check(first, curvature)
   budget.check_fit_inputs(first, key, epsilon, delta, budget.DEFAULT_BOUND_SHARE)
-  _check_processes(first, key)
+  _check_processes(first, key, num_examples=n, passes=passes, runs=runs or 0)
 
   def problem_of(X: Any, y: Any) -> problem_lib.Problem:
     return _chunk_problem(X, y, loss=loss, penalty=penalty, feature_bound=feature_bound, like=first,
@@ -380,19 +380,21 @@ def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: An
   return chunk
 
 
-def _check_processes(first: problem_lib.Problem, key: Array) -> None:
-  """Under `jax.distributed`: the same width, dtype and key on every process (a ValueError
-  naming them before any total is computed: one key, one release)."""
+def _check_processes(first: problem_lib.Problem, key: Array, *, num_examples: int, passes: int, runs: int) -> None:
+  """Under `jax.distributed`: the same width, dtype, `num_examples`, `passes`, `runs` (0: None)
+  and key on every process (a ValueError naming them before any total is computed: one key, one
+  release, and collectives in step)."""
   if jax.process_count() == 1:
     return
   from jax.experimental import multihost_utils  # only under jax.distributed
-  mine = np.concatenate([[first.num_features, np.dtype(first.XT.dtype).num],
+  mine = np.concatenate([[first.num_features, np.dtype(first.XT.dtype).num, num_examples, passes, runs],
                          np.asarray(jax.random.key_data(key), np.int64).ravel()])
   with jax.enable_x64(True):
     every = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
   if not np.all(every == every[0]):
-    raise ValueError("Expected the same key, number of features and dtype on every process, got "
-                     f"(features, dtype number, key data) = {every.tolist()}.")
+    raise ValueError("Expected the same key, number of features, dtype, num_examples, passes and runs on every "
+                     f"process, got (features, dtype number, num_examples, passes, runs, key data) = "
+                     f"{every.tolist()}.")
 
 
 def run_targets(y: Any, runs: int | None, k: int, rows: int) -> Any:

@@ -14,7 +14,9 @@ OS-seeded key drawn on process 0 and broadcast (the docs' recipe) is the same on
 ``dg.streamed.fit`` with each process streaming only its own rows (declared bounds) returns the
 one-process streamed model bit for bit (exact totals, added across the processes), and the
 in-memory fit's coordinates; so does ``DPGCDClassifier.fit_chunks`` (its typical feature
-size's counts are added across the processes too).
+size's counts, and with ``class_weight="balanced"`` its class counts, are added across the
+processes too). Processes that pass different ``passes`` are refused by name, not left with
+their collectives out of step.
 
 Every address is loopback: the coordinator binds 127.0.0.1, and the gloo transport is given
 hostname 127.0.0.1. The children are bounded in time and killed when the test fails.
@@ -132,6 +134,15 @@ WORKER = textwrap.dedent("""
             clf.fit_chunks(chunks, num_examples=2 * len(X_local))
             out["classifier/coef"], out["classifier/intercept"] = clf.coef_, np.asarray(clf.intercept_)
             out["classifier/epsilon"], out["classifier/clip"] = np.asarray(clf.privacy_.epsilon), np.asarray(clf.clip_)
+            balanced = dg.DPGCDClassifier(**eval(part["classifier"].item()), class_weight="balanced")
+            balanced.fit_chunks(chunks, num_examples=2 * len(X_local))  # the class counts added across processes
+            out["balanced/coef"], out["balanced/counts"] = balanced.coef_, balanced.class_counts_
+            try:  # processes that disagree on a public argument: refused by name, not out of step
+              dg.streamed.fit(chunks, jax.random.key(0), num_examples=2 * len(X_local), loss=loss, **make_kw,
+                              epsilon=1.0, delta=1e-5, passes=2 + pid)
+              out["mismatch_error"] = np.array("no error")
+            except ValueError as e:
+              out["mismatch_error"] = np.array(str(e))
 
       # Sparse X whose entries span both processes: refused (sparse problems are not sharded).
       X_local = part["X"]
@@ -259,6 +270,7 @@ def test_two_processes_fit_equals_one_process(tmp_path):
         streamed_singles[name] = dg.streamed.fit([(X.astype(dtype), y.astype(dtype))], jax.random.key(0),
                                                  num_examples=N, loss=loss, **make_kw, **fit_kw, **FIT)
     classifier = dg.DPGCDClassifier(**CLASSIFIER).fit_chunks([(X, y_logistic)], num_examples=N)
+    balanced = dg.DPGCDClassifier(**CLASSIFIER, class_weight="balanced").fit_chunks([(X, y_logistic)], num_examples=N)
   except BaseException:
     _stop(procs, logs)
     raise
@@ -294,6 +306,10 @@ def test_two_processes_fit_equals_one_process(tmp_path):
     np.testing.assert_array_equal(out["classifier/intercept"], classifier.intercept_, err_msg=f"process {pid}")
     assert (float(out["classifier/epsilon"]), float(out["classifier/clip"])) == \
         (classifier.privacy_.epsilon, classifier.clip_), pid
+    np.testing.assert_array_equal(out["balanced/counts"], balanced.class_counts_, err_msg=f"process {pid}")
+    np.testing.assert_array_equal(out["balanced/coef"], balanced.coef_, err_msg=f"process {pid}")
+    message = str(out["mismatch_error"])
+    assert "passes" in message and "every process" in message, message
   for out in outs:
     message = str(out["sparse_error"])
     assert "X" in message and "several processes" in message and "not sharded" in message, message
