@@ -50,6 +50,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from sklearn.utils import column_or_1d
 
 from dpgcd_jax import _validate
 from dpgcd_jax import penalties
@@ -147,8 +148,8 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
                                         jnp.asarray(targets.unit, dtype))
 
   def records() -> Any:
-    for X, y in read():
-      yield _features(X, bound, self.fit_intercept), targets.encode(y, dtype)
+    for X, y in read():  # a (rows, 1) label column is flattened with scikit-learn's warning, as in fit
+      yield _features(X, bound, self.fit_intercept), targets.encode(column_or_1d(y, warn=True), dtype)
 
   selection, update = self._mechanisms()
   step_size = _solvers.dp_gcd_step_size(self, hyper, n)
@@ -251,8 +252,8 @@ def _class_counts(read: streamed.Chunks, classes: np.ndarray, n: int) -> np.ndar
   counts: Any = np.zeros(classes.size, np.int64)
   rows = 0
   for _, y in read():
+    y = column_or_1d(y, warn=True)
     check(y, np.float64)
-    y = np.asarray(y)
     counts, rows = counts + np.array([np.sum(y == c) for c in classes], np.int64), rows + y.shape[0]
   counts, rows = streamed.across_processes(counts, rows)  # several hosts: every process's rows, exactly
   if rows != n:

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 import scipy.sparse
+from sklearn.exceptions import DataConversionWarning
 
 import dpgcd_jax as dg
 from dpgcd_jax.privacy import typical_size
@@ -216,6 +217,18 @@ def test_balanced_weights_over_chunks_release_the_in_memory_fits_class_counts(K,
   assert [e.label for e in chunked.privacy_.entries].count("class counts") == 1
   counted = lambda model: [note for note in model.privacy_.notes if note.startswith("class counts")]
   assert counted(chunked) == counted(memory) and len(counted(chunked)) == 1
+
+
+def test_a_label_column_is_flattened_as_fit_flattens_it():
+  """A (rows, 1) y in the chunks: fit's model, with scikit-learn's DataConversionWarning (review F2)."""
+  X, y = _classes_data(3, n=1200)
+  make = lambda: dg.DPGCDClassifier(classes=LABELS[:3].tolist(), feature_bound=1.0, random_state=0, max_iter=5)
+  flat = make().fit_chunks([(X[:600], y[:600]), (X[600:], y[600:])], num_examples=1200)
+  with pytest.warns(DataConversionWarning):
+    column = make().fit_chunks([(X[:600], y[:600, None]), (X[600:], y[600:, None])], num_examples=1200)
+  np.testing.assert_array_equal(column.coef_, flat.coef_)
+  with pytest.raises(ValueError, match="1d array"):
+    make().fit_chunks([(X, np.stack([y, y], axis=1))], num_examples=1200)
 
 
 def test_a_label_outside_three_declared_classes_is_refused_while_reading():
