@@ -45,8 +45,12 @@ Caps, and what happens there (each is a documented deviation or a fail-closed FA
 - a comparison of 90 bits that ties: FAILED (probability `2^-90` per Bernoulli draw);
 - the series reaching `K = 20`: FAILED (probability `<= 1/20! < 5e-19`);
 - `Bernoulli(exp(-gamma))` with `gamma >= 65` (or `q >= 12` in the Gaussian's
-  `q^2 / 2`) returns 0: its exact probability of 1 is below `e^-64`;
-- the geometric `V` reaching 64: FAILED (probability `e^-64`);
+  `q^2 / 2`) returns 0: its exact probability of 1 is below `e^-64`; so the discrete
+  Gaussian never releases `|z| >= 13 t`;
+- the geometric `V` reaching 62: FAILED (probability `2^-90`: the table's 90-bit `exp(-62)`,
+  `exp(-63)`, `exp(-64)` are 1, 0, 0 units of `2^-90`, and a tie fails), so the discrete
+  Laplace never releases `|z| >= 62 t` (both caps' zero-versus-positive mass at values `D`
+  apart is below `e^-60` per release while `D / t <= 2`: tests/privacy/test_float_law.py);
 - no accepted candidate among 32 x 8 (acceptance >= 0.24 per candidate): FAILED (< 1e-30).
 
 FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed),
