@@ -1,11 +1,12 @@
-# Entry points: `make reproduce` (main job), `make test` (whole suite), `make lint` (ruff and mypy, run by CI).
+# Entry points: `make reproduce` (main job), `make test` (the suite less its slow statistical tier, under 10 minutes
+# on 2 cores), `make test-slow` (that tier), `make lint` (ruff, mypy and the package's layout rules). CI runs all three.
 # Each creates or reuses the virtual environment .venv with the package installed.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: reproduce test lint benchmark clean
+.PHONY: reproduce test test-slow lint benchmark clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,12 +19,20 @@ reproduce: $(STAMP)
 
 # --max-worker-restart=0: a crashed worker fails the run at once (xdist 3.8's loadfile scheduler
 # hangs after replacing one, until CI's time limit).
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0
+	$(PYTEST) -m "not slow"
+
+# The statistical tier (audits, distribution and secure-mode sweeps, notebooks, the docs' examples): CI runs it.
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/python -m pytest -q tests/properties/test_package_text.py tests/privacy/test_mechanism_layer.py \
+	  tests/properties/test_imports.py
 
 
 benchmark: $(STAMP)

@@ -45,7 +45,7 @@ DOC_FILES = [README] + sorted((ROOT / "docs").rglob("*.md"))
 SKIP_MARKER = re.compile(r"^<!--\s*skip-test(?::\s*(?P<reason>.*?))?\s*-->\s*$")
 FIRST_BLOCK = (
     "make reproduce   # the paper's experiment on offline data -> results/figure.png, results/table.md\n"
-    "make test        # the whole test suite\n"
+    "make test        # the test suite (its slow statistical tier: make test-slow)\n"
 )
 RUN_TIMEOUT_S = 480
 
