@@ -5,7 +5,7 @@ Run: python benchmarks/bench_audit.py [--runs 100000] [--epsilon 1.0]
 For each configuration the noise is calibrated with ``calibrate_gcd`` for the claim
 ``(epsilon, 1e-6)``; the audit runs DP-GCD ``runs`` times on each of two neighbouring data
 sets (a tiny least-squares problem, n = 10, p = 3, whose differing record is extreme, see
-``dpgcd_jax.privacy.auditing.adversarial_pair``) and reports the 95% lower bound on epsilon.
+``dpgcd_jax.privacy.audit_neighbours.adversarial_pair``) and reports the 95% lower bound on epsilon.
 "correct" rows must stay below the claim; "broken" rows (update noise / 4, clipping skipped)
 should exceed it. Wall time includes compilation (one per row).
 """
@@ -20,6 +20,7 @@ import numpy as np
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
 from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import audit_neighbours
 from dpgcd_jax.privacy import auditing
 
 DELTA = 1e-6
@@ -41,7 +42,7 @@ def clipping_skipped():
 def row(name, selection, update, steps, claim, runs, *, update_factor=1.0, n=10, p=3, seed=0):
   X = np.random.default_rng(seed).normal(size=(n, p)).astype(np.float32)
   base = dg.make_problem(X, np.zeros(n, np.float32), "squared", smoothness=np.ones(p, np.float32))
-  D, D2 = auditing.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
+  D, D2 = audit_neighbours.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
   cal = accounting.calibrate_gcd(claim, DELTA, steps=steps, selection=selection, update=update)
   params = dg.dp_gcd.Params(1.0, 1.0, cal.selection_noise, cal.update_noise * update_factor)
 

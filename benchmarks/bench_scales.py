@@ -29,6 +29,7 @@ from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
 
 Q = scales.DEFAULT_QUANTILE
 OUT = pathlib.Path(__file__).parent / "results" / "scales.md"
@@ -114,10 +115,10 @@ def main():
       counts = scales.grid_counts(jnp.asarray(XT))
       cells = []
       for e in epsilons:
-        noise = scales.calibrate_scales(e, 1.0 / n**2)
+        noise = scales_budget.calibrate_scales(e, 1.0 / n**2)
         med, one, l2 = summarize(binary_search_indices(counts, n, noise, args.seeds), true)
         star = "*" if med >= 0.9 else ""
-        rule = "r" if scales.scales_informative(n, p, e) else ""
+        rule = "r" if scales_budget.scales_informative(n, p, e) else ""
         if med >= 0.9 and first[e] is None:
           first[e] = (n, (1 - Q) * n / (noise * math.sqrt(p)))
         if one >= 0.9 and first_one[e] is None:
@@ -127,7 +128,7 @@ def main():
       print(p, n, cells, flush=True)
     lines.append("")
     for e in epsilons:
-      summary.append((p, e, first[e], first_one[e], scales.min_informative_n(p, e)))
+      summary.append((p, e, first[e], first_one[e], scales_budget.min_informative_n(p, e)))
   lines += ["## Threshold", "",
             "Smallest measured n where >= 90% of features are within 2x: by the median over "
             "seeds, and for one release on average; (1 - q) n / sigma at that n.", "",
@@ -136,7 +137,7 @@ def main():
   show = lambda f: (f"{f[0]} | {f[1]:.2f}" if f else "> max | -")
   for p, e, f, f1, rule in summary:
     lines.append(f"| {p} | {e} | {show(f)} | {show(f1)} | {rule} |")
-  lines += ["", f"Rule: informative iff (1 - q) n >= {scales.INFORMATIVE_RATIO} sigma, "
+  lines += ["", f"Rule: informative iff (1 - q) n >= {scales_budget.INFORMATIVE_RATIO} sigma, "
             "sigma = s sqrt(p) the count noise of one query, s = calibrate_scales(epsilon, "
             "delta) (7 Gaussian rounds, exact GDP: s = sqrt(7) / mu(epsilon, delta)).", ""]
   # Candidate comparison.
@@ -152,7 +153,7 @@ def main():
     true = np.quantile(np.abs(XT), Q, axis=1)
     counts = scales.grid_counts(jnp.asarray(XT))
     delta = 1.0 / n**2
-    noise = scales.calibrate_scales(e, delta)
+    noise = scales_budget.calibrate_scales(e, delta)
     cells = []
     for idx in (binary_search_indices(counts, n, noise, args.seeds),
                 histogram_indices(counts, n, e, delta, args.seeds, p),

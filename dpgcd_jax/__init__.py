@@ -21,6 +21,7 @@ _EXPORTS = {
     "mechanisms": "dpgcd_jax.mechanisms:",
     "penalties": "dpgcd_jax.penalties:",
     "privacy": "dpgcd_jax.privacy:",
+    "row_chunks": "dpgcd_jax.row_chunks:",
     "dp_cd": "dpgcd_jax.solvers.dp_cd:",
     "dp_fw": "dpgcd_jax.solvers.dp_fw:",
     "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax import mechanisms  # noqa: F401
   from dpgcd_jax import penalties  # noqa: F401
   from dpgcd_jax import privacy  # noqa: F401
+  from dpgcd_jax import row_chunks  # noqa: F401
   from dpgcd_jax import scoring  # noqa: F401
   from dpgcd_jax import seeding  # noqa: F401
   from dpgcd_jax import transforms  # noqa: F401

@@ -49,11 +49,14 @@ intercept and rare words together. Measured: `benchmarks/results/high_dim.md`.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
@@ -122,3 +125,23 @@ def check(problem: problem_lib.Problem, curvature: Any) -> str:
                      f"with curvature='released', got loss {problem.loss.name!r} with "
                      f"smoothness_source={problem.smoothness_source!r}; use curvature='public'.")
   return curvature
+
+
+def check_noise(params: Any, curvature: str) -> None:
+  """`curvature="released"` needs `params.curvature_noise` (a ValueError naming it), and warns
+  (`PrivacyLeakWarning`) when it is 0 while the other multipliers add noise: the moments
+  would be released exactly. `params`: DP-GCD's `Params` ([`dpgcd_jax.solvers.dp_gcd.run`][]),
+  read by position (the selection, update and curvature multipliers are its fields 2 to 4):
+  another solver's params, which `base.run` refuses by name afterwards, may reach here."""
+  if curvature != "released":
+    return
+  noise = params[4] if len(params) > 4 else None
+  if noise is None:
+    raise ValueError("Expected params.curvature_noise (a multiplier >= 0) with curvature='released', "
+                     "got curvature_noise=None.")
+  others = params[2:4]
+  if all(_validate.is_concrete(v) for v in (noise, *others)) and np.all(np.asarray(noise) == 0) and any(
+      np.any(np.asarray(v) > 0) for v in others):
+    warnings.warn("run with curvature='released' and curvature_noise=0 while the selection or update adds "
+                  "noise: the selected features' second moments are released exactly (not private).",
+                  _validate.PrivacyLeakWarning, stacklevel=3)  # the caller of dp_gcd.run

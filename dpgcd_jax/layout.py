@@ -1,11 +1,13 @@
-"""Problems on a device layout: built on public sizes, padded, clipped to public bounds.
+"""Problems on a device layout: built on public sizes, padded, clipped to public bounds, restricted.
 
 Every function here maps a problem record by record with public parameters (declared bounds,
-public sizes `n`, `p` and their buckets): none adds a privacy cost, and each says why.
+public sizes `n`, `p` and their buckets, a public or released subset of the features): none adds
+a privacy cost, and each says why.
 [`from_columns`][dpgcd_jax.layout.from_columns] makes the problem on a
 [`dpgcd_jax.dense.columns`][] layout, [`pad`][dpgcd_jax.layout.pad] pads a problem to public
 sizes ([`dpgcd_jax.problem.bucket`][]), [`with_feature_bound`][dpgcd_jax.layout.with_feature_bound]
-and [`clip_features`][dpgcd_jax.layout.clip_features] clip to public bounds, and
+and [`clip_features`][dpgcd_jax.layout.clip_features] clip to public bounds,
+[`restrict`][dpgcd_jax.layout.restrict] keeps the features of a public or released subset, and
 [`record_max_abs`][dpgcd_jax.layout.record_max_abs] is the statistic a private feature bound
 is released from.
 """
@@ -169,6 +171,33 @@ def clip_features(problem: Problem, bound: Array) -> Problem:
     return dataclasses.replace(problem, XT=XT.clip_entries(bound))
   bound = jnp.broadcast_to(bound, (problem.num_features,))
   return dataclasses.replace(problem, XT=jnp.clip(XT, -bound[:, None], bound[:, None]))
+
+
+def restrict(problem: Problem, columns: Array) -> Problem:
+  """The problem on the features `columns` ((s,) indices, may be traced): a jittable gather.
+
+  Columns of `X`, their smoothness and the penalty's per-coordinate parameters; `y`,
+  `l2`, the loss and the smoothness source are kept. Sparse features: each selected column's
+  window of `K` stored entries (zero-padded), O(s K).
+
+  A per-record map (each record keeps its entries in `columns`): no privacy cost of its own
+  when `columns` is public or released (the support of [`dpgcd_jax.solvers.two_stage`][]).
+  """
+  XT = problem.XT
+  XT = _sparse_columns(XT, columns) if isinstance(XT, sparse.SparseColumns) else XT[columns]
+  return dataclasses.replace(problem, XT=XT, smoothness=problem.smoothness[columns],
+                             penalty=penalties.coordinate(problem.penalty, columns))
+
+
+def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseColumns:
+  """The (s, n) [`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of `columns`: `K` entries each."""
+  k, s = XT.window, columns.shape[0]
+  rows, vals = jax.vmap(XT.column)(columns)  # (s, K), zero values past each column's end
+  padded = lambda a, fill: jnp.concatenate([a.reshape(-1), jnp.full(k, fill, a.dtype)])
+  return sparse.SparseColumns(
+      rows=padded(rows, 0), cols=padded(jnp.repeat(jnp.arange(s, dtype=jnp.int32), k), s - 1),
+      vals=padded(vals, 0), indptr=jnp.arange(s + 1, dtype=jnp.int32) * k,
+      shape=(s, XT.shape[1]), window=k)
 
 
 def record_max_abs(problem: Problem) -> Array:

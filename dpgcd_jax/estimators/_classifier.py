@@ -124,7 +124,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       private scales, [`dpgcd_jax.privacy.scales`][]), "bound" (one private bound for every
       feature) or "auto" (default): "private" when `n` is large enough for the per-feature
       scales to be informative at this epsilon (a rule on public `n`, `p`, `epsilon`:
-      [`dpgcd_jax.privacy.scales.scales_informative`][], e.g. about 14,000 rows at p = 30
+      [`dpgcd_jax.privacy.scales_budget.scales_informative`][], e.g. about 14,000 rows at p = 30
       for a scale budget of 0.1), else "bound", with a warning when the released model
       suggests it failed. Either way the features are used in units of their bound: DP-GCD
       is equivariant to per-coordinate scaling, so this is a fit on `x_ij / B_j`.

@@ -19,7 +19,7 @@ from dpgcd_jax.estimators._released import SCALE_SHARES
 from dpgcd_jax.estimators._released import TARGET_SHARE
 from dpgcd_jax.estimators._released import Released
 from dpgcd_jax.privacy import bounds
-from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
 
 FLAT_FRACTION = 0.05
 NOISE_CAP = 0.5
@@ -231,4 +231,4 @@ def prediction_noise(update_noise: float, *, step_size: float, clip: float, curv
 def informative_n(p: int, epsilon: float) -> int:
   """The `n` from which `scaling="auto"` releases per-feature scales (at the largest
   share; delta = 1/n^2)."""
-  return scales.min_informative_n(p, SCALE_SHARES[-1] * epsilon)
+  return scales_budget.min_informative_n(p, SCALE_SHARES[-1] * epsilon)

@@ -18,7 +18,7 @@ here by an accounted mechanism, whose entry joins the run's ledger (one calibrat
   informative from much smaller `n` (measured: on standardized breast_cancer, 398 rows, it
   lands near the 0.9-quantile where the per-feature search, or the same binary search on the
   one statistic, lands far off), but features on a smaller scale than `B` are drowned.
-- `scaling="auto"` (default): "private" when [`dpgcd_jax.privacy.scales.scales_informative`][]
+- `scaling="auto"` (default): "private" when [`dpgcd_jax.privacy.scales_budget.scales_informative`][]
   holds at the share (public `n`, `p`, `epsilon`, `delta` only), else "bound".
 - the regressor's target: `target_bound=` declared, or `T` released by AboveThreshold on
   `|y_i|` (quantile `TARGET_QUANTILE`, pure `TARGET_SHARE * epsilon`);
@@ -48,6 +48,7 @@ from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
 
 AUTO = "auto"
 SCALINGS = (AUTO, "private", "bound")
@@ -108,9 +109,9 @@ def _is_numeric(x: Any) -> bool:
 
 def scale_share(n: int, p: int, epsilon: float, delta: float) -> float | None:
   """The smallest share of `SCALE_SHARES` at which per-feature private scales are
-  informative ([`dpgcd_jax.privacy.scales.scales_informative`][]), or None: public only."""
+  informative ([`dpgcd_jax.privacy.scales_budget.scales_informative`][]), or None: public only."""
   for share in SCALE_SHARES:
-    if scales.scales_informative(n, p, share * epsilon, share * delta):
+    if scales_budget.scales_informative(n, p, share * epsilon, share * delta):
       return share
   return None
 
@@ -212,7 +213,7 @@ class FeatureRelease:
     if self.how == DECLARED:
       return ledger_lib.Ledger()
     if self.how == "private":
-      return scales.scales_ledger(float(self.noise), label="feature bounds")
+      return scales_budget.scales_ledger(float(self.noise), label="feature bounds")
     return ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1))
 
   def finish(self, values: Any) -> Released:
@@ -247,7 +248,7 @@ def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, .
   how = resolve_scaling(scaling, n, p, epsilon, delta)
   if how == "private":
     share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
-    noise = scales.calibrate_scales(share * epsilon, share * delta)
+    noise = scales_budget.calibrate_scales(share * epsilon, share * delta)
     default = jax.dtypes.canonicalize_dtype(float)
     return FeatureRelease(how=how, **dict(common, noise=default.type(noise), share=default.type(share)))
   eps_b = SCALE_SHARE * epsilon

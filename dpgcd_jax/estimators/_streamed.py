@@ -55,6 +55,7 @@ from sklearn.utils import column_or_1d
 from dpgcd_jax import _validate
 from dpgcd_jax import penalties
 from dpgcd_jax import progress
+from dpgcd_jax import row_chunks
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _inputs
 from dpgcd_jax.estimators import _ranges
@@ -104,7 +105,7 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
 
   Args:
     chunks: a function returning one pass of `(X_c, y_c)` chunks each time it is called (e.g.
-      `dg.streamed.npy_chunks`, `dg.streamed.parquet_chunks`), or a list of them.
+      `dg.row_chunks.npy_chunks`, `dg.row_chunks.parquet_chunks`), or a list of them.
     num_examples: `n`, the number of records (public: declared; checked against the rows read).
 
   Returns:
@@ -121,10 +122,10 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
   name = type(self).__name__
   n = _validate.check_int("num_examples", num_examples, low=2)
   feature = _check_declarations(self, name)
-  read = streamed.reader(chunks)
+  read = row_chunks.reader(chunks)
   targets = self._chunk_targets(name)
   delta = self._delta(n, "fit_chunks")  # the accountant's check, before any chunk is read
-  X0, _ = streamed.first_chunk(read)  # its shape and dtype only: public
+  X0, _ = row_chunks.first_chunk(read)  # its shape and dtype only: public
   p = int(np.shape(X0)[1])
   stored = X0.dtype if hasattr(X0, "dtype") else np.asarray(X0).dtype  # the run's dtype, as fit's validation gives
   dtype = jax.dtypes.canonicalize_dtype(np.float32 if stored == np.float32 else np.float64)
@@ -231,20 +232,20 @@ def scaled(centre: float, bound: float) -> Callable[[Any, Any], np.ndarray]:
   return encode
 
 
-def _grid_counts(read: streamed.Chunks, bound: np.ndarray, n: int) -> np.ndarray:
+def _grid_counts(read: row_chunks.Chunks, bound: np.ndarray, n: int) -> np.ndarray:
   """The typical size's exact counts over one pass of the chunks (`typical_size.grid_counts`), of
   every process's chunks under `jax.distributed` (int64, added across the processes)."""
   counts: Any = 0
   rows = 0
   for X, _ in read():
     counts, rows = counts + typical_size.grid_counts(X, bound), rows + np.shape(X)[0]
-  counts, rows = streamed.across_processes(counts, rows)  # several hosts: every process's rows, exactly
+  counts, rows = row_chunks.across_processes(counts, rows)  # several hosts: every process's rows, exactly
   if rows != n:
     raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")
   return np.asarray(counts)
 
 
-def _class_counts(read: streamed.Chunks, classes: np.ndarray, n: int) -> np.ndarray:
+def _class_counts(read: row_chunks.Chunks, classes: np.ndarray, n: int) -> np.ndarray:
   """The exact count of each declared class over one pass of the chunks' labels, of every
   process's chunks under `jax.distributed` (int64, added across the processes); a label outside
   `classes` is refused as `fit` refuses it."""
@@ -255,7 +256,7 @@ def _class_counts(read: streamed.Chunks, classes: np.ndarray, n: int) -> np.ndar
     y = column_or_1d(y, warn=True)
     check(y, np.float64)
     counts, rows = counts + np.array([np.sum(y == c) for c in classes], np.int64), rows + y.shape[0]
-  counts, rows = streamed.across_processes(counts, rows)  # several hosts: every process's rows, exactly
+  counts, rows = row_chunks.across_processes(counts, rows)  # several hosts: every process's rows, exactly
   if rows != n:
     raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")
   return np.asarray(counts)

@@ -15,9 +15,11 @@
 * [`dpgcd_jax.privacy.accounting`][]: the solvers' calibrations (`calibrate_gcd` ...), thin
   wrappers over the ledger.
 * [`dpgcd_jax.privacy.scales`][]: private per-feature scales (a noisy binary search on a
-  public log grid), what the estimators' private scaling releases.
-* [`dpgcd_jax.privacy.auditing`][]: the empirical audit; [`dpgcd_jax.privacy.smoothness`][]:
-  the private estimate of `M`.
+  public log grid), what the estimators' private scaling releases;
+  [`dpgcd_jax.privacy.scales_budget`][]: what they cost and from what `n` they pay.
+* [`dpgcd_jax.privacy.auditing`][]: the empirical audit, on neighbours from
+  [`dpgcd_jax.privacy.audit_neighbours`][]; [`dpgcd_jax.privacy.smoothness`][]: the private
+  estimate of `M`.
 
 Exports are imported on first use (`dpgcd_jax._lazy`): `from dpgcd_jax.privacy import
 bounds` does not load dp_accounting or the PLD accountants. One line in `_EXPORTS` per name.
@@ -43,8 +45,8 @@ _EXPORTS = {
     "sgd_epsilon": "dpgcd_jax.privacy.baseline_accounting",
     "sgd_ledger": "dpgcd_jax.privacy.baseline_accounting",
     "AuditResult": "dpgcd_jax.privacy.auditing",
-    "adversarial_neighbour": "dpgcd_jax.privacy.auditing",
-    "adversarial_pair": "dpgcd_jax.privacy.auditing",
+    "adversarial_neighbour": "dpgcd_jax.privacy.audit_neighbours",
+    "adversarial_pair": "dpgcd_jax.privacy.audit_neighbours",
     "audit": "dpgcd_jax.privacy.auditing",
     "BoundedRange": "dpgcd_jax.privacy.events",
     "DeltaSlack": "dpgcd_jax.privacy.events",
@@ -64,11 +66,11 @@ _EXPORTS = {
     "repeat_and_select_ledger": "dpgcd_jax.privacy.tuning",
     "private_smoothness": "dpgcd_jax.privacy.smoothness",
     "scales": "dpgcd_jax.privacy.scales:",
-    "calibrate_scales": "dpgcd_jax.privacy.scales",
-    "min_informative_n": "dpgcd_jax.privacy.scales",
+    "calibrate_scales": "dpgcd_jax.privacy.scales_budget",
+    "min_informative_n": "dpgcd_jax.privacy.scales_budget",
     "private_feature_scales": "dpgcd_jax.privacy.scales",
-    "scales_informative": "dpgcd_jax.privacy.scales",
-    "scales_ledger": "dpgcd_jax.privacy.scales",
+    "scales_informative": "dpgcd_jax.privacy.scales_budget",
+    "scales_ledger": "dpgcd_jax.privacy.scales_budget",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -83,9 +85,9 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.accounting import calibrate_gcd  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_epsilon  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_ledger  # noqa: F401
+  from dpgcd_jax.privacy.audit_neighbours import adversarial_neighbour  # noqa: F401
+  from dpgcd_jax.privacy.audit_neighbours import adversarial_pair  # noqa: F401
   from dpgcd_jax.privacy.auditing import AuditResult  # noqa: F401
-  from dpgcd_jax.privacy.auditing import adversarial_neighbour  # noqa: F401
-  from dpgcd_jax.privacy.auditing import adversarial_pair  # noqa: F401
   from dpgcd_jax.privacy.auditing import audit  # noqa: F401
   from dpgcd_jax.privacy.baseline_accounting import calibrate_cd  # noqa: F401
   from dpgcd_jax.privacy.baseline_accounting import calibrate_sgd  # noqa: F401
@@ -107,11 +109,11 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.ledger import Entry  # noqa: F401
   from dpgcd_jax.privacy.ledger import Ledger  # noqa: F401
   from dpgcd_jax.privacy.ledger import PrivacyReport  # noqa: F401
-  from dpgcd_jax.privacy.scales import calibrate_scales  # noqa: F401
-  from dpgcd_jax.privacy.scales import min_informative_n  # noqa: F401
   from dpgcd_jax.privacy.scales import private_feature_scales  # noqa: F401
-  from dpgcd_jax.privacy.scales import scales_informative  # noqa: F401
-  from dpgcd_jax.privacy.scales import scales_ledger  # noqa: F401
+  from dpgcd_jax.privacy.scales_budget import calibrate_scales  # noqa: F401
+  from dpgcd_jax.privacy.scales_budget import min_informative_n  # noqa: F401
+  from dpgcd_jax.privacy.scales_budget import scales_informative  # noqa: F401
+  from dpgcd_jax.privacy.scales_budget import scales_ledger  # noqa: F401
   from dpgcd_jax.privacy.smoothness import private_smoothness  # noqa: F401
   from dpgcd_jax.privacy.tuning import RepeatAndSelect  # noqa: F401
   from dpgcd_jax.privacy.tuning import repeat_and_select_ledger  # noqa: F401

@@ -47,10 +47,11 @@ round has `alpha p / (2 sigma^2) < alpha / (2 s^2)` at every order: the event
 composes it by RDP). The indices `m_j` are functions of the earlier rounds' releases only,
 so this holds conditionally on the past and the `L` rounds compose adaptively:
 `DiscreteGaussian(s)` with count `L`, `rho = L / (2 s^2)`; `B` is post-processing.
-[`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger] is that ledger entry, to be added to
+[`scales_ledger`][dpgcd_jax.privacy.scales_budget.scales_ledger] is that ledger entry, to be added to
 the ledger of the run that uses `B` (one composition, one calibration);
-[`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales] gives the `s` at which the
-scales alone are `(epsilon, delta)`-DP.
+[`calibrate_scales`][dpgcd_jax.privacy.scales_budget.calibrate_scales] gives the `s` at which the
+scales alone are `(epsilon, delta)`-DP. Whether a release at a budget is informative, from
+public `n` and `p` only: [`dpgcd_jax.privacy.scales_budget`][].
 
 Why this mechanism. Two alternatives were measured on the same data (50,000 x 200 down to
 400 x 30, scales over 5 decades, `q = 0.9`; `benchmarks/bench_scales.py`): (a) one Gaussian
@@ -76,40 +77,20 @@ delta. What is left: a sampler cap (probability `< 1e-18` per draw, drawn before
 from the data) releases `B_j = NaN`, and the samplers' law deviates from the exact one
 elsewhere by less than `e^-64` per draw (`dpgcd_jax.discrete_noise`), not charged (as
 for the secure solvers). The sampler's range `sigma <= MAX_SCALE` (32767) bounds `s sqrt(p)`:
-beyond, every `B_j` is NaN, and [`scales_informative`][dpgcd_jax.privacy.scales.scales_informative]
+beyond, every `B_j` is NaN, and [`scales_informative`][dpgcd_jax.privacy.scales_budget.scales_informative]
 is False. Only grid points are released (the noisy queries enter comparisons only).
-
-When it pays. A query's noise `sigma` must be small against `(1 - q) n`, the count gap
-between the `q`-quantile and the empty region above the data. Measured
-(`benchmarks/results/scales.md`, Gaussian features, scales over 5 decades, delta = 1/n^2):
-ONE release puts at least 90% of the features within 2x of their true 0.9-quantile from
-`(1 - q) n / sigma` of about 1.6-2.6, and the median over seeds from about 1; the smallest
-such `n` is, for one release,
-
-| p | eps = 0.1 | eps = 0.2 | eps = 0.5 |
-|---|---|---|---|
-| 30 | 15,000 | 7,000 | 2,000 |
-| 200 | 30-50,000 | 15,000 | 7,000 |
-
-(it grows as `sqrt(p) / epsilon`, up to the log factor of delta; measured with the continuous
-Gaussian's calibration, whose GDP accounting needs 5-9% less noise than the discrete one's RDP
-accounting at these budgets: the rule below follows `sigma`).
-[`scales_informative`][dpgcd_jax.privacy.scales.scales_informative]
-decides it from public `n`, `p`, `epsilon`, `delta` with the rule
-`(1 - q) n >= INFORMATIVE_RATIO * sigma` (ratio 2, a little conservative against the table);
-[`min_informative_n`][dpgcd_jax.privacy.scales.min_informative_n] inverts it. Below it, ask for public bounds.
 
 Examples:
   >>> import jax, numpy as np
-  >>> from dpgcd_jax.privacy import scales
+  >>> from dpgcd_jax.privacy import scales, scales_budget
   >>> rng = np.random.default_rng(0)
   >>> X = rng.normal(size=(20_000, 3)) * np.array([0.01, 1.0, 100.0])
-  >>> noise = scales.calibrate_scales(0.5, 1e-8)
+  >>> noise = scales_budget.calibrate_scales(0.5, 1e-8)
   >>> B = scales.private_feature_scales(jax.random.key(0), X.T, noise)
   >>> ratio = np.asarray(B) / np.quantile(abs(X), 0.9, axis=0)   # B_j rounds up to the grid
   >>> bool(np.all((ratio >= 0.5) & (ratio <= 2.0)))
   True
-  >>> ledger = scales.scales_ledger(noise)      # compose with the run's ledger
+  >>> ledger = scales_budget.scales_ledger(noise)   # compose with the run's ledger
   >>> round(ledger.epsilon(1e-8), 3)
   0.5
 
@@ -135,18 +116,12 @@ from dpgcd_jax import _validate
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import mechanisms
 from dpgcd_jax import sparse as sparse_lib
-from dpgcd_jax.privacy import calibration
-from dpgcd_jax.privacy import events
-from dpgcd_jax.privacy import ledger as ledger_lib
 
 Array = jax.Array
 
 GRID = 2.0 ** (np.arange(-64, 64) / 4.0)
 """The default public grid: quarter octaves `2^{k/4}`, `k = -64..63` (128 points, 7 rounds)."""
 DEFAULT_QUANTILE = 0.9
-LABEL = "feature scales"
-INFORMATIVE_RATIO = 2.0
-"""`(1 - q) n >= INFORMATIVE_RATIO * sigma` is the informative regime (measured; see module)."""
 
 
 class Search(NamedTuple):
@@ -304,13 +279,14 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
 
   The release is `DiscreteGaussian(noise)` composed [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds]
   times (`rho = L / (2 noise^2)` zCDP) for replace-one neighbours with `n` public:
-  [`scales_ledger`][dpgcd_jax.privacy.scales.scales_ledger]. Vmappable over `key`, `noise` and `quantile`.
+  [`scales_ledger`][dpgcd_jax.privacy.scales_budget.scales_ledger]. Vmappable over `key`, `noise` and `quantile`.
 
   Args:
     key: a JAX PRNG key.
     XT: (p, n) dense features (records are columns, as a problem's `XT`) or
       [`dpgcd_jax.sparse.SparseColumns`][].
-    noise: the multiplier `s` (e.g. from [`calibrate_scales`][dpgcd_jax.privacy.scales.calibrate_scales]); the count
+    noise: the multiplier `s` (e.g. from
+      [`calibrate_scales`][dpgcd_jax.privacy.scales_budget.calibrate_scales]); the count
       noise is the discrete Gaussian of integer `sigma > s sqrt(p)`. NaN, negative or beyond
       the sampler's range (`s sqrt(p) >= MAX_SCALE`) gives `B = NaN` (fail closed); 0 is the
       exact, non-private rounded quantile.
@@ -352,104 +328,3 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
   if traced:
     found &= jnp.arange(P) < jnp.asarray(num_features)
   return jnp.where(found, values[jnp.maximum(search.index, 0)], jnp.nan)
-
-
-# ----------------------------------------------------------------------------------------
-# Accounting (host side).
-# ----------------------------------------------------------------------------------------
-
-
-def scales_ledger(noise: float, *, grid: Any = GRID, label: str = LABEL) -> ledger_lib.Ledger:
-  """The ledger entry of one release at multiplier `noise`: `(label, DiscreteGaussian(noise), L)`.
-
-  Add it to the ledger of the run that uses the scales (`solver_ledger + scales_ledger(s)`):
-  the ledger composes both by the best valid route (RDP: the discrete Gaussian has no GDP claim).
-  """
-  return ledger_lib.Ledger.of((label, events.DiscreteGaussian(noise), num_rounds(grid)))
-
-
-def scales_rho(noise: float, *, grid: Any = GRID) -> float:
-  """The zCDP `rho = L / (2 noise^2)` of one release."""
-  _validate.check_positive("noise", noise, allow_inf=True)
-  return num_rounds(grid) / (2.0 * float(noise) ** 2)
-
-
-def noise_for_rho(rho: float, *, grid: Any = GRID) -> float:
-  """The multiplier whose release is `rho`-zCDP: `sqrt(L / (2 rho))`."""
-  _validate.check_positive("rho", rho)
-  return math.sqrt(num_rounds(grid) / (2.0 * float(rho)))
-
-
-def calibrate_scales(epsilon: float, delta: float, *, grid: Any = GRID) -> float:
-  """The smallest multiplier `s` at which the release ALONE is `(epsilon, delta)`-DP.
-
-  Composed with a run in one ledger the total is smaller than the sum of the parts; an
-  estimator that gives the scales a share of its budget calibrates `s` here at that share,
-  then calibrates the run on `run_ledger + scales_ledger(s)` at the total.
-  """
-  _validate.check_positive("epsilon", epsilon)
-  _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-  rounds = num_rounds(grid)
-  scale, _ = calibration.calibrate(lambda s: scales_ledger(s, grid=grid), float(epsilon), float(delta),
-                                   key=("feature scales", "discrete_gaussian", rounds))
-  return float(scale)
-
-
-def count_noise(p: int, epsilon: float, delta: float, *, grid: Any = GRID) -> float:
-  """`s sqrt(p)`: the standard deviation of every released count at this budget (before the
-  rounding up to the integer [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma])."""
-  p = _validate.check_int("p", p)
-  return calibrate_scales(epsilon, delta, grid=grid) * math.sqrt(p)
-
-
-def scales_informative(n: int, p: int, epsilon: float, delta: float | None = None, *,
-                       quantile: float = DEFAULT_QUANTILE, grid: Any = GRID) -> bool:
-  """Whether private scales at this budget are informative, from public quantities only.
-
-  True iff `(1 - q) n >= INFORMATIVE_RATIO * sigma` (`= 2 sigma`) with `sigma` the count
-  noise of [`count_noise`][dpgcd_jax.privacy.scales.count_noise] (`delta` defaults to `1 / n^2`, the estimators'
-  default), and `sigma` is inside the discrete sampler's range (`MAX_SCALE`; beyond, the
-  release is NaN).
-  From the boundary on, one release put at least about 90% of the features within 2x of their
-  true `q`-quantile (Gaussian-like features with scales over 5 decades,
-  `benchmarks/results/scales.md`). Below it, ask for public bounds. Heavy tails or many
-  zeros change the count-to-value conversion: the rule is about counts, the 2x about values.
-
-  Args:
-    n: the number of records (public).
-    p: the number of features.
-    epsilon: the budget of the scale release alone.
-    delta: its delta (default `1 / n^2`).
-    quantile: `q`.
-    grid: the public grid.
-  """
-  sigma = _count_noise_at(n, p, epsilon, delta, quantile, grid)
-  in_range = (1.0 + discrete_noise.SCALE_MARGIN) * sigma <= discrete_noise.MAX_SCALE - 1
-  return (1.0 - quantile) * n >= INFORMATIVE_RATIO * sigma and in_range
-
-
-def _count_noise_at(n: int, p: int, epsilon: float, delta: float | None, quantile: float, grid: Any) -> float:
-  n = _validate.check_int("n", n, low=2)
-  _validate.check_number("quantile", quantile, low=0.0, high=1.0, low_open=True, high_open=True)
-  return count_noise(p, epsilon, 1.0 / n**2 if delta is None else delta, grid=grid)
-
-
-def min_informative_n(p: int, epsilon: float, delta: float | None = None, *,
-                      quantile: float = DEFAULT_QUANTILE, grid: Any = GRID) -> int:
-  """The smallest `n` with `(1 - q) n >= INFORMATIVE_RATIO * sigma` (`delta = 1/n^2` if None):
-  where [`scales_informative`][dpgcd_jax.privacy.scales.scales_informative] holds when `sigma`
-  is inside the sampler's range (a condition on `p` and the budget that no `n` changes much)."""
-  informative = lambda n: (1.0 - quantile) * n >= INFORMATIVE_RATIO * _count_noise_at(n, p, epsilon, delta,
-                                                                                       quantile, grid)
-  lo, hi = 1, 2
-  while not informative(hi):
-    lo, hi = hi, hi * 2
-    if hi > 2**62:
-      raise ValueError(f"Expected a budget that is informative at some n, got epsilon={epsilon!r}.")
-  while hi - lo > max(1, hi // 1000):  # 0.1% precision is enough
-    mid = (lo + hi) // 2
-    if informative(mid):
-      hi = mid
-    else:
-      lo = mid
-  return hi

@@ -42,6 +42,7 @@ import numpy as np
 
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
 
 GRID = 2.0 ** (np.arange(-24, 1) / 4.0)
 """The public grid: quarter octaves from `2^-6` to 1 (25 points, 5 rounds)."""
@@ -98,12 +99,12 @@ def informative(n: int, noise: float) -> bool:
 
 def noise_at(epsilon: float, delta: float) -> float:
   """The multiplier at which the release ALONE is `(epsilon, delta)`-DP."""
-  return scales.calibrate_scales(epsilon, delta, grid=GRID)
+  return scales_budget.calibrate_scales(epsilon, delta, grid=GRID)
 
 
 def ledger(noise: float) -> ledger_lib.Ledger:
   """The release's ledger entry: `(LABEL, DiscreteGaussian(noise), 5)`."""
-  return scales.scales_ledger(noise, grid=GRID, label=LABEL)
+  return scales_budget.scales_ledger(noise, grid=GRID, label=LABEL)
 
 
 def release(key: jax.Array, X: Any, bound: Any, noise: float) -> float | None:

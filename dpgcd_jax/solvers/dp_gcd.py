@@ -42,7 +42,6 @@ the same `T` mechanism invocations as `steps=T`.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 from typing import NamedTuple
 
@@ -221,47 +220,15 @@ def run(
     >>> res.w.shape, res.trace.coordinates.shape
     ((8,), (10,))
   """
-  selection, update = mechanisms_run(selection, update, secure_noise)
-  check_options(selection, update, rule)
+  selection, update = greedy.mechanisms_run(selection, update, secure_noise)
+  greedy.check_options(selection, update, rule)
   # another solver's params (no such fields) are refused by name in base.run
   greedy.check_private_rule(rule, getattr(params, "selection_noise", 0.0), getattr(params, "update_noise", 0.0))
   kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
-  _check_curvature_noise(params, curvature)
+  curvature_lib.check_noise(params, curvature)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
                   selection=selection, update=update, rule=rule, clipping_mode=clipping_mode, curvature=curvature)
-
-
-def _check_curvature_noise(params: Any, curvature: str) -> None:
-  """`curvature="released"` needs `params.curvature_noise` (a ValueError naming it), and warns
-  (`PrivacyLeakWarning`) when it is 0 while the other multipliers add noise: the moments
-  would be released exactly."""
-  if curvature != "released":
-    return
-  noise = params[4] if len(params) > 4 else None
-  if noise is None:
-    raise ValueError("Expected params.curvature_noise (a multiplier >= 0) with curvature='released', "
-                     "got curvature_noise=None.")
-  others = params[2:4]
-  if all(_validate.is_concrete(v) for v in (noise, *others)) and np.all(np.asarray(noise) == 0) and any(
-      np.any(np.asarray(v) > 0) for v in others):
-    warnings.warn("run with curvature='released' and curvature_noise=0 while the selection or update adds "
-                  "noise: the selected features' second moments are released exactly (not private).",
-                  _validate.PrivacyLeakWarning, stacklevel=3)
-
-
-def mechanisms_run(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
-  """The mechanisms actually run: their discrete counterparts when `secure_noise`."""
-  if not isinstance(secure_noise, bool):
-    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
-  return mechanisms.secure(selection, update) if secure_noise else (selection, update)
-
-
-def check_options(selection: str, update: str, rule: str) -> None:
-  """The mechanisms' names and the greedy rule are known (ValueErrors naming them)."""
-  mechanisms.selection(selection)
-  mechanisms.update(update)
-  _validate.check_choice("rule", rule, tuple(greedy.RULES))
 
 
 def fit(
@@ -390,8 +357,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   the options checked, then [`iterations_plan`][dpgcd_jax.solvers.dp_gcd.iterations_plan] of the
   `passes` iterations of each of the `runs` runs (`epsilon` is not used)."""
   del epsilon
-  selection, update = mechanisms_run(selection, update, secure_noise)
-  check_options(selection, update, rule)
+  selection, update = greedy.mechanisms_run(selection, update, secure_noise)
+  greedy.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)

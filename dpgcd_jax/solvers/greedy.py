@@ -130,6 +130,20 @@ def check_private_rule(rule: str, *noises: Any) -> None:
                      f"sensitivity between neighbours; it runs without noise only. Got rule={rule!r}.")
 
 
+def mechanisms_run(selection: Any, update: Any, secure_noise: bool) -> tuple[Any, Any]:
+  """The mechanisms actually run: their discrete counterparts when `secure_noise`."""
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  return mechanisms.secure(selection, update) if secure_noise else (selection, update)
+
+
+def check_options(selection: str, update: str, rule: str) -> None:
+  """The mechanisms' names and the greedy rule are known (ValueErrors naming them)."""
+  mechanisms.selection(selection)
+  mechanisms.update(update)
+  _validate.check_choice("rule", rule, tuple(RULES))
+
+
 def score_sensitivity(rule: str, thresholds: Array, M: Array, num_examples: int | Array, w: Array,
                       public_gradient: Array, penalty: penalties.Penalty,
                       column_mask: Array | None = None) -> Array:

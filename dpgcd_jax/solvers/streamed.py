@@ -1,7 +1,7 @@
 """DP-GCD on data larger than memory: the records streamed in row chunks, one model whatever the chunking.
 
 [`fit`][dpgcd_jax.solvers.streamed.fit] runs [`dpgcd_jax.solvers.dp_gcd.fit`][]'s iterations with
-the data read from row chunks (`.npy` files read chunk by chunk, [`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks],
+the data read from row chunks (`.npy` files read chunk by chunk, [`npy_chunks`][dpgcd_jax.row_chunks.npy_chunks],
 or any function that yields `(X, y)` chunks) instead of one device array. Iteration `t`:
 
 1. For every chunk: its margins `X_c w^t`, replayed from `w^0` through the `t` coordinate
@@ -38,11 +38,12 @@ an error outside the guarantee: [`dpgcd_jax.sparse.from_matrix`][]).
 
 Several hosts: under `jax.distributed`, each process passes the chunks of ITS rows and
 `num_examples` = the rows of all processes; the processes' totals (and row counts) are added
-with one all-gather per iteration (exact, as above) and every process holds the one-process
-streamed model, bit for bit (tests/solvers/test_two_process.py). The key, the number of features
-and the dtype must be the same everywhere (checked by one all-gather before the first pass). A
-ValueError on one process (a bad chunk, a wrong row count) stops that process only: the others
-wait in the next all-gather until the launcher's failure handling ends the job.
+with one all-gather per iteration ([`dpgcd_jax.row_chunks.across_processes`][], exact, as above)
+and every process holds the one-process streamed model, bit for bit
+(tests/solvers/test_two_process.py). The key, the number of features and the dtype must be the
+same everywhere (checked by one all-gather before the first pass). A ValueError on one process
+(a bad chunk, a wrong row count) stops that process only: the others wait in the next
+all-gather until the launcher's failure handling ends the job.
 
 Scope: dense or scipy.sparse chunks (a sparse chunk's totals run over its stored entries, O(nnz):
 `dpgcd_jax.sparse.SparseColumns.clipped_total`, the same grid, so the selections and the
@@ -50,9 +51,9 @@ report equal the in-memory sparse fit's), a GLM loss (the margins' fast path), `
 "public" or "released" (the second moments summed exactly in the first pass) and one key, with
 one target per record or `K` (`runs=K`: the K runs of the in-memory fit's (K, n) `targets`,
 e.g. one-vs-rest, one after the other, accounted together as there).
-Sources: a list of `(X, y)` pairs, a function yielding them, `.npy` files
-([`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]) or a Parquet dataset
-([`parquet_chunks`][dpgcd_jax.solvers.streamed.parquet_chunks]). A sparse chunk's capacity is
+Sources ([`dpgcd_jax.row_chunks`][]): a list of `(X, y)` pairs, a function yielding them, `.npy` files
+([`npy_chunks`][dpgcd_jax.row_chunks.npy_chunks]) or a Parquet dataset
+([`parquet_chunks`][dpgcd_jax.row_chunks.parquet_chunks]). A sparse chunk's capacity is
 its own nnz: chunks of different nnz compile their totals' program once each. The estimators
 run on it through their `fit_chunks` (module `dpgcd_jax.estimators._streamed`).
 """
@@ -60,7 +61,6 @@ run on it through their `fit_chunks` (module `dpgcd_jax.estimators._streamed`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
 from typing import cast
@@ -75,6 +75,7 @@ from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress as progress_lib
+from dpgcd_jax import row_chunks
 from dpgcd_jax import sparse
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
@@ -85,102 +86,10 @@ from dpgcd_jax.solvers import greedy
 from dpgcd_jax.solvers import guards
 
 Array = jax.Array
-Chunks = Callable[[], Iterable[tuple[Any, Any]]]
-
-
-def npy_chunks(X_path: Any, y_path: Any, rows: int) -> Chunks:
-  """Row chunks of `rows` records read from two `.npy` files (`np.save`), one chunk at a time.
-
-  Each chunk is read with a seek and a read of its bytes (no memory map: the process holds
-  one chunk, whatever the file's size).
-
-  Args:
-    X_path: an (n, p) `.npy` file in C order.
-    y_path: an (n,) `.npy` file.
-    rows: records per chunk, >= 1 (the last chunk may be shorter).
-
-  Returns:
-    A function that yields the `(X, y)` chunks of one pass each time it is called.
-  """
-  rows = _validate.check_int("rows", rows, low=1)
-  (n, p), x_dtype, x_offset = _npy_header("X_path", X_path, ndim=2)
-  (m,), y_dtype, y_offset = _npy_header("y_path", y_path, ndim=1)
-  if m != n:
-    raise ValueError(f"Expected y_path to hold {n} entries (the rows of X_path), got {m}.")
-
-  def chunks() -> Iterable[tuple[np.ndarray, np.ndarray]]:
-    with open(X_path, "rb") as fx, open(y_path, "rb") as fy:
-      for start in range(0, n, rows):
-        size = min(rows, n - start)
-        fx.seek(x_offset + start * p * x_dtype.itemsize)
-        fy.seek(y_offset + start * y_dtype.itemsize)
-        yield np.fromfile(fx, x_dtype, size * p).reshape(size, p), np.fromfile(fy, y_dtype, size)
-
-  return chunks
-
-
-def parquet_chunks(path: Any, *, features: list[str], target: str, rows: int = 65536,
-                   dtype: Any = np.float32) -> Chunks:
-  """Row chunks of a Parquet dataset (a file, or a directory of files: pyarrow's dataset), one
-  record batch at a time: the process holds one batch of `rows` records, whatever the size.
-
-  Args:
-    path: a Parquet file or a directory of Parquet files.
-    features: the feature columns, in the model's order (numeric).
-    target: the label or target column.
-    rows: records per chunk at most, >= 1.
-    dtype: the features' and targets' NumPy dtype.
-
-  Returns:
-    A function that yields the `(X, y)` chunks of one pass each time it is called. The order
-    of the batches does not matter: the totals are exact integer sums.
-  """
-  rows = _validate.check_int("rows", rows, low=1)
-  if isinstance(features, str) or not features or not all(isinstance(c, str) for c in features):
-    raise ValueError(f"Expected features to be a non-empty list of column names, got features={features!r}.")
-  import pyarrow.dataset as pa_dataset  # optional: pip install dpgcd_jax[parquet]
-  import pyarrow.types as pa_types
-
-  dataset = pa_dataset.dataset(path, format="parquet")
-  missing = [c for c in [*features, target] if c not in dataset.schema.names]
-  if missing:
-    raise ValueError(f"Expected the columns {missing} in the Parquet dataset at path={str(path)!r} (its columns: "
-                     f"{dataset.schema.names}).")
-  numeric = lambda t: pa_types.is_integer(t) or pa_types.is_floating(t) or pa_types.is_boolean(t)
-  other = [f"{c}: {dataset.schema.field(c).type}" for c in [*features, target]
-           if not numeric(dataset.schema.field(c).type)]
-  if other:  # from the schema (public types), before any value is read; a value is never echoed
-    raise ValueError(f"Expected integer, float or bool columns in the Parquet dataset, got {other}.")
-
-  def chunks() -> Iterable[tuple[np.ndarray, np.ndarray]]:
-    for batch in dataset.to_batches(columns=[*features, target], batch_size=rows):
-      nulls = [c for c in [*features, target] if batch.column(c).null_count]
-      if nulls:  # a missing value is not finite: refused as make_problem refuses NaN, naming the columns
-        raise ValueError(f"Expected no missing values in the Parquet columns, got some in {nulls}.")
-      if batch.num_rows:
-        with np.errstate(over="ignore"):  # no warning from a value: one beyond dtype's range is refused by the fit
-          X = np.column_stack([batch.column(c).to_numpy(zero_copy_only=False) for c in features]).astype(dtype)
-          y = batch.column(target).to_numpy(zero_copy_only=False).astype(dtype)
-        yield X, y
-
-  return chunks
-
-
-def _npy_header(name: str, path: Any, *, ndim: int) -> tuple[tuple[int, ...], np.dtype, int]:
-  """The shape, dtype and data offset of a C-order `.npy` file (ValueError naming `name`)."""
-  with open(path, "rb") as f:
-    version = np.lib.format.read_magic(f)
-    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    shape, fortran_order, dtype = read_header(f)
-    offset = f.tell()
-  if len(shape) != ndim or fortran_order or dtype.hasobject:
-    raise ValueError(f"Expected {name} to hold a {ndim}-d numeric array in C order, got shape {shape}, "
-                     f"fortran_order={fortran_order}, dtype {dtype}.")
-  return shape, dtype, offset
 
 
 def fit(
-    chunks: Chunks | Iterable[tuple[Any, Any]],
+    chunks: row_chunks.Chunks | Iterable[tuple[Any, Any]],
     key: Array,
     *,
     num_examples: int,
@@ -214,7 +123,7 @@ def fit(
 
   Args:
     chunks: a function returning the `(X_c, y_c)` row chunks of one pass each time it is
-      called (e.g. [`npy_chunks`][dpgcd_jax.solvers.streamed.npy_chunks]), or a sequence of them
+      called (e.g. [`npy_chunks`][dpgcd_jax.row_chunks.npy_chunks]), or a sequence of them
       (held in memory: for tests and small data). Every pass must yield the same rows in the
       same order.
     key: a JAX PRNG key (the same key gives the same model; the same on every process).
@@ -265,15 +174,15 @@ def fit(
     raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
   if runs is not None:
     runs = _validate.check_int("runs", runs, low=1)
-  read = reader(chunks)
-  selection, update = dp_gcd.mechanisms_run(selection, update, secure_noise)
-  dp_gcd.check_options(selection, update, rule)
+  read = row_chunks.reader(chunks)
+  selection, update = greedy.mechanisms_run(selection, update, secure_noise)
+  greedy.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   plan = dp_gcd.iterations_plan(passes * (runs or 1), step_size=step_size, clip=clip, selection=selection,
                                 update=update, selection_share=selection_share, curvature=curvature,
                                 curvature_ratio=curvature_ratio)  # the K runs: dp_gcd.private_plan(runs=K)'s
 
-  X0, y0 = first_chunk(read)
+  X0, y0 = row_chunks.first_chunk(read)
   first = _chunk_problem(X0, run_targets(y0, runs, 0, np.shape(X0)[0]), loss=loss, penalty=penalty,
                          feature_bound=feature_bound, sparse_capacity=sparse_capacity)
   if not first.loss.is_glm:
@@ -319,10 +228,10 @@ def fit(
         if moments_now:
           moment_total = moment_total + np.asarray(_chunk_moment_total(chunk, half, bits=bits))
       if moments_now:
-        moment_total, _ = across_processes(moment_total, rows)
+        moment_total, _ = row_chunks.across_processes(moment_total, rows)
         with jax.enable_x64(True):
           moments = clipping.exact_mean(jnp.asarray(moment_total), clipping.grid_scale(half, bits), n, M.dtype)
-      total, rows = across_processes(total, rows)
+      total, rows = row_chunks.across_processes(total, rows)
       if rows != n:
         raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
       with jax.enable_x64(True):  # the exact totals stay float64 on the device
@@ -342,21 +251,6 @@ def fit(
           "row chunks (dpgcd_jax.solvers.streamed)")
   return base.Result(guards.fail_closed(params, w), base.Trace(jnp.asarray(coordinates), None),
                      privacy=report.with_notes(note), params=params)
-
-
-def across_processes(total: Any, rows: int) -> tuple[Any, int]:
-  """The totals and row counts of every process added up (several hosts under
-  `jax.distributed`, each streaming its own rows): integers (int64, or float64 below `2^53`),
-  exact in any order, so every process holds the one-process totals and draws the same selection and
-  noise from the shared key."""
-  if jax.process_count() == 1:
-    return total, rows
-  from jax.experimental import multihost_utils  # only under jax.distributed
-  with jax.enable_x64(True):  # float64 or int64 through the collective
-    local = np.asarray(total)
-    gathered = np.asarray(multihost_utils.process_allgather(np.append(local, np.asarray(rows, local.dtype))))
-  summed = gathered.reshape(jax.process_count(), -1).sum(axis=0)
-  return summed[:-1], int(summed[-1])
 
 
 def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: Any,
@@ -406,24 +300,6 @@ def run_targets(y: Any, runs: int | None, k: int, rows: int) -> Any:
     raise ValueError(f"Expected every chunk's y to hold (runs, rows) = ({runs}, {rows}) targets with runs={runs}, "
                      f"got shape {np.shape(y)} in chunks.")
   return y[k]
-
-
-def reader(chunks: Any) -> Chunks:
-  """`chunks` as a function that yields one pass of `(X, y)` chunks."""
-  if callable(chunks):
-    return chunks
-  if isinstance(chunks, (list, tuple)) and chunks and all(isinstance(c, (list, tuple)) and len(c) == 2
-                                                          for c in chunks):
-    return lambda: iter(chunks)
-  raise ValueError(f"Expected chunks to be a function yielding (X, y) row chunks, or a non-empty list of "
-                   f"(X, y) pairs, got chunks={type(chunks).__name__}.")
-
-
-def first_chunk(read: Chunks) -> tuple[Any, Any]:
-  """The first `(X, y)` chunk of a pass (a ValueError naming `chunks` when there is none)."""
-  for X, y in read():
-    return X, y
-  raise ValueError("Expected chunks to yield at least one (X, y) chunk, got none.")
 
 
 @functools.partial(jax.jit, static_argnames=("mode", "bits"))

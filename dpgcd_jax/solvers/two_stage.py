@@ -18,7 +18,7 @@ with `Delta_bar = max_j Delta_j / sqrt(M_j)`, `Delta_j = 2 C_j / n`
 [`dpgcd_jax.peeling.peel`][] (`s` rounds of the exponential mechanism without replacement).
 For a GLM at `w^0 = 0` the score is the clipped correlation of feature `j` with
 `-phi'(0, y)` (squared loss: with `y`). Stage 2 is [`dpgcd_jax.dp_gcd.step`][] on the
-restricted problem ([`restrict`][dpgcd_jax.solvers.two_stage.restrict]: the `s` columns, their smoothness, penalty and
+restricted problem ([`dpgcd_jax.layout.restrict`][]: the `s` columns, their smoothness, penalty and
 thresholds), so its selection, update, rules and noise are DP-GCD's; the result is a
 `p`-vector equal to `w^0` (0) outside `S`.
 
@@ -59,7 +59,6 @@ the same scores. A failed draw releases NaN.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 from typing import NamedTuple
@@ -71,11 +70,10 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import kernels
+from dpgcd_jax import layout
 from dpgcd_jax import mechanisms
 from dpgcd_jax import peeling
-from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
-from dpgcd_jax import sparse
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import base
@@ -140,30 +138,6 @@ def init(problem: problem_lib.Problem) -> State:
   return State(start.w, start.margins, jnp.zeros(problem.num_features, bool))
 
 
-def restrict(problem: problem_lib.Problem, columns: Array) -> problem_lib.Problem:
-  """The problem on the features `columns` ((s,) indices, may be traced): a jittable gather.
-
-  Columns of `X`, their smoothness and the penalty's per-coordinate parameters; `y`,
-  `l2`, the loss and the smoothness source are kept. Sparse features: each selected column's
-  window of `K` stored entries (zero-padded), O(s K).
-  """
-  XT = problem.XT
-  XT = _sparse_columns(XT, columns) if isinstance(XT, sparse.SparseColumns) else XT[columns]
-  return dataclasses.replace(problem, XT=XT, smoothness=problem.smoothness[columns],
-                             penalty=penalties.coordinate(problem.penalty, columns))
-
-
-def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseColumns:
-  """The (s, n) [`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of `columns`: `K` entries each."""
-  k, s = XT.window, columns.shape[0]
-  rows, vals = jax.vmap(XT.column)(columns)  # (s, K), zero values past each column's end
-  pad = lambda a, fill: jnp.concatenate([a.reshape(-1), jnp.full(k, fill, a.dtype)])
-  return sparse.SparseColumns(
-      rows=pad(rows, 0), cols=pad(jnp.repeat(jnp.arange(s, dtype=jnp.int32), k), s - 1),
-      vals=pad(vals, 0), indptr=jnp.arange(s + 1, dtype=jnp.int32) * k,
-      shape=(s, XT.shape[1]), window=k)
-
-
 def select_support(key: Array, problem: problem_lib.Problem, state: State, params: Params, *,
                    sparsity: int, clipping_mode: str = "coordinate", secure: bool = False) -> tuple[Array, Array]:
   """Stage 1: `(columns, ok)`, the (s,) columns drawn by peeling on `|g_j(w)| / sqrt(M_j)`
@@ -220,7 +194,7 @@ def step(
   columns = jnp.nonzero(support, size=sparsity)[0]
   clip = params.clip if jnp.ndim(params.clip) == 0 else params.clip[columns]
   restricted, info = dp_gcd.step(
-      key_gcd, dp_gcd.State(state.w[columns], state.margins), restrict(problem, columns),
+      key_gcd, dp_gcd.State(state.w[columns], state.margins), layout.restrict(problem, columns),
       dp_gcd.Params(params.step_size, clip, params.selection_noise, params.update_noise),
       selection=selection, update=update, rule=rule, clipping_mode=clipping_mode)
   j = columns[info.coordinate]
@@ -260,9 +234,7 @@ def multipliers(scale: float, *, sparsity: int, passes: int, selection: str, upd
 def _check_options(problem: problem_lib.Problem, sparsity: int, selection: str, update: str, rule: str,
                    clipping_mode: str) -> int:
   guards.check_problem(problem)
-  mechanisms.selection(selection)
-  mechanisms.update(update)
-  _validate.check_choice("rule", rule, tuple(greedy.RULES))
+  greedy.check_options(selection, update, rule)
   kernels.check_clipping_mode(problem, clipping_mode)
   return peeling.check_sparsity(sparsity, problem.num_features)
 

@@ -64,7 +64,7 @@ def test_chunked_fit_reads_npy_files_and_takes_a_penalty_and_a_declared_clip(tmp
   labels = (y == "yes").astype(np.int64)
   np.save(tmp_path / "X.npy", X)
   np.save(tmp_path / "y.npy", labels)
-  chunks = dg.streamed.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=1000)
+  chunks = dg.row_chunks.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=1000)
   make = lambda: dg.DPGCDClassifier(classes=[0, 1], feature_bound=np.full(P, 2.0), penalty="l1", alpha=1e-3,
                                     clip=0.4, epsilon=2.0, random_state=5)
   memory, chunked = _pair(make, X, labels, chunks)

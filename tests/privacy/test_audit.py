@@ -15,6 +15,7 @@ from dpgcd_jax import clipping
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import audit_neighbours
 from dpgcd_jax.privacy import auditing
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
@@ -27,7 +28,7 @@ def _pair(n=10, p=3, seed=0):
   """D, D': ``n - 1`` records with zero gradient at w = 0, one extreme record of opposite signs."""
   X = np.random.default_rng(seed).normal(size=(n, p))
   base = dg.make_problem(X, np.zeros(n), "squared", smoothness=np.ones(p))
-  return auditing.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
+  return audit_neighbours.adversarial_pair(base, index=0, feature_scale=1.0, target=1e6)
 
 
 def _mechanism(params, steps, selection, update):
@@ -103,7 +104,7 @@ def test_adversarial_neighbour_opposes_the_original_gradient_logistic():
   rng = np.random.default_rng(1)
   X, y = rng.normal(size=(8, 4)), rng.choice([-1.0, 1.0], size=8)
   D = dg.make_problem(X, y, "logistic")
-  D2 = auditing.adversarial_neighbour(D, index=3, feature_scale=100.0)
+  D2 = audit_neighbours.adversarial_neighbour(D, index=3, feature_scale=100.0)
   grad = jax.grad(D.loss.fn)
   w = jnp.zeros(4)
   old, new = grad(w, D.X[3], D.y[3]), grad(w, D2.X[3], D2.y[3])
@@ -116,11 +117,11 @@ def test_adversarial_neighbour_opposes_the_original_gradient_logistic():
 def test_adversarial_neighbour_bad_input():
   D = dg.make_problem(np.ones((4, 2)), np.zeros(4), "squared")
   with pytest.raises(ValueError, match="target"):
-    auditing.adversarial_neighbour(D)  # y = 0: the squared-loss gradient at 0 vanishes
+    audit_neighbours.adversarial_neighbour(D)  # y = 0: the squared-loss gradient at 0 vanishes
   with pytest.raises(ValueError, match="index"):
-    auditing.adversarial_neighbour(D, index=4, target=1.0)
+    audit_neighbours.adversarial_neighbour(D, index=4, target=1.0)
   with pytest.raises(ValueError, match="feature_scale"):
-    auditing.adversarial_neighbour(D, feature_scale=0.0, target=1.0)
+    audit_neighbours.adversarial_neighbour(D, feature_scale=0.0, target=1.0)
 
 
 # ----------------------------------------------------------------------------------------

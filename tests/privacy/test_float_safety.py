@@ -18,6 +18,7 @@ from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
 from dpgcd_jax.privacy.smoothness import private_smoothness
 
 K, P = 128, 5  # one shape for every search here: one compiled program
@@ -110,7 +111,7 @@ def test_noise_scales_are_rounded_up_from_the_accounted_reals():
 
 
 def test_the_scales_ledger_holds_discrete_events_only():
-  ledger = scales.scales_ledger(5.0)
+  ledger = scales_budget.scales_ledger(5.0)
   assert [(type(e.event), e.count) for e in ledger.entries] == [(events.DiscreteGaussian, scales.num_rounds())]
   release = _released.feature_release(num_examples=50_000, num_features=30, shape=(32, 65536), dtype=np.float32,
                                       feature_bound=None, scaling="private", epsilon=1.0, delta=1e-9)
@@ -131,9 +132,9 @@ def test_out_of_range_scales_fail_closed_and_are_not_informative():
   for epsilon in (1e-4, 0.0, -1.0, np.nan):  # 4 / 1e-4 > MAX_SCALE
     assert np.isnan(float(bounds.bound_at_rank(jax.random.key(0), statistic, epsilon, 90)))
   # A count noise beyond the sampler's range is not informative, however large n.
-  assert scales.count_noise(10**6, 0.1, 1e-12) > dn.MAX_SCALE
-  assert not scales.scales_informative(10**9, 10**6, 0.1, 1e-12)
-  assert scales.min_informative_n(10**6, 0.1, 1e-12) < 10**9  # the noise rule alone
+  assert scales_budget.count_noise(10**6, 0.1, 1e-12) > dn.MAX_SCALE
+  assert not scales_budget.scales_informative(10**9, 10**6, 0.1, 1e-12)
+  assert scales_budget.min_informative_n(10**6, 0.1, 1e-12) < 10**9  # the noise rule alone
 
 
 def test_a_secure_fit_with_private_scales_lists_no_float_mechanism():

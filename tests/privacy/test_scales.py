@@ -16,6 +16,7 @@ from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import auditing
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
 
@@ -215,13 +216,13 @@ def test_bad_input_names_the_argument():
   with pytest.raises(ValueError, match="key"):
     scales.private_feature_scales(0, X.T, 1.0)
   with pytest.raises(ValueError, match="epsilon"):
-    scales.calibrate_scales(0.0, 1e-6)
+    scales_budget.calibrate_scales(0.0, 1e-6)
   with pytest.raises(ValueError, match="delta"):
-    scales.calibrate_scales(1.0, 1.0)
+    scales_budget.calibrate_scales(1.0, 1.0)
   with pytest.raises(ValueError, match="rho"):
-    scales.noise_for_rho(-1.0)
+    scales_budget.noise_for_rho(-1.0)
   with pytest.raises(ValueError, match="n"):
-    scales.scales_informative(1, 10, 1.0)
+    scales_budget.scales_informative(1, 10, 1.0)
 
 
 # ----------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def _gdp_epsilon(mu, delta):
 
 @pytest.mark.parametrize("noise, delta", [(5.0, 1e-6), (20.0, 1e-9), (60.0, 4e-10)])
 def test_ledger_is_the_discrete_gaussians_rdp_and_matches_dp_accounting(noise, delta):
-  ledger = scales.scales_ledger(noise)
+  ledger = scales_budget.scales_ledger(noise)
   assert ledger.entries[0].event == events.DiscreteGaussian(noise) and ledger.entries[0].count == L == 7
   eps, route = ledger.epsilon_and_route(delta)
   assert route == "rdp"  # no GDP / PLD claim for the discrete Gaussian
@@ -250,27 +251,27 @@ def test_ledger_is_the_discrete_gaussians_rdp_and_matches_dp_accounting(noise, d
   assert eps <= rdp.get_epsilon(delta) * (1 + 1e-9)
   assert eps > _gdp_epsilon(math.sqrt(L) / noise, delta)
   # zCDP: rho = L / (2 s^2), and rho-zCDP => (rho + 2 sqrt(rho log(1/delta)), delta)-DP.
-  rho = scales.scales_rho(noise)
+  rho = scales_budget.scales_rho(noise)
   np.testing.assert_allclose(rho, L / (2 * noise**2))
-  np.testing.assert_allclose(scales.noise_for_rho(rho), noise)
+  np.testing.assert_allclose(scales_budget.noise_for_rho(rho), noise)
   assert eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta))
 
 
 @pytest.mark.parametrize("epsilon, delta", [(0.1, 1e-8), (0.2, 4e-10), (1.0, 1e-6)])
 def test_calibrate_scales_is_tight(epsilon, delta):
-  s = scales.calibrate_scales(epsilon, delta)
-  assert scales.scales_ledger(s).epsilon(delta) <= epsilon
-  assert scales.scales_ledger(s * 0.99).epsilon(delta) > epsilon
-  np.testing.assert_allclose(scales.count_noise(200, epsilon, delta), s * math.sqrt(200))
+  s = scales_budget.calibrate_scales(epsilon, delta)
+  assert scales_budget.scales_ledger(s).epsilon(delta) <= epsilon
+  assert scales_budget.scales_ledger(s * 0.99).epsilon(delta) > epsilon
+  np.testing.assert_allclose(scales_budget.count_noise(200, epsilon, delta), s * math.sqrt(200))
 
 
 def test_composes_with_a_dp_gcd_run_in_one_ledger():
   delta = 1e-7
-  scale_noise = scales.calibrate_scales(0.2, delta)
+  scale_noise = scales_budget.calibrate_scales(0.2, delta)
   run = accounting.gcd_ledger(30.0, 40.0, steps=50, selection="gumbel", update="gaussian")
-  both = run + scales.scales_ledger(scale_noise)
+  both = run + scales_budget.scales_ledger(scale_noise)
   eps_run, eps_both = run.epsilon(delta / 2), both.epsilon(delta)
-  assert [e.label for e in both.entries][-1] == scales.LABEL
+  assert [e.label for e in both.entries][-1] == scales_budget.LABEL
   assert eps_both < eps_run + 0.2  # composition is better than adding the parts ...
   assert eps_both > max(run.epsilon(delta), 0.2)  # ... and costs something
 
@@ -312,7 +313,7 @@ def _released_scales_mechanism(noise):
 def test_audit_of_the_transcript_stays_below_the_claim(claim):
   delta = 1e-6
   D, D2 = _audit_pair()
-  noise = scales.calibrate_scales(claim, delta)
+  noise = scales_budget.calibrate_scales(claim, delta)
   res = auditing.audit(_transcript_mechanism(noise), D, D2, key=jax.random.key(1), runs=AUDIT_RUNS,
                        delta=delta, statistic=lambda s: s)
   assert res.epsilon_lower_bound < claim, res
@@ -324,7 +325,7 @@ def test_audit_of_the_transcript_stays_below_the_claim(claim):
 def test_audit_of_the_released_scales_stays_below_the_claim():
   delta = 1e-6
   D, D2 = _audit_pair()
-  noise = scales.calibrate_scales(1.0, delta)
+  noise = scales_budget.calibrate_scales(1.0, delta)
   res = auditing.audit(_released_scales_mechanism(noise), D, D2, key=jax.random.key(3),
                        runs=AUDIT_RUNS, delta=delta, statistic=lambda s: s)
   assert res.epsilon_lower_bound < 1.0, res
@@ -334,7 +335,7 @@ def test_audit_of_the_released_scales_stays_below_the_claim():
 def test_audit_detects_noise_divided_by_4(mechanism):
   delta = 1e-6
   D, D2 = _audit_pair()
-  noise = scales.calibrate_scales(1.0, delta) / 4  # the claim is still 1
+  noise = scales_budget.calibrate_scales(1.0, delta) / 4  # the claim is still 1
   res = auditing.audit(mechanism(noise), D, D2, key=jax.random.key(2), runs=AUDIT_RUNS, delta=delta,
                        statistic=lambda s: s)
   assert res.epsilon_lower_bound > 1.0, res
@@ -351,20 +352,20 @@ def test_scales_over_five_decades_at_epsilon_0_2():
   s = 10.0 ** rng.uniform(-2.5, 2.5, size=p)
   XT = rng.normal(size=(p, n)).astype(np.float32) * s[:, None].astype(np.float32)
   true = np.quantile(np.abs(XT), 0.9, axis=1)
-  noise = scales.calibrate_scales(0.2, 1.0 / n**2)
+  noise = scales_budget.calibrate_scales(0.2, 1.0 / n**2)
   B = np.asarray(scales.private_feature_scales(jax.random.key(0), jnp.asarray(XT), noise))
   ratio = B / true
   assert np.all((ratio >= 1 / 4) & (ratio <= 4)), np.sort(ratio)[[0, -1]]
   assert np.mean((ratio >= 1 / 2) & (ratio <= 2)) >= 0.9
-  assert scales.scales_informative(n, p, 0.2)
+  assert scales_budget.scales_informative(n, p, 0.2)
 
 
 def test_informative_threshold_is_monotone_and_public():
   for p, eps in [(30, 0.2), (200, 0.5)]:
-    n_min = scales.min_informative_n(p, eps)
-    assert scales.scales_informative(n_min, p, eps)
-    assert not scales.scales_informative(int(n_min * 0.99), p, eps)
-  assert not scales.scales_informative(400, 30, 0.2)  # DESIGN 12: too small
-  assert scales.scales_informative(35_000, 200, 0.2)
-  assert scales.min_informative_n(200, 0.1) > scales.min_informative_n(200, 0.5)
-  assert scales.min_informative_n(200, 0.2) > scales.min_informative_n(30, 0.2)
+    n_min = scales_budget.min_informative_n(p, eps)
+    assert scales_budget.scales_informative(n_min, p, eps)
+    assert not scales_budget.scales_informative(int(n_min * 0.99), p, eps)
+  assert not scales_budget.scales_informative(400, 30, 0.2)  # DESIGN 12: too small
+  assert scales_budget.scales_informative(35_000, 200, 0.2)
+  assert scales_budget.min_informative_n(200, 0.1) > scales_budget.min_informative_n(200, 0.5)
+  assert scales_budget.min_informative_n(200, 0.2) > scales_budget.min_informative_n(30, 0.2)

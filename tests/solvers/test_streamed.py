@@ -16,6 +16,7 @@ import pytest
 from scipy import sparse as scipy_sparse
 
 import dpgcd_jax as dg
+from dpgcd_jax import row_chunks
 from dpgcd_jax.solvers import streamed
 
 N, P = 1100, 30
@@ -92,7 +93,7 @@ def test_npy_chunks_read_the_files_chunk_by_chunk(tmp_path):
   X, y = _data("squared", np.float32, seed=2)
   np.save(tmp_path / "X.npy", X)
   np.save(tmp_path / "y.npy", y)
-  chunks = streamed.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=300)
+  chunks = row_chunks.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=300)
   sizes = [x.shape[0] for x, _ in chunks()]
   assert sizes == [300, 300, 300, 200]
   assert [x.shape[0] for x, _ in chunks()] == sizes  # every call is a new pass
@@ -129,7 +130,7 @@ def test_bad_input_is_rejected_by_name():
     streamed.fit(_chunks(X, y, 400), key, num_examples=N,
                  **dict(kwargs, loss=dg.custom_loss(lambda w, x, y: 0.5 * (x @ w - y) ** 2)))
   with pytest.raises(ValueError, match="rows"):
-    streamed.npy_chunks("X.npy", "y.npy", rows=0)
+    row_chunks.npy_chunks("X.npy", "y.npy", rows=0)
   chunks = _chunks(X, y, 400)
   with pytest.raises(ValueError, match="chunks"):  # an empty chunk (a host with no rows)
     streamed.fit(chunks + [(X[:0], y[:0])], key, num_examples=N, **kwargs)
@@ -171,21 +172,21 @@ def test_a_parquet_dataset_streams_the_same_model(tmp_path):
     table = pa.table({**{c: X[start:start + 400, j] for j, c in enumerate(names)}, "label": y[start:start + 400]})
     pq.write_table(table, tmp_path / f"part-{part}.parquet", row_group_size=150)
   key, kwargs = jax.random.key(2), dict(num_examples=N, loss="logistic", feature_bound=2.5, **FIT)
-  from_disk = streamed.fit(streamed.parquet_chunks(tmp_path, features=names, target="label", rows=128), key, **kwargs)
+  from_disk = streamed.fit(row_chunks.parquet_chunks(tmp_path, features=names, target="label", rows=128), key, **kwargs)
   in_memory = streamed.fit(_chunks(X, y, 500), key, **kwargs)
   _assert_same(from_disk, in_memory)
   with pytest.raises(ValueError, match="columns"):
-    streamed.parquet_chunks(tmp_path, features=names, target="y")
+    row_chunks.parquet_chunks(tmp_path, features=names, target="y")
   with pytest.raises(ValueError, match="features"):
-    streamed.parquet_chunks(tmp_path, features="f0", target="label")
+    row_chunks.parquet_chunks(tmp_path, features="f0", target="label")
   odd = tmp_path / "odd"
   odd.mkdir()
   pq.write_table(pa.table({"f0": ["alice", "1.5"], "f1": [1.0, None], "label": [1.0, -1.0]}), odd / "a.parquet")
   with pytest.raises(ValueError, match="f0: string") as error:  # the schema, before any value is read
-    streamed.parquet_chunks(odd, features=["f0", "f1"], target="label")
+    row_chunks.parquet_chunks(odd, features=["f0", "f1"], target="label")
   assert "alice" not in str(error.value)
   with pytest.raises(ValueError, match=r"missing values .*'f1'"):
-    streamed.fit(streamed.parquet_chunks(odd, features=["f1"], target="label"), key, **dict(kwargs, num_examples=2))
+    streamed.fit(row_chunks.parquet_chunks(odd, features=["f1"], target="label"), key, **dict(kwargs, num_examples=2))
 
 
 def test_a_parquet_value_beyond_the_dtype_raises_no_warning_and_an_error_without_it(tmp_path):
@@ -196,7 +197,7 @@ def test_a_parquet_value_beyond_the_dtype_raises_no_warning_and_an_error_without
   pq.write_table(pa.table({"f0": [1.0, 1e39, -1.0], "label": [1.0, -1.0, 1.0]}), tmp_path / "a.parquet")
   with warnings.catch_warnings():
     warnings.simplefilter("error")  # any warning fails the test
-    chunks = list(streamed.parquet_chunks(tmp_path, features=["f0"], target="label")())
+    chunks = list(row_chunks.parquet_chunks(tmp_path, features=["f0"], target="label")())
   assert np.isinf(chunks[0][0][1, 0])
   with pytest.raises(ValueError, match="infinite"):
     streamed.fit(chunks, jax.random.key(0), num_examples=3, loss="logistic", feature_bound=1.0, **FIT)
@@ -262,11 +263,11 @@ def test_npy_chunks_reject_mismatched_files_by_name(tmp_path):
   np.save(tmp_path / "y.npy", np.zeros(9, np.float32))
   np.save(tmp_path / "F.npy", np.asfortranarray(np.zeros((10, 3), np.float32)))
   with pytest.raises(ValueError, match="y_path"):
-    streamed.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=4)
+    row_chunks.npy_chunks(tmp_path / "X.npy", tmp_path / "y.npy", rows=4)
   with pytest.raises(ValueError, match="X_path"):
-    streamed.npy_chunks(tmp_path / "y.npy", tmp_path / "y.npy", rows=4)
+    row_chunks.npy_chunks(tmp_path / "y.npy", tmp_path / "y.npy", rows=4)
   with pytest.raises(ValueError, match="X_path"):
-    streamed.npy_chunks(tmp_path / "F.npy", tmp_path / "y.npy", rows=4)
+    row_chunks.npy_chunks(tmp_path / "F.npy", tmp_path / "y.npy", rows=4)
 
 
 @pytest.mark.float64
