@@ -78,6 +78,7 @@ def test_with_classes_read_from_y_a_weight_key_absent_from_y_is_ignored_not_rais
   assert model.classes_.tolist() == [0, 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("secure", [False, True])
 def test_balanced_weights_come_from_privately_released_class_counts(secure):
   X, y = _imbalanced(0)

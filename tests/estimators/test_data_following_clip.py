@@ -73,6 +73,7 @@ def test_a_loose_declared_bound_keeps_the_floor():
   assert any("size 0.0" in note for note in model.privacy_.notes)  # the released size, about 0.04
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [dict(feature_bound=3.0, clip=0.2), dict(),
                                     dict(feature_bound=3.0, solver_params={"curvature": "public"})])
 def test_no_release_when_the_clip_is_given_or_the_bounds_are_released_in_the_run(params):

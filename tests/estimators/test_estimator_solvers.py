@@ -60,6 +60,7 @@ def _check_privacy(model, solver):
     assert any(f"solver {solver}" in note for note in report.notes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", OTHER_SOLVERS)
 def test_classifier_learns_with_each_solver(solver):
   X, y, X_test, y_test = _classification()
@@ -72,6 +73,7 @@ def test_classifier_learns_with_each_solver(solver):
   _check_privacy(model, solver)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", OTHER_SOLVERS)
 def test_regressor_learns_with_each_solver(solver):
   X, y, X_test, y_test = _regression()
@@ -110,6 +112,7 @@ def test_multiclass_one_vs_rest_runs_in_one_ledger():
   assert model.score(_standardize(X), y) > 0.6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", [DPGCDClassifier, DPGCDRegressor])
 def test_default_is_dp_gcd_exactly(estimator):
   X, y, _, _ = _classification()

@@ -44,6 +44,7 @@ CLASSIFIER_CHECKS = {**SAMPLE_WEIGHT_CHECKS,
 # Cost: every new data shape compiles a DP-GCD run (about 35 shapes, most of this file's time).
 # A declared feature bound skips the private bound's compilation for each of the checks' many
 # data shapes (the private path is tested below).
+@pytest.mark.slow
 @parametrize_with_checks(
     # (epsilon = 3: at 20 steps the 3-class training accuracy of check_classifiers_train is
     # 0.75-0.91 over keys at epsilon = 1, around its 0.83 threshold; check_regressors_train's
@@ -75,6 +76,7 @@ def _breast_cancer_split(seed):
   return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
 
 
+@pytest.mark.slow
 def test_defaults_learn_on_breast_cancer():
   """The issue's protocol: 70/30 split, scaler fit on train, epsilon = 1, 10 seeds, defaults."""
   accuracies = []
@@ -111,6 +113,7 @@ def test_multiclass_one_vs_rest_budget_is_split():
   np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0)
 
 
+@pytest.mark.slow
 def test_pandas_input_keeps_feature_names():
   X, y = _blobs()
   frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
@@ -149,6 +152,7 @@ def test_bad_regressor_arguments_raise_by_name(kwargs, name):
     DPGCDRegressor(**kwargs).fit(X, y.astype(float))
 
 
+@pytest.mark.slow
 def test_privacy_report_matches_the_library_private_path():
   """Estimator = DP-GCD fit on [X, 1] with fit's private feature bound: same ledger, same total."""
   X_train, _, y_train, _ = _breast_cancer_split(0)
@@ -173,6 +177,7 @@ def test_declared_bound_is_free_and_clips_at_predict():
   np.testing.assert_allclose(model.decision_function(X), model.decision_function(np.clip(X, -1, 1)))
 
 
+@pytest.mark.slow
 def test_intercept_is_learned_privately_and_unpenalized():
   X, _ = _blobs()
   y = np.where(np.random.default_rng(0).random(len(X)) < 0.9, "a", "b")  # only the intercept matters
@@ -213,6 +218,7 @@ def test_random_state_clone_pickle_pipeline():
   assert pipe.get_params()["dpgcdclassifier__epsilon"] == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["squared", "huber"])
 def test_regressor_learns(loss):
   X, _ = _blobs()

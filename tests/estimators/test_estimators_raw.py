@@ -34,6 +34,7 @@ def _heterogeneous(n=12_000, p=12, seed=0):
   return Z * 10.0 ** rng.uniform(-2, 3, size=p), y
 
 
+@pytest.mark.slow
 def test_private_scaling_is_close_to_a_nonprivate_scaler_on_raw_features():
   X, y = _heterogeneous()
   train, test = slice(0, 10_000), slice(10_000, None)
@@ -53,6 +54,7 @@ def test_private_scaling_is_close_to_a_nonprivate_scaler_on_raw_features():
   assert private >= one_bound + 0.05, (private, one_bound)  # one bound drowns small features
 
 
+@pytest.mark.slow
 def test_coefficients_are_in_raw_units_and_predict_applies_the_public_map():
   X, y = _heterogeneous(n=4000)
   model = DPGCDClassifier(classes=[0, 1], epsilon=2.0, feature_bound=np.abs(X).max(0),
@@ -69,6 +71,7 @@ def test_coefficients_are_in_raw_units_and_predict_applies_the_public_map():
   np.testing.assert_allclose(scaled.intercept_, model.intercept_, rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_regressor_learns_a_raw_target_in_raw_units():
   rng = np.random.default_rng(2)
   X = rng.normal(size=(6000, 5)) * np.array([1.0, 100.0, 0.01, 1.0, 10.0])
@@ -83,6 +86,7 @@ def test_regressor_learns_a_raw_target_in_raw_units():
   assert not any(e.label == "target bound" for e in declared.privacy_.entries)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_sparse", [scipy.sparse.csr_matrix, scipy.sparse.csc_matrix])
 def test_sparse_input_gives_the_dense_coefficients(make_sparse):
   rng = np.random.default_rng(3)
@@ -177,6 +181,7 @@ def test_raw_small_data_warns_only_where_the_answer_is_the_majority_class():
   assert one_class >= 5, one_class  # the regime this test is about (11 of 20 when measured)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator, kwargs", [
     (DPGCDClassifierCV, dict(classes=[0, 1])), (DPGCDRegressorCV, {})])
 def test_cv_runs_the_defaults_with_the_whole_budget_when_selection_cannot_pay(estimator, kwargs):

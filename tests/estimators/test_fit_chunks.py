@@ -47,6 +47,7 @@ def _same(a, b):
   assert (a.n_iter_, a.step_size_, a.clip_) == (b.n_iter_, b.step_size_, b.clip_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [700, 1024])
 def test_chunked_fit_is_the_in_memory_fit_with_the_defaults(rows):
   """Defaults: the typical feature size is released from the chunks' counts (one more pass)."""
@@ -59,6 +60,7 @@ def test_chunked_fit_is_the_in_memory_fit_with_the_defaults(rows):
   assert np.array_equal(chunked.predict(X), memory.predict(X))
 
 
+@pytest.mark.slow
 def test_chunked_fit_reads_npy_files_and_takes_a_penalty_and_a_declared_clip(tmp_path):
   X, y = _data(1)
   labels = (y == "yes").astype(np.int64)
@@ -82,6 +84,7 @@ def test_sparse_chunks_give_the_in_memory_sparse_fit():
   np.testing.assert_allclose(chunked.coef_, memory.coef_, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [dict(), dict(target_bound=(-3.0, 5.0), penalty="l1", alpha=0.01)],
                          ids=["defaults", "range-l1"])
 def test_the_regressor_over_chunks_is_the_in_memory_regressor(kwargs):
@@ -184,6 +187,7 @@ def _classes_data(K, seed=0, n=1500, p=12):
   return X, y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("K, rows, kwargs", [(3, 400, dict()), (4, 700, dict(class_weight={"b": 2.0}, clip=0.4))],
                          ids=["3-classes", "4-classes-weighted"])
 def test_one_vs_rest_over_chunks_is_the_in_memory_one_vs_rest_fit(K, rows, kwargs):
@@ -199,6 +203,7 @@ def test_one_vs_rest_over_chunks_is_the_in_memory_one_vs_rest_fit(K, rows, kwarg
   assert chunked.score(X, y) > max(np.mean(y == c) for c in LABELS[:K])  # beats the majority class
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("K, kwargs", [(2, dict()), (3, dict(secure_noise=True, clip=0.3))],
                          ids=["binary", "3-classes-secure"])
 def test_balanced_weights_over_chunks_release_the_in_memory_fits_class_counts(K, kwargs):
@@ -240,6 +245,7 @@ def test_a_label_outside_three_declared_classes_is_refused_while_reading():
     model.fit_chunks([(X[:1000], bad[:1000]), (X[1000:], bad[1000:])], num_examples=X.shape[0])
 
 
+@pytest.mark.slow
 def test_the_streamed_solver_runs_k_targets_as_the_in_memory_solver_and_names_a_wrong_shape():
   """`streamed.fit(runs=K)` on (K, rows) targets per chunk: `dp_gcd.fit(targets=...)`'s K runs (keys, ledger)."""
   X, y = _classes_data(3, seed=1, n=1200)

@@ -69,6 +69,7 @@ def test_released_curvature_runs_clip_the_intercept_apart_and_say_so():
                                                  fit_intercept=False), X, y)) == []
 
 
+@pytest.mark.slow
 def test_a_rare_class_is_learned_with_the_intercept_apart():
   """90/10 labels from one Gaussian feature under a declared bound 3 (the classifier's floor
   clip 0.25): balanced accuracy 0.51 when the intercept was clipped alike (it holds the prior,

@@ -29,6 +29,7 @@ def _counts(seed, n=N):
   return X, y, target
 
 
+@pytest.mark.slow
 def test_a_range_is_the_symmetric_fit_on_centred_features():
   X, y, _ = _counts(0)
   lower, upper = np.array([0.0, 0.0, -1.0, 0.0, 2.0]), np.array([10.0, 12.0, 10.0, 10.0, 11.0])

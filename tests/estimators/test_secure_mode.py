@@ -47,6 +47,7 @@ ESTIMATORS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_secure_noise_leaves_no_float_mechanism_in_the_ledger(name):
   X, labels, target = _data()

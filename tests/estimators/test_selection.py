@@ -101,6 +101,7 @@ def test_noise_free_limit_picks_the_best_classifier():
   assert 0.99e4 <= model.privacy_.epsilon <= 1e4
 
 
+@pytest.mark.slow
 def test_noise_free_limit_picks_the_best_regressor():
   X, y = _data()
   model = DPGCDRegressorCV(param_grid=GRID, mean_repetitions=20, epsilon=1e4, feature_bound=4.0,

@@ -42,6 +42,7 @@ def saved_and_whole(tmp_path_factory):
   return out, whole
 
 
+@pytest.mark.slow
 def test_adding_algorithms_gives_the_rows_and_marks_of_one_run_of_all(saved_and_whole, monkeypatch):
   out, whole = saved_and_whole
   saved = report.load_results(out)

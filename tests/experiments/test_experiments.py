@@ -161,6 +161,7 @@ def test_relative_error_is_zero_at_the_optimum_and_one_at_the_origin(prepared):
                                rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
 def test_sweeps_equal_direct_solver_calls_with_the_same_key(prepared, name):
   algorithm, problem = runner.ALGORITHMS[name], prepared.private
@@ -181,6 +182,7 @@ def test_sweeps_equal_direct_solver_calls_with_the_same_key(prepared, name):
   assert not np.allclose(w_ind[0], w_ind[2])  # same point, different keys
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_the_algorithm_it_is_given_not_its_namesake(prepared):
   """The compiled sweep is cached on the algorithm, not its name: DP-GCD's entry with the
   Gumbel / Gaussian options sweeps as `dp_gcd_gumbel` does (before, it ran the registry's
@@ -301,6 +303,7 @@ def test_capped_objective_is_the_objective_when_nothing_is_capped(prepared):
 # ----------------------------------------------------------------------------- outputs
 
 
+@pytest.mark.slow
 def test_command_line_writes_the_figure_table_and_records(tmp_path):
   assert cli.main(["reproduce", "--quick", "--datasets", "diabetes", "--algorithms", "dp_gcd", "dp_sgd",
                    "--private-algorithms", "--passes", "1", "2", "--seeds", "2", "--max-extensions", "0",

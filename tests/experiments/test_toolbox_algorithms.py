@@ -51,6 +51,7 @@ def test_calibration_meets_epsilon_one_on_the_solvers_own_ledger(prepared, name)
   assert np.all(n20 >= n2 * (1 - 1e-3)) and n20.ravel()[-1] > 2 * n2.ravel()[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NEW)
 def test_sweeps_equal_the_solvers_own_run_noise_free_and_noisy(prepared, name):
   algorithm, problem = runner.ALGORITHMS[name], prepared.private
@@ -73,6 +74,7 @@ def test_sweeps_equal_the_solvers_own_run_noise_free_and_noisy(prepared, name):
     np.testing.assert_allclose(w_ind[i], _own_run(name, problem, fresh[i], one, PASSES).w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_sparse_methods_keep_at_most_s_coordinates(prepared):
   problem = prepared.private
   for name in ("dp_iht", "two_stage"):
@@ -99,6 +101,7 @@ def test_fw_radius_axis_contains_the_penalized_optimum(prepared):
   assert errors[radius] < min(errors[radius / 2], errors[2 * radius])
 
 
+@pytest.mark.slow
 def test_toolbox_algorithms_run_through_the_experiment_in_the_full_preset_columns_only():
   # The full preset's paper-protocol columns (committed results); not the quick preset (make
   # reproduce stays short) nor any end-to-end private column.

@@ -35,6 +35,7 @@ def _select(name, key, g, multiplier, sensitivity=0.01):
                                selection=name, rule="gs-s")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", UPDATES)
 def test_an_update_is_its_key_and_the_same_under_vmap(name):
   draws = jax.vmap(lambda k: _release(name, k, 0.3, 2.0, 0.01))(KEYS[:64])
@@ -57,6 +58,7 @@ def test_an_update_fails_closed(name, multiplier, sensitivity):
     assert np.isnan(float(_release(name, KEYS[0], value, multiplier, sensitivity)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", UPDATES)
 def test_update_noise_has_the_scale_its_event_is_charged_for(name):
   """The noise's standard deviation against the one of the event charged for `multiplier`
@@ -74,6 +76,7 @@ def test_update_noise_has_the_scale_its_event_is_charged_for(name):
   assert 0.9 < ratio < 1.1 * (1 + (2 * multiplier + 1) / 8192), (name, ratio)  # 1000 draws: about 3 standard errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in UPDATES if mechanisms.is_discrete(mechanisms.UPDATES[n])])
 def test_a_discrete_release_is_one_integer_on_the_public_grid(name):
   multiplier, sensitivity = 2.0, 0.01
@@ -85,6 +88,7 @@ def test_a_discrete_release_is_one_integer_on_the_public_grid(name):
     np.testing.assert_array_equal(k, np.round(k))  # exactly k gran: no float residue of the value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SELECTIONS)
 def test_a_selection_is_its_key_and_the_same_under_vmap(name):
   g = jnp.asarray(np.random.default_rng(0).normal(size=20) * 0.02, jnp.float32)
@@ -109,6 +113,7 @@ def test_a_selection_fails_closed_whatever_the_scores(name, multiplier):
   assert len(picks) == 1, picks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SELECTIONS)
 def test_a_selection_at_its_charged_epsilon_prefers_the_top_score(name):
   """One score `s Delta` above nine at 0: an `eps = 2 / b` selection picks it more often than

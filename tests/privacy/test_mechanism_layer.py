@@ -169,6 +169,7 @@ def test_vector_updates_are_the_iid_sampler():
   assert stats.kstest(np.asarray(noise), "norm", args=(0.0, 2.4)).pvalue < 1e-6
 
 
+@pytest.mark.slow
 def test_integer_releases_add_the_exact_discrete_noise():
   key, queries = jax.random.key(5), jnp.arange(-3, 5, dtype=jnp.int32)
   scales = jnp.arange(1, 9, dtype=jnp.int32)
@@ -188,6 +189,7 @@ def test_peeling_rounds_are_the_gumbel_max_criteria():
                              rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_discrete_updates_draw_one_noise_per_entry_of_a_vector():
   """A vector released by a discrete update gets independent noise per entry (it shared one draw
   before: every entry moved by the same integer)."""

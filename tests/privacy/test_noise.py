@@ -49,6 +49,7 @@ def _update_noise_in_units(problem, run_step, clip, step_size):
   return (-w_j * M[js] / step_size - g[js]) / sens[js]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("update, dist", [("laplace", stats.laplace), ("gaussian", stats.norm)])
 def test_dp_gcd_update_noise_has_scale_s_times_delta_j(update, dist):
   problem, s = _problem(l2=0.1), 3.0
@@ -64,6 +65,7 @@ def test_dp_cd_update_noise_is_gaussian_with_scale_s_times_delta_j():
   _assert_scale(_update_noise_in_units(problem, run_step, 1.5, 0.7) / s, stats.norm)
 
 
+@pytest.mark.slow
 def test_dp_sgd_noise_is_gaussian_with_scale_s_times_clip():
   problem, s, C, gamma = _problem(), 1.7, 0.8, 0.1
   n = problem.num_examples
@@ -97,6 +99,7 @@ def _multiplier_for_a_spread_out_selection(problem, clip):
   return float(np.ptp(scores) / delta_bar / 3)
 
 
+@pytest.mark.slow
 def test_gumbel_selection_has_exactly_the_exponential_mechanism_probabilities():
   problem, clip = _problem(), 1.0
   b = _multiplier_for_a_spread_out_selection(problem, clip)

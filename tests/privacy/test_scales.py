@@ -71,6 +71,7 @@ def test_grid_counts_match_the_definition_dense_and_sparse():
   np.testing.assert_array_equal(scales.grid_counts(sparse_lib.from_matrix(explicit)), want)
 
 
+@pytest.mark.slow
 def test_noise_zero_is_the_exact_rounded_quantile_dense_and_sparse():
   X = _awkward_data(n=200, p=8, seed=3)
   for q in (0.5, 0.9):
@@ -81,6 +82,7 @@ def test_noise_zero_is_the_exact_rounded_quantile_dense_and_sparse():
                                   want)
 
 
+@pytest.mark.slow
 def test_sparse_and_dense_release_the_same_scales():
   X = _awkward_data(n=300, p=7, seed=4)
   keys = jax.random.split(jax.random.key(5), 20)
@@ -122,6 +124,7 @@ def test_sensitivity_sweep_worst_case_neighbours(sparse):
   assert worst_l2 == pytest.approx(math.sqrt(p))  # attained: the bound is tight
 
 
+@pytest.mark.slow
 def test_released_counts_move_by_at_most_sqrt_p_along_every_search_path():
   """Whatever indices the search queries, the queried counts of neighbours differ by <= sqrt(p)."""
   n, p = 50, 4
@@ -153,6 +156,7 @@ def _chi2_pvalue(z, sigma):
   return stats.chisquare(observed, z.size * np.append(pmf, 1.0 - pmf.sum())).pvalue
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sparse", [False, True])
 def test_every_released_count_has_discrete_gaussian_noise_of_scale_above_s_sqrt_p(sparse):
   X = _awkward_data(n=80, p=5, seed=11)
@@ -175,6 +179,7 @@ def test_every_released_count_has_discrete_gaussian_noise_of_scale_above_s_sqrt_
   np.testing.assert_array_equal(B, GRID[np.asarray(search.index[:50])])
 
 
+@pytest.mark.slow
 def test_fail_closed_and_limits():
   X = _awkward_data(n=30, p=3)
   key = jax.random.key(0)
@@ -184,6 +189,7 @@ def test_fail_closed_and_limits():
   assert np.all(np.isin(np.asarray(B), GRID))
 
 
+@pytest.mark.slow
 def test_jit_vmap_over_key_noise_and_quantile_compiles_once():
   X = _awkward_data(n=50, p=4)
   traces = []
@@ -309,6 +315,7 @@ def _released_scales_mechanism(noise):
   return mechanism
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", [0.5, 1.0])
 def test_audit_of_the_transcript_stays_below_the_claim(claim):
   delta = 1e-6
@@ -322,6 +329,7 @@ def test_audit_of_the_transcript_stays_below_the_claim(claim):
   assert claim < 1.0 or res.epsilon_lower_bound > 0.2 * claim, res
 
 
+@pytest.mark.slow
 def test_audit_of_the_released_scales_stays_below_the_claim():
   delta = 1e-6
   D, D2 = _audit_pair()
@@ -331,6 +339,7 @@ def test_audit_of_the_released_scales_stays_below_the_claim():
   assert res.epsilon_lower_bound < 1.0, res
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", [_transcript_mechanism, _released_scales_mechanism])
 def test_audit_detects_noise_divided_by_4(mechanism):
   delta = 1e-6

@@ -253,6 +253,7 @@ def test_bad_inputs_spend_nothing():
   assert acct.spent is None
 
 
+@pytest.mark.slow
 def test_secure_scores_draw_discrete_laplace_on_a_grid():
   y = np.array([0, 1] * 2000)
   y_hat = np.where(np.arange(4000) < 3000, y, 1 - y)

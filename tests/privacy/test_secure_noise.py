@@ -100,6 +100,7 @@ def test_bernoulli_exp_is_exact_in_mean():
     assert abs(np.mean(b) - p) < 5 * math.sqrt(p * (1 - p) / 40000) + 1e-12
 
 
+@pytest.mark.slow
 def test_samplers_fail_closed_on_invalid_scale_and_reject_float_scale():
   z = dn.discrete_laplace(jax.random.key(0), jnp.array([0, -3, dn.MAX_SCALE + 1, 2]), (4,))
   np.testing.assert_array_equal(np.asarray(z)[:3], [dn.FAILED] * 3)

@@ -85,6 +85,7 @@ def _static_run(solver, problem, key, params, *, passes, options):
   return guards.fail_closed(params, state.w), coordinates, jnp.concatenate([first[None], records])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_same_result_as_the_static_scan_for_the_same_key(name):
   module, params, options = SOLVERS[name]
@@ -104,6 +105,7 @@ def test_same_result_as_the_static_scan_for_the_same_key(name):
     assert result.trace.nonprivate_objective.shape == (passes + 1,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dp_gcd", "dp_cd", "dp_sgd"])
 def test_new_passes_compile_nothing(name):
   module, params, options = SOLVERS[name]
@@ -123,6 +125,7 @@ def test_new_passes_compile_nothing(name):
   assert runs[1:3] == [0, 0] and runs[4:] == [0, 0], (runs, compiled)  # nothing at all: no slices either
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keys", [1, 3], ids=["one key", "a batch of keys"])
 @pytest.mark.parametrize("declared", [True, False], ids=["declared bound", "released bound"])
 def test_fit_at_new_epsilons_and_passes_compiles_nothing(keys, declared):
@@ -145,6 +148,7 @@ def test_fit_at_new_epsilons_and_passes_compiles_nothing(keys, declared):
   assert compiled == [] and base._compiled_passes._cache_size() == size  # pylint: disable=protected-access
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")  # the raw-data diagnostics of small n
 @pytest.mark.parametrize("bound, scaling", [(3.0, "auto"), (None, "auto"), (None, "private")],
                          ids=["declared", "released", "private-scales"])
@@ -259,6 +263,7 @@ def _run_script(script, env):
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_second_process_compiles_nothing_new(tmp_path):
   env = {k: v for k, v in os.environ.items() if k not in (_config.OPT_OUT_ENV, _config.DIR_ENV)
          and not k.startswith("JAX_COMPILATION_CACHE")}
@@ -329,6 +334,7 @@ UNTOUCHED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_fit_leaves_jaxs_configuration_alone(tmp_path):
   """The cache is opt-in (`dpgcd_jax.enable_compilation_cache`): importing the library and
   fitting change no process-wide JAX setting and write nothing to the user's cache."""
@@ -370,6 +376,7 @@ FIT_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fit", [
     "DPGCDClassifier(epsilon=1.0).fit(X, y)",  # a released bound, one run
     "DPGCDRegressor(epsilon=1.0).fit(X, X[:, 0])",  # and a released target bound

@@ -167,6 +167,7 @@ def test_every_file_the_page_cites_exists():
   assert {"SELECTIONS", "UPDATES"} <= set(vars(mechanisms))
 
 
+@pytest.mark.slow
 def test_the_usage_block_runs_as_written(toy):
   namespace = _run_checked(toy["usage"])
   assert namespace["result"].privacy.epsilon <= 1.0

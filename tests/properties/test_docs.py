@@ -206,6 +206,7 @@ def test_blocks_found():
   assert len(skipped) <= max(2, len(BLOCKS) // 5), [b.id for b in skipped]  # keep them rare
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_block_runs_as_written(block, executed):
   if block.skip is not None:
@@ -270,6 +271,7 @@ def _pages(site: pathlib.Path) -> dict[str, str]:
   return {str(path.relative_to(site)): path.read_text() for path in sorted(site.rglob("*.html"))}
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(site):
   assert (site / "index.html").exists()
   assert (site / "api" / "privacy" / "index.html").exists()

@@ -51,6 +51,7 @@ def test_noise_free_trajectory_follows_numpy_in_float32(loss):
   np.testing.assert_allclose(result.w, w_np, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_default_fit_learns_in_float32():
   rng = np.random.default_rng(0)
   X = rng.choice([-1.0, 1.0], size=(1000, 200)).astype(np.float32)

@@ -73,6 +73,7 @@ def _estimator_entry_points():
   }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [0.7, 1e-23])
 @pytest.mark.parametrize("name", sorted(_functional_entry_points()) + sorted(_estimator_entry_points()))
 def test_no_exception_warning_or_shape_depends_on_a_lone_nonzero_entry(name, value):
@@ -92,6 +93,7 @@ def test_make_problem_on_the_default_path_does_not_check_data_derived_smoothness
     dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(), passes=1)  # so does run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", [DPGCDClassifier, DPGCDClassifierCV])
 def test_declared_classes_make_the_label_set_public(estimator):
   rng = np.random.default_rng(1)
@@ -137,6 +139,7 @@ def test_bad_classes_raise_before_any_work(classes):
     DPGCDClassifier(classes=classes).fit(np.ones((4, 2)), np.array([0, 1, 0, 1]))
 
 
+@pytest.mark.slow
 def test_random_state_none_draws_from_the_os_not_numpys_global_state():
   keys = []
   for _ in range(2):
@@ -175,6 +178,7 @@ def test_bad_random_state_is_a_value_error(random_state):
     DPGCDRegressor(random_state=random_state).fit(np.ones((4, 2)), np.ones(4))
 
 
+@pytest.mark.slow
 def test_the_optax_transformation_has_no_false_guard_and_documents_the_key():
   """The docstring's claim: the state is a function of the key only, under jit or not."""
   tx = dg.dp_greedy_coordinate(jnp.ones(3), key=jax.random.key(0), clip=1.0,

@@ -84,6 +84,7 @@ IHT = lambda pb, keys: dg.dp_iht.fit(pb, keys, epsilon=1.0, delta=DELTA, passes=
 TWO_STAGE = lambda pb, keys: dg.two_stage.fit(pb, keys, epsilon=1.0, delta=DELTA, passes=1, sparsity=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fit", [GCD, CD, IHT, TWO_STAGE], ids=["dp_gcd", "dp_cd", "dp_iht", "two_stage"])
 def test_default_fit_on_the_feature_magnitude_pair_stays_below_its_claim(fit):
   X, X2, y = _feature_pair()
@@ -101,6 +102,7 @@ def _fw(epsilon):
   return lambda pb, keys: dg.dp_fw.fit(pb, keys, epsilon=epsilon, delta=DELTA, passes=1, radius=1.0)
 
 
+@pytest.mark.slow
 def test_default_fw_fit_on_the_vertex_flip_pair_stays_below_its_claim():
   """DP-FW releases which signed vertex it selects: audited on the pair that moves it most.
 
@@ -111,6 +113,7 @@ def test_default_fw_fit_on_the_vertex_flip_pair_stays_below_its_claim():
   assert 0.5 < res.epsilon_lower_bound <= 1.0
 
 
+@pytest.mark.slow
 def test_the_same_fw_audit_refutes_a_selection_twice_as_leaky():
   """Power: a selection of twice the claimed leak (fit at epsilon = 2, e.g. a sensitivity off by
   a factor 2) is caught against the claim 1 by this very audit (and stays below its own claim)."""
@@ -239,6 +242,7 @@ def test_invalid_traced_step_size_or_clip_fail_closed(field):
   assert np.all(np.isnan(jax.jit(w)(jnp.asarray(np.nan))))
 
 
+@pytest.mark.slow
 def test_fit_returns_no_nonprivate_value_unless_asked():
   X = np.random.default_rng(0).normal(size=(30, 4))
   problem = dg.make_problem(X, X[:, 0], "squared")
@@ -259,6 +263,7 @@ def test_logistic_labels_other_than_plus_minus_one_are_rejected(labels):
     dg.make_problem(X, y, "logistic")
 
 
+@pytest.mark.slow
 def test_private_feature_bound_is_released_and_clips_the_features():
   X = np.ones((200, 3))
   X[0] = 1e4  # one extreme record

@@ -20,6 +20,7 @@ from dpgcd_jax import _pytree
 from dpgcd_jax import penalties
 
 
+@pytest.mark.slow
 def test_classes_with_the_same_fields_never_run_each_others_program():
   """300 classes of one field through one jitted function, each returning its own constant:
   with `register_dataclass` 45-46 of them ran another class's program (measured); none may."""

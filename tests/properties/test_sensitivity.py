@@ -40,6 +40,7 @@ def _neighbours(loss, seed=0, n=30, p=8):
   return [dg.make_problem(a, b, loss, smoothness=M) for a, b in ((X, y), (X2, y2))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 @pytest.mark.parametrize("penalty", PENALTIES)
 @pytest.mark.parametrize("rule", list(greedy.RULES))
@@ -64,6 +65,7 @@ def test_score_sensitivity_is_at_most_delta_bar(loss, penalty, rule):
   assert largest_ratio > 0.2  # the adversarial record does move the scores: the bound is not vacuous
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("penalty", [dg.penalties.Zero(), dg.penalties.L1(21.2),
                                      dg.penalties.ElasticNet(42.4, 0.5), dg.penalties.non_negative()])
 def test_laplace_selection_probabilities_change_by_at_most_exp_2_over_b(penalty):
@@ -83,6 +85,7 @@ def test_laplace_selection_probabilities_change_by_at_most_exp_2_over_b(penalty)
   assert abs(np.log(max(counts[0], 1) / max(counts[1], 1))) <= 2 / b + slack, counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["squared", "logistic", "huber"])
 @pytest.mark.parametrize("clip", [0.05, 5.0])  # every term clipped / none clipped
 def test_derivative_clipping_moves_each_coordinate_by_at_most_2_c_b_over_n(loss, clip):

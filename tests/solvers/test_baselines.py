@@ -76,6 +76,7 @@ def test_reference_solver_reaches_the_sklearn_optimum_with_a_certificate(case):
   _check_optimum(problem, solution.w, w_sklearn)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["gs-s", "gs-r", "gs-q"])
 def test_noise_free_proximal_dp_gcd_reaches_the_sklearn_optimum(case, rule):
   _, problem, w_sklearn = case
@@ -117,6 +118,7 @@ def test_dp_sgd_without_noise_and_clipping_is_plain_sgd_on_the_same_batches():
   np.testing.assert_allclose(result.w, w, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_poisson_sampling_includes_each_example_with_probability_q():
   n, q, draws = 40, 0.15, 20_000
   idx, valid = jax.vmap(lambda k: dp_sgd.sample_batch(k, n, q, dp_sgd.max_batch_size(n, q)))(
@@ -129,6 +131,7 @@ def test_poisson_sampling_includes_each_example_with_probability_q():
   assert abs(sizes.var() - n * q * (1 - q)) < 0.1 * n * q * (1 - q)  # Binomial batch sizes
 
 
+@pytest.mark.slow
 def test_passes_are_counted_the_same_way():
   problem, _ = _lasso()
   p, n = problem.num_features, problem.num_examples

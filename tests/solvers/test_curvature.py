@@ -86,6 +86,7 @@ def test_fit_charges_one_curvature_release_per_step_at_the_ratio():
   assert entries["update"].event.noise > {e.label: e for e in public.privacy.entries}["update"].event.noise
 
 
+@pytest.mark.slow
 def test_secure_fit_releases_the_curvature_with_a_discrete_mechanism():
   result = dg.dp_gcd.fit(_problem(), jax.random.key(0), epsilon=1.0, delta=1e-6, passes=5, secure_noise=True,
                          update="gaussian", curvature="released")

@@ -203,6 +203,7 @@ def test_selected_vertex_frequencies_match_the_exponential_mechanism():
   assert p_value(2.0 * b) < 1e-12 and p_value(0.5 * b) < 1e-12  # a wrong scale is rejected
 
 
+@pytest.mark.slow
 def test_secure_vertex_frequencies_match_discrete_report_noisy_max():
   """`secure_noise`: the vertex is report-noisy-max of the snapped utilities with discrete
   Laplace noise of scale `floor(b D) + 1` (D the grid sensitivity of `secure_sensitivity`);

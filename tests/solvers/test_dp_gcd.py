@@ -166,6 +166,7 @@ def test_inconsistent_hyperparameters_raise_before_any_work(problem, call, match
     call(problem)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_targets", [1, 3])
 def test_runs_on_several_targets_are_the_runs_on_each_target_with_folded_keys(num_targets):
   """`compiled_run(..., targets=Y)` (the estimators' one-vs-rest and regressor runs, in one program;

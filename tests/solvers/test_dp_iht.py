@@ -42,6 +42,7 @@ def _sparse_regression(n=200, p=20, seed=0, noise=0.3):
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", [0.0, 0.3])
 @pytest.mark.parametrize("sparsity", [3, 5])
 def test_noise_free_iht_recovers_the_least_squares_optimum_on_the_support(noise, sparsity):
@@ -78,6 +79,7 @@ def _numpy_iht(X, y, loss, l2, l1, gamma, sparsity, steps):
   return w, np.array(supports)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_noise_free_trajectory_equals_numpy_proximal_iht_step_for_step(loss):
   X, y = _sparse_regression(n=60, p=8, seed=1)
@@ -136,6 +138,7 @@ def test_peeling_is_the_exponential_mechanism_without_replacement():
   assert list(ledger) == [("sel", BoundedRange(2.0 / b), 12)]
 
 
+@pytest.mark.slow
 def test_secure_peeling_is_discrete_report_noisy_max_without_replacement():
   """Each round: report-noisy-max with discrete Laplace noise of scale `floor(b D) + 1` on the
   snapped scores, over the indices not drawn yet; a wrong scale is rejected; the ledger
@@ -208,6 +211,7 @@ def test_the_released_values_carry_gaussian_noise_sigma_sqrt_s_eta_delta(bounded
   assert np.all(np.asarray(new.w)[:, np.setdiff1d(np.arange(3), support)] == 0.0)
 
 
+@pytest.mark.slow
 def test_secure_values_carry_discrete_gaussian_noise_on_the_gradient_grid(bounded_problem):
   """`secure_noise`: the kept values are `w - eta (g + gran Z)`, `Z` discrete Gaussian of
   integer scale `floor(sigma sqrt(s) D) + 1` on the grid of `g`'s widened sensitivity; the
@@ -294,6 +298,7 @@ def test_fit_report_is_the_peeling_and_gaussian_composition_and_meets_the_target
   assert np.count_nonzero(np.asarray(result.w)) <= s
 
 
+@pytest.mark.slow
 def test_fit_releases_a_feature_bound_when_the_smoothness_is_not_public():
   X, y = _sparse_regression(n=100, p=10)
   result = dp_iht.fit(dg.make_problem(X, y, "squared"), jax.random.key(1), epsilon=1.0, delta=DELTA,
@@ -338,6 +343,7 @@ def test_vmap_over_keys_and_hyperparameters_equals_sequential_runs_and_does_not_
   assert base._compiled_passes._cache_size() == programs  # pylint: disable=protected-access
 
 
+@pytest.mark.slow
 def test_fit_with_a_batch_of_keys_gives_independent_runs(logistic_problem):
   keys = jax.random.split(jax.random.key(3), 3)
   result = dp_iht.fit(logistic_problem, keys, epsilon=2.0, delta=DELTA, passes=5, sparsity=2)

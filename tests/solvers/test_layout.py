@@ -113,6 +113,7 @@ def test_the_noise_free_bound_is_the_grid_quantile():
   assert float(got) == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_private_scales_on_a_padded_layout_are_the_unpadded_release_for_the_same_key():
   rng = np.random.default_rng(4)
   X = rng.normal(size=(700, 20)) * np.logspace(-2, 2, 20)
@@ -166,6 +167,7 @@ def test_record_max_abs_of_a_layout_ignores_the_intercept_and_padding():
   assert not got[300:].any()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")  # the raw-data diagnostics of small n
 @pytest.mark.parametrize("estimator, kwargs", [
     (dg.estimators.DPGCDClassifier, dict(classes=[0, 1])),  # one released bound
@@ -206,6 +208,7 @@ print(json.dumps(min(peaks)))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux's resettable peak RSS")
 def test_an_estimator_fit_peaks_below_two_and_a_half_copies_of_x():
   # 4000 x 2000 float32 (32 MB): X, its layout (1x) and the run. Measured 2.16x; before the

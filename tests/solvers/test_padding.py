@@ -80,6 +80,7 @@ def test_padded_features_are_never_selected_even_when_the_noise_dominates():
     assert np.all(np.asarray(result.w)[5:] == 0.0)
 
 
+@pytest.mark.slow
 def test_secure_noise_pads_records_only_and_refuses_padded_features():
   problem = _problem(n=100, p=13)
   params = dg.dp_gcd.Params(1.0, 0.5, 3.0, 3.0)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import os
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
@@ -41,6 +43,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sharded_fit_equals_single_device_and_never_gathers_x():
   env = dict(os.environ, JAX_PLATFORMS="cpu")
   out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env,

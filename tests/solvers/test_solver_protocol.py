@@ -70,6 +70,7 @@ def test_public_modules_and_result_types():
     assert module.SOLVER.params is module.Params and module.SOLVER.init is module.init
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_step_returns_its_state_and_info_and_jits(name):
   module, params, _, step_options = SOLVERS[name]
@@ -109,6 +110,7 @@ def test_dp_sgd_info_counts_the_poisson_batch():
   np.testing.assert_array_equal(sizes, expected)  # the same sample as the step's
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_a_loop_of_init_and_step_equals_run(name):
   module, params, run_options, step_options = SOLVERS[name]
@@ -144,6 +146,7 @@ def test_new_conventions_do_not_warn():
   assert not ours, [str(w.message) for w in ours]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SOLVERS))
 def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   module, params, run_options, _ = SOLVERS[name]
@@ -269,6 +272,7 @@ def test_the_calibration_key_is_derived_from_the_plan(name):
   assert plan(runs=2).cache_key != plan().cache_key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dp_cd", "dp_sgd"])
 def test_every_solver_fit_takes_a_prior_and_targets(name):
   """DP-CD and DP-SGD gained prior and targets from the generic fit: K runs are K times the steps."""

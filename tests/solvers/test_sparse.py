@@ -47,6 +47,7 @@ def test_sparse_and_dense_give_the_same_iterates_for_the_same_key(loss, logistic
   np.testing.assert_allclose(cd_a.w, cd_b.w, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_sparse_default_fit_and_reference_match_dense():
   X, y = _data(seed=1)
   dense = dg.make_problem(X.toarray(), y, "squared", penalty=dg.penalties.L1(0.01))
@@ -81,6 +82,7 @@ def test_unsupported_types_and_non_finite_entries_are_rejected_at_once():
     dg.make_problem("X", y)
 
 
+@pytest.mark.slow
 def test_dorothea_shaped_storage_is_linear_in_nnz():
   rng = np.random.default_rng(0)
   X = scipy.sparse.random(800, 100_000, density=0.009, random_state=0, format="csr",

@@ -130,6 +130,7 @@ def _formula(problem, keys, selection, rule, params=PARAMS):
   return np.asarray(jax.jit(jax.vmap(one))(keys))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("selection, rule", CASES)
 def test_the_selection_is_one_formula_on_both_neighbours(selection, rule):
   """Failed before on `a` (closed form: the empty features' maximum by one inverse-CDF draw, uncapped)

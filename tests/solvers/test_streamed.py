@@ -62,6 +62,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=pytest.mark.float64)])
 @pytest.mark.parametrize("loss, options, l1", CASES)
 def test_streamed_fit_matches_in_memory_fit(loss, options, l1, dtype):
@@ -141,6 +142,7 @@ def test_bad_input_is_rejected_by_name():
     streamed.fit([(jax_sparse.BCOO.fromdense(X[:5]), y[:5])], key, num_examples=5, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss, l1, options", [("logistic", 0.02, {}), ("squared", None, {}),
                                                ("logistic", None, dict(curvature="released"))])
 def test_sparse_chunks_match_the_in_memory_sparse_fit(loss, l1, options):

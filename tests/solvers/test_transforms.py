@@ -21,6 +21,7 @@ def _logistic(w, x, y):
   return jnp.logaddexp(0.0, -y * (x @ w))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("selection, update", [("laplace", "laplace"), ("gumbel", "gaussian")])
 def test_optax_chain_gives_the_solver_iterates_for_the_same_key(selection, update):
   X, y = _data()

@@ -241,6 +241,7 @@ def _wait_children(folder, procs, logs, deadline):
   return codes == [0, 0], report
 
 
+@pytest.mark.slow
 def test_two_processes_fit_equals_one_process(tmp_path):
   reason = _gloo_missing_reason()
   if reason:

@@ -57,6 +57,7 @@ def test_noise_free_two_stage_is_the_restricted_optimum_on_the_top_correlations(
   np.testing.assert_allclose(w[support], reference.fit(X[:, support], y).coef_, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_noisy_run_is_dp_gcd_on_the_selected_columns_dense_and_sparse():
   X, y = _sparse_regression(n=80, p=10, seed=1)  # the shapes of logistic_problem: one program
   X = X * (np.random.default_rng(2).uniform(size=X.shape) < 0.5)
@@ -188,6 +189,7 @@ def test_fit_gumbel_gaussian_report_against_zcdp_and_dp_accounting_rdp():
   assert 0.8 * rdp.get_epsilon(DELTA) <= report.epsilon <= rdp.get_epsilon(DELTA) * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_fit_releases_a_feature_bound_when_the_smoothness_is_not_public():
   X, y = _sparse_regression(n=100, p=10)
   result = two_stage.fit(dg.make_problem(X, y, "squared"), jax.random.key(2), epsilon=1.0, delta=DELTA,
@@ -206,6 +208,7 @@ def test_the_ledger_counts_one_peeling_per_run():
   assert [e.event for e in ledger] == [BoundedRange(0.5), BoundedRange(0.4), dg.privacy.Gaussian(6.0)]
 
 
+@pytest.mark.slow
 def test_a_discrete_selection_makes_stage_one_secure_peeling(logistic_problem):
   """With `selection="discrete_laplace"` the support is drawn by secure peeling (`PureDp`
   rounds in the ledger, the same support as the float peeling without noise) and a failed
@@ -237,6 +240,7 @@ def logistic_problem():
   return dg.make_problem(X, np.where(y > 0, 1.0, -1.0), "logistic", feature_bound=4.0)
 
 
+@pytest.mark.slow
 def test_vmap_over_keys_and_hyperparameters_equals_sequential_runs_and_does_not_recompile(logistic_problem):
   problem = logistic_problem
   keys = jax.random.split(jax.random.key(0), 6)
