@@ -19,6 +19,7 @@ def _imbalanced(seed, n=4000):
   return X, (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] - 3.0)))).astype(int)
 
 
+@pytest.mark.slow
 def test_weights_on_the_minority_class_raise_the_balanced_accuracy():
   gains, weighted_scores = [], []
   for seed in range(2):

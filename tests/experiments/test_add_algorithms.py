@@ -78,6 +78,7 @@ def test_adding_algorithms_gives_the_rows_and_marks_of_one_run_of_all(saved_and_
   assert "adding dp_iht, dp_fw to the saved results" in report.markdown_table(added)
 
 
+@pytest.mark.slow
 def test_add_to_on_the_command_line_rewrites_the_directory(saved_and_whole, tmp_path):
   out, whole = saved_and_whole
   assert cli.main(["reproduce", "--add-to", str(out), "--algorithms", "dp_iht", "--out", str(tmp_path)]) == 0

@@ -137,6 +137,7 @@ def test_out_of_range_scales_fail_closed_and_are_not_informative():
   assert scales_budget.min_informative_n(10**6, 0.1, 1e-12) < 10**9  # the noise rule alone
 
 
+@pytest.mark.slow
 def test_a_secure_fit_with_private_scales_lists_no_float_mechanism():
   rng = np.random.default_rng(5)
   X = rng.normal(size=(2000, 6))

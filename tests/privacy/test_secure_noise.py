@@ -29,6 +29,7 @@ def _float32_laplace_support():
   return np.unique(np.asarray(jnp.sign(u) * jnp.log1p(-jnp.abs(u))))
 
 
+@pytest.mark.slow
 def test_mironov_distinguisher_succeeds_on_float_laplace_and_fails_on_secure_noise():
   support = _float32_laplace_support()
   draws = np.asarray(jax.random.laplace(jax.random.key(0), (20000,), jnp.float32))
@@ -169,6 +170,7 @@ def _problem(n=400, p=20):
   return dg.make_problem(X, y, "squared", feature_bound=4.0)
 
 
+@pytest.mark.slow
 def test_dp_gcd_learns_as_well_with_secure_noise():
   problem = _problem()
   f0 = float(kernels.objective(problem, jnp.zeros(problem.num_features)))
@@ -247,6 +249,7 @@ def test_dp_cd_fit_with_secure_noise_learns_and_accounts_discrete_gaussians():
     dg.dp_cd.fit(problem, jax.random.key(0), epsilon=2.0, delta=1e-6, passes=1, secure_noise="yes")
 
 
+@pytest.mark.slow
 def test_the_optax_transformation_takes_secure_noise():
   X = jax.random.normal(jax.random.key(0), (64, 5))
   grads = X * (X @ jnp.arange(5.0))[:, None]  # per-example least-squares gradients at w = 0
@@ -263,6 +266,7 @@ def test_the_optax_transformation_takes_secure_noise():
 
 
 
+@pytest.mark.slow
 def test_a_secure_release_far_above_its_noise_is_right():
   """Values of 10^6-10^10 grid steps (a curvature at n = 1e6, multiplier 2): the snapped integer
   is exact in float64; an int32 clamp at 2^30 released 0.25 for 1 before."""

@@ -233,6 +233,7 @@ def test_readme_starts_with_the_two_commands():
   assert lang == "bash" and body == FIRST_BLOCK, body
 
 
+@pytest.mark.slow
 def test_readme_quick_start_learns(executed):
   """The quick start is the README's first Python block: it selects features and the
   (non-private, diagnostic) objective decreases: a model equal to w = 0 is a bug."""

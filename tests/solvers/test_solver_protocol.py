@@ -131,6 +131,7 @@ def test_a_loop_of_init_and_step_equals_run(name):
     np.testing.assert_array_equal(result.trace.coordinates, np.array(coordinates))
 
 
+@pytest.mark.slow
 def test_new_conventions_do_not_warn():
   problem, key = _problem(), jax.random.key(2)
   with warnings.catch_warnings(record=True) as caught:

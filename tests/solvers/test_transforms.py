@@ -44,6 +44,7 @@ def test_optax_chain_gives_the_solver_iterates_for_the_same_key(selection, updat
   np.testing.assert_allclose(w, solver.w, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_pytree_parameters_train_and_loss_decreases():
   X, y = _data(n=200)
   params = {"a": jnp.zeros(3), "b": jnp.zeros(4)}
