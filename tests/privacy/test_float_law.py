@@ -11,7 +11,7 @@ each end, which hold every tail below).
 
 A released value beyond the extreme atom has probability 0 on one data set and a positive one on
 a neighbour whose value is `Delta` away: the zero-versus-positive mass, a function of
-`r = Delta / scale`. The secure samplers' supports are capped too (`|z| <= 64 t - 1`, discrete
+`r = Delta / scale`. The secure samplers' supports are capped too (`|z| <= 62 t - 1`, discrete
 Laplace; `|z| <= 13 t - 1`, discrete Gaussian): the same mass in closed form. The tables of
 docs/secure_noise.md ("Range truncation") are recomputed here, so the page cannot drift.
 """
