@@ -111,7 +111,7 @@ def _best(f, repeats: int = 7) -> float:
 def _per_chunk(X: np.ndarray, y: np.ndarray, *, n: int, passes: int) -> tuple[float, float, float]:
   """Where a pass's time goes, per chunk (best of 7): the chunk's problem, the streamed kernel at
   the last iteration (the longest replay), and the floor: an XLA gemv `X_c^T v` on the device."""
-  from dpgcd_jax import clipping  # the benchmark reads the streamed kernel directly
+  from dpgcd_jax import exact_sums  # the benchmark reads the streamed kernel directly
   from dpgcd_jax.solvers import streamed
   make = lambda: streamed._chunk_problem(X, y, loss="logistic", penalty=None, feature_bound=1.0)  # noqa: E731
   layout = _best(lambda: make().XT.block_until_ready())
@@ -119,7 +119,7 @@ def _per_chunk(X: np.ndarray, y: np.ndarray, *, n: int, passes: int) -> tuple[fl
   p = X.shape[1]
   thresholds = jnp.full(p, 0.5, chunk.XT.dtype)
   coordinates, changes = jnp.arange(passes, dtype=jnp.int32) % p, jnp.full(passes, 0.01, chunk.XT.dtype)
-  bits = clipping.grid_bits(chunk.XT.dtype, n)
+  bits = exact_sums.grid_bits(chunk.XT.dtype, n)
   kernel = _best(lambda: np.asarray(streamed._chunk_total(chunk, jnp.zeros(p, chunk.XT.dtype), coordinates, changes,
                                                           np.int32(passes - 1), thresholds, mode="coordinate",
                                                           bits=bits)))

@@ -40,28 +40,19 @@ changes the sum of clipped gradients by at most `2 C`.
 Sums that meet the sensitivity in floating point ([`clipped_mean`][dpgcd_jax.clipping.clipped_mean]). A float32 sum of
 `n` clipped terms is not the real sum: its rounding depends on every term, and at
 `n = 6e6` two neighbours' float32 means differed by `1.073 x 2C/n`. The clipped means are
-therefore computed EXACTLY, on a public fixed-point grid:
-
-1. Grid. `h_j = 2^(e_j - 1 - k)` with `C_j = m 2^e_j`, `m in [1/2, 1)` (`frexp`): a
-   power of two, a function of `C_j` only, `C_j / h_j < 2^(k+1)`.
-2. Per record (a map with public parameters, applied before any sum): `q_ij =
-   trunc(clip(g_ij, -C_j, C_j) / h_j)`, an integer with `|q_ij h_j| <= |clip(g_ij)| <= C_j`
-   (truncation toward zero never increases a magnitude; the division by a power of two is a
-   multiplication by `2^(k+1-e_j)`, exact or flushed toward 0). Replacing one record changes
-   `sum_i q_ij h_j` by at most `2 C_j`: the real-arithmetic argument, now about integers.
-3. Exact sum. float32 data: `|q| < 2^(k+1)` with `k = 22`, so a block of `m = 2^(30-k) =
-   256` rows sums in int32 without overflow, in any order; the block sums (integers below
-   `n 2^23 < 2^53`) are added in float64 (`jax.enable_x64` locally, O(p n / 256) work),
-   again exactly in any order. float64 data: `k = min(50, 62 - ceil(log2 n))` and one int64
-   sum. `Q_j = sum_i q_ij` is exact: the reduction order XLA picks cannot matter.
-4. One rounding. `g_j = Q_j h_j / n`: the product by `h_j` is exact; the division by `n`
-   in float64 and the cast to the data's dtype round, so `|g_j - Q_j h_j / n| <= r |Q_j h_j /
-   n| <= r C_j` with `r = u + 2 u64` for float32 (`u = 2^-24`) and `r = 3 u64` for float64
-   (the int64 -> float64 conversion, the division).
+therefore computed EXACTLY, on a public fixed-point grid ([`dpgcd_jax.exact_sums`][]: the
+grid `h_j`, a power of two with `C_j / h_j < 2^(k+1)`; the exact integer sum `Q_j`; one
+rounding of `Q_j h_j / n`, relative `r`). What clipping contributes is the map applied to each
+record, with public parameters, before any sum ([`quantize`][dpgcd_jax.clipping.quantize]):
+`q_ij = trunc(clip(g_ij, -C_j, C_j) / h_j)`, an integer with `|q_ij h_j| <= |clip(g_ij)| <= C_j`
+(truncation toward zero never increases a magnitude; the division by a power of two is a
+multiplication by `2^(k+1-e_j)`, exact or flushed toward 0). Replacing one record changes
+`sum_i q_ij h_j` by at most `2 C_j`: the real-arithmetic argument, now about integers.
 
 What the ledger's sensitivity is, and why it is FOLDED, not carried. The value handed to
 the mechanism is the rounded `g_j`; between neighbours it moves by at most `2 C_j / n + 2 r
-C_j`. [`mean_sensitivity`][dpgcd_jax.clipping.mean_sensitivity] returns this bound, times `1 + 8 eps` (`eps` the dtype's
+C_j` (`r`: [`rounding_bound`][dpgcd_jax.exact_sums.rounding_bound]).
+[`mean_sensitivity`][dpgcd_jax.clipping.mean_sensitivity] returns this bound, times `1 + 8 eps` (`eps` the dtype's
 machine epsilon) so that its own float evaluation (at most five roundings, `n` itself
 rounding above `2^24`) never falls below it: `Delta_j = (2 C_j / n + 2 r C_j)(1 + 8 eps)`.
 Every noise scale (`multiplier x Delta`) uses it, so the ledger, which counts in units of
@@ -74,26 +65,13 @@ arithmetic after the data-dependent sum (public offsets, scores, the noise draw 
 is treated, like every floating-point DP implementation without snapping, as the mechanism's own
 arithmetic; the secure-noise option is what closes that gap (Mironov 2012).
 
-Grid resolution: `h_j <= 2^-22 C_j` (float32; `2^-50` float64 at moderate `n`), a
-per-term truncation at most one grid step, comparable with a float32 rounding of `C_j`.
-`C_j = inf` (clipping off: infinite sensitivity, non-private runs only) uses a plain float
-sum instead.
-
-DP-SGD's sums ([`quantize_l2`][dpgcd_jax.clipping.quantize_l2],
-[`masked_float64_sum`][dpgcd_jax.clipping.masked_float64_sum]). The sum of l2-clipped rows
-over a Poisson batch is exact too, and needs no fold: the noise is added to the exact sum.
-
-1. Per record: `q_i = trunc(g_i m_i)` with `m_i = min(1, C' / ||g_i||_2) / h`, the norm
-   and factor in float64, `C' = C` [`l2_shrink`][dpgcd_jax.clipping.l2_shrink] `(dtype, p)` (`1 - 2e-6` for float32)
-   covering every rounding before the truncation, so `||q_i h||_2 <= C` in real arithmetic:
-   each record moves the sum by at most `C` (add / remove), `2 C` (replace-one), whatever
-   the ledger's relation. Grid `h = 2^(e - 1 - k)` (`C = m 2^e`), `k =`
-   [`l2_grid_bits`][dpgcd_jax.clipping.l2_grid_bits] `(n) = min(50, 52 - ceil(log2 n))`: `n`, the largest batch the
-   sampler can produce (its exact completion branch sums all `n` rows).
-2. `Q = sum_{i in B} q_i` in float64: integers below `n 2^(k+1) <= 2^53`, exact in any order.
-3. The release: `((Q h + Z) / (q n))` in float64 (`Q h` exact, `Z` the float32 noise),
-   rounded once to the data's dtype: post-processing of the noisy exact sum, so the ledger's
-   unit `C` holds as is (the noise addition itself is the mechanism's own arithmetic, as above).
+DP-SGD's per-record map ([`quantize_l2`][dpgcd_jax.clipping.quantize_l2]; the grid and the exact
+float64 sum that needs no fold: [`dpgcd_jax.exact_sums`][], "DP-SGD's sums"): `q_i = trunc(g_i m_i)`
+with `m_i = min(1, C' / ||g_i||_2) / h`, the norm and factor in float64,
+`C' = C` [`l2_shrink`][dpgcd_jax.clipping.l2_shrink] `(dtype, p)` (`1 - 2e-6` for float32)
+covering every rounding before the truncation, so `||q_i h||_2 <= C` in real arithmetic:
+each record moves the sum by at most `C` (add / remove), `2 C` (replace-one), whatever
+the ledger's relation.
 """
 
 from __future__ import annotations
@@ -107,6 +85,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import exact_sums
 
 Array = jax.Array
 
@@ -176,14 +155,6 @@ def clip_l2(per_example_grads: Array, clip: Array) -> Array:
   return jnp.where(jnp.isfinite(norms), per_example_grads * factor, 0.0)
 
 
-def rounding_bound(dtype: Any) -> float:
-  """`r`: relative error of the one rounding of an exact clipped mean (module docstring, 4)."""
-  u64 = 2.0**-53
-  if np.dtype(dtype) == np.float64:
-    return 3 * u64  # int64 -> float64, then / n
-  return float(np.finfo(dtype).eps) / 2 + 2 * u64  # / n in float64, then the cast
-
-
 def mean_sensitivity(thresholds: Array, num_examples: int | Array) -> Array:
   """Replace-one sensitivity of the computed mean of values clipped to [-C, C].
 
@@ -193,7 +164,7 @@ def mean_sensitivity(thresholds: Array, num_examples: int | Array) -> Array:
   """
   thresholds = jnp.asarray(thresholds)
   dtype = thresholds.dtype if jnp.issubdtype(thresholds.dtype, jnp.floating) else jnp.result_type(float)
-  r = rounding_bound(dtype)
+  r = exact_sums.rounding_bound(dtype)
   margin = 1.0 + 8.0 * float(np.finfo(dtype).eps)
   return (2.0 * thresholds / num_examples + (2.0 * r) * thresholds) * margin
 
@@ -209,97 +180,18 @@ def with_roundings(sensitivity: Array, size: Array, *, roundings: int) -> Array:
 
 
 # ----------------------------------------------------------------------------------------
-# Exact clipped sums on a public power-of-two grid (module docstring, "Sums that meet ...").
+# Per-record maps onto the grid of `dpgcd_jax.exact_sums`, and the clipped mean.
 # ----------------------------------------------------------------------------------------
-
-_BLOCK_BITS = 30  # an int32 block of 2^(30 - k) terms below 2^(k+1) stays below 2^31
-
-
-def grid_bits(dtype: Any, num_terms: int) -> int:
-  """`k`: the grid is `h_j = 2^(e_j - 1 - k)`; a function of the dtype and `n` only."""
-  log_n = max(1, math.ceil(math.log2(max(num_terms, 2))))
-  if np.dtype(dtype) == np.float64:
-    return min(50, 62 - log_n)  # |Q| < n 2^(k+1) <= 2^63 in int64
-  if log_n <= _BLOCK_BITS - 20:
-    return min(22, _BLOCK_BITS - log_n)  # n <= 1024: one int32 group (k >= 20), no tail
-  return min(22, 52 - log_n)  # |Q| < n 2^(k+1) <= 2^53: exact in float64
 
 
 def _int_dtype(dtype: Any) -> Any:
   return jnp.int64 if np.dtype(dtype) == np.float64 else jnp.int32
 
 
-def grid_scale(thresholds: Array, bits: int) -> Array:
-  """`1 / h_j = 2^(k + 1 - e_j)` (a power of two; `e_j` clamped below so it stays finite)."""
-  _, e = jnp.frexp(thresholds)
-  low = int(np.finfo(thresholds.dtype).minexp) + bits + 2  # h and 1 / h stay normal
-  e = jnp.maximum(e, low)  # a tiny C_j: a coarser grid, still |q| < 2^(k+1)
-  return power_of_two(bits + 1 - e, thresholds.dtype)
-
-
-def power_of_two(exponent: Array, dtype: Any) -> Array:
-  """`2^exponent` in `dtype` for integer exponents of normal numbers, built from its bits.
-
-  The value of `jnp.ldexp(1, exponent)` (exactly: a normal power of two has one encoding), at a
-  tenth of its cost (1e6 thresholds: 4 ms, more than a DP-GCD iteration's sparse gradient). In
-  [`grid_scale`][dpgcd_jax.clipping.grid_scale] the exponent is in `[k + 1 - maxexp, -minexp - 1]`, inside the normal
-  range.
-  """
-  info = np.finfo(dtype)
-  int_dtype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[np.dtype(dtype).itemsize]
-  biased = (jnp.asarray(exponent) + (info.maxexp - 1)).astype(int_dtype)
-  return jax.lax.bitcast_convert_type(biased << info.nmant, dtype)
-
-
 def quantize(per_example_grads: Array, thresholds: Array, scale: Array) -> Array:
   """`trunc(clip(g, -C, C) * scale)` as integers (`scale = 1 / h` broadcasts like `C`; `g` without NaN)."""
   clipped = clip_coordinates(per_example_grads, thresholds)
   return (clipped * scale).astype(_int_dtype(per_example_grads.dtype))
-
-
-def block_sums(q: Array, axis: int = -1, bits: int | None = None) -> Array:
-  """Exact partial sums of the integers `q` along `axis` (moved last): (..., blocks).
-
-  int32 terms below `2^(k+1)` (`k = bits`, the grid of the quantization; default
-  [`grid_bits`][dpgcd_jax.clipping.grid_bits] for float32 and this length, which is only right when the terms were
-  quantized for this length: a column of `K` stored entries of an `n`-record problem was
-  quantized for `n`) are summed in groups of `m = 2^(30 - k)` (plus a shorter tail group): no overflow,
-  whatever the order of the additions. The groups are strided (the head is viewed as (m,
-  n // m) and summed over the first axis: vector adds of contiguous rows, about 1.5x faster
-  on CPU than contiguous groups); any partition is exact. int64 terms: one group.
-  """
-  q = jnp.moveaxis(q, axis, -1)
-  if q.dtype == jnp.int64:
-    return jnp.sum(q, axis=-1, keepdims=True)
-  n = q.shape[-1]
-  block = 1 << (_BLOCK_BITS - (grid_bits(jnp.float32, n) if bits is None else bits))
-  head = (n // block) * block
-  parts = []
-  if head:
-    parts.append(jnp.sum(q[..., :head].reshape(q.shape[:-1] + (block, head // block)), axis=-2))
-  if head < n:
-    parts.append(jnp.sum(q[..., head:], axis=-1, keepdims=True))
-  return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
-
-
-def exact_total(blocks: Array) -> Array:
-  """`Q`, the sum of [`block_sums`][dpgcd_jax.clipping.block_sums] over the last axis, exactly (float64 or int64)."""
-  with jax.enable_x64(True):
-    if blocks.dtype == jnp.int64:
-      return jnp.sum(blocks, axis=-1)
-    return jnp.sum(blocks.astype(jnp.float64), axis=-1)  # integers below 2^53: exact
-
-
-def exact_sum(q: Array, axis: int = -1, bits: int | None = None) -> Array:
-  """The exact integer sum of `q` along `axis` (see [`block_sums`][dpgcd_jax.clipping.block_sums])."""
-  return exact_total(block_sums(q, axis, bits))
-
-
-def exact_mean(total: Array, scale: Array, num_examples: int | Array, dtype: Any) -> Array:
-  """`Q h / n` rounded once to `dtype` (`total = Q` from `exact_sum`, `scale = 1 / h`)."""
-  with jax.enable_x64(True):
-    h = 1.0 / scale.astype(jnp.float64)  # a power of two: exact
-    return (total.astype(jnp.float64) * h / num_examples).astype(dtype)
 
 
 def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1,
@@ -324,15 +216,20 @@ def clipped_mean(per_example_grads: Array, thresholds: Array, axis: int = -1,
       jnp.shape(thresholds), jnp.shape(jnp.sum(g, axis=axis, keepdims=True))))
 
   def exact(thresholds, g, divisor):
-    bits = grid_bits(g.dtype, n)
-    scale = grid_scale(thresholds, bits)
-    total = exact_sum(quantize(g, thresholds, scale), axis=axis)
-    return exact_mean(total, jnp.squeeze(scale, axis=axis), divisor, g.dtype)
+    bits = exact_sums.grid_bits(g.dtype, n)
+    scale = exact_sums.grid_scale(thresholds, bits)
+    total = exact_sums.exact_sum(quantize(g, thresholds, scale), axis=axis)
+    return exact_sums.exact_mean(total, jnp.squeeze(scale, axis=axis), divisor, g.dtype)
 
   def plain(thresholds, g, divisor):
     return (jnp.sum(clip_coordinates(g, thresholds), axis=axis) / divisor).astype(g.dtype)
 
   return when_finite(thresholds, exact, plain, finite_or_zero(g), jnp.asarray(divisor))
+
+
+# ----------------------------------------------------------------------------------------
+# Noise scales: never below the product of multiplier and sensitivity that the ledger charges.
+# ----------------------------------------------------------------------------------------
 
 
 def rounded_up(noise: Any, dtype: Any) -> Any:
@@ -404,18 +301,8 @@ def noise_scale(multiplier: Array, sensitivity: Array) -> Array:
 
 
 # ----------------------------------------------------------------------------------------
-# Exact sums of l2-clipped vectors (DP-SGD; module docstring, "DP-SGD's sums").
+# DP-SGD's per-record map: l2 clipping onto the grid (module docstring, "DP-SGD's per-record map").
 # ----------------------------------------------------------------------------------------
-
-
-def l2_grid_bits(num_terms: int) -> int:
-  """`k` for sums of up to `num_terms` quantized vectors accumulated in float64.
-
-  `|q| < 2^(k+1)` and `num_terms 2^(k+1) <= 2^53`: every partial sum is an integer that
-  float64 holds exactly, in any order. `k <= 50`, whatever the data's dtype.
-  """
-  log_n = max(1, math.ceil(math.log2(max(num_terms, 2))))
-  return min(50, 52 - log_n)
 
 
 def l2_shrink(dtype: Any, num_features: int) -> float:
@@ -450,7 +337,7 @@ def quantize_l2(per_example_grads: Array, clip: Array, scale: Array) -> Array:
   Args:
     per_example_grads: (k, p) per-example gradients (float32 or float64).
     clip: `C`, a scalar in the rows' dtype (may be a tracer).
-    scale: `1 / h = 2^(bits + 1 - e)` from `grid_scale(C, l2_grid_bits(n))`.
+    scale: `1 / h = 2^(bits + 1 - e)` from `exact_sums.grid_scale(C, exact_sums.l2_grid_bits(n))`.
 
   Returns:
     (k, p) in the rows' dtype.
@@ -469,20 +356,3 @@ def quantize_l2(per_example_grads: Array, clip: Array, scale: Array) -> Array:
   return jnp.where(finite_c, jnp.trunc(scaled), scaled)
 
 
-def masked_float64_sum(values: Array, mask: Array) -> Array:
-  """`sum(where(mask, values, 0), axis=0)` in float64.
-
-  Exact when `values` are integers and every partial sum stays below `2^53` (then any
-  order of the additions gives the same result). A reduction, not a product by the mask:
-  `dot_general`'s batching rule (`jax.vmap` of a `lax.switch`, which re-traces the branch
-  outside this function's `enable_x64`) would truncate a float64 accumulation to float32.
-  """
-  with jax.enable_x64(True):
-    kept = jnp.where(mask.reshape(mask.shape + (1,) * (values.ndim - 1)), values, jnp.zeros((), values.dtype))
-    return jnp.sum(kept.astype(jnp.float64), axis=0)
-
-
-def grid_step(clip: Array, scale: Array) -> Array:
-  """`h = 1 / scale` in float64 (exact: a power of two) when `C` is finite, else 1."""
-  with jax.enable_x64(True):
-    return jnp.where(jnp.isfinite(jnp.asarray(clip)), 1.0 / jnp.asarray(scale).astype(jnp.float64), 1.0)

@@ -1,4 +1,4 @@
-"""Exact discrete Laplace and discrete Gaussian samplers in JAX, and the public grid they live on.
+"""Exact discrete Laplace and discrete Gaussian samplers in JAX.
 
 Why. A float sampler `mean + b * laplace()` cannot output every float, and the set of floats
 it CAN output depends on `mean`: Mironov (CCS 2012) showed that an observed output then
@@ -35,10 +35,11 @@ output has an accepted candidate (at most 32 rounds per output).
 
 What is floating-point: nothing inside the samplers. All randomness is uniform `uint32`
 bits from `jax.random.bits`, all arithmetic is int32, the outputs are int32. The only floats
-are in the mechanisms around them (`dpgcd_jax.mechanisms`): the public grid step (a power
-of two built with `ldexp`, so `value / gran` and `k * gran` are exact), the public
-integer scale `t = floor(multiplier * D) + 1` and the snapping `round(value / gran)`, which
-is where the sensitivity grows by one grid step (see `grid_sensitivity`).
+are in the mechanisms around them (`dpgcd_jax.mechanisms`), on the public grid of
+`dpgcd_jax.discrete_grid`: the grid step (a power of two built with `ldexp`, so `value / gran`
+and `k * gran` are exact), the integer scale `t = floor(multiplier * D) + 1` and the snapping
+`round(value / gran)`, where the sensitivity grows by one grid step (`grid_sensitivity` there).
+The samplers' closed-form laws, for tests and documentation: `dpgcd_jax.discrete_pmfs`.
 
 Caps, and what happens there (each is a documented deviation or a fail-closed FAILED):
 
@@ -83,9 +84,6 @@ FAILED = np.iinfo(np.int32).min
 
 MAX_SCALE = 2**15 - 1
 """Largest integer scale `t` of the samplers (every denominator `<= 2 t K < 2^21`)."""
-
-GRID_TARGET = 2**13
-"""The grid makes the noise scale between `GRID_TARGET` and `2 GRID_TARGET` grid steps."""
 
 _I32 = jnp.int32
 _DIGIT_BITS = 10          # base-1024 digits: r * 1024 < 2^31 for every remainder r < 2^21.
@@ -387,112 +385,3 @@ def discrete_gaussian(key: Array, sigma: Array, shape: tuple[int, ...] = ()) -> 
   every order `alpha > 1`.
   """
   return _sampler(_gaussian_round, key, sigma, shape)
-
-
-# ----------------------------------------------------------------------------------------
-# The public grid.
-# ----------------------------------------------------------------------------------------
-
-
-def grid_step(noise_scale: Array, target: int = GRID_TARGET) -> Array:
-  """The public grid step: the power of two `2^floor(log2(noise_scale / target))`.
-
-  `noise_scale` (`multiplier * sensitivity`) is public, so the grid is. A power of two
-  makes `value / gran` and `k * gran` exact in floating point (no under/overflow), so the
-  grid-unit sensitivity below is exact and the released `k * gran` depends on `k` only.
-  """
-  noise_scale = jnp.asarray(noise_scale)
-  exponent = jnp.floor(jnp.log2(noise_scale / target))
-  ok = jnp.isfinite(exponent) & (jnp.abs(exponent) < 126)
-  gran = jnp.ldexp(jnp.ones_like(noise_scale), jnp.where(ok, exponent, 0).astype(_I32))
-  return jnp.where(ok, gran, jnp.nan)  # ldexp: exactly a power of two (exp2 may not be)
-
-
-def grid_sensitivity(sensitivity: Array, gran: Array) -> Array:
-  """Integer sensitivity, in grid steps, of `round(value / gran)`: `ceil(Delta / gran) + 1`.
-
-  If `|v - v'| <= Delta` then `|round(v / gran) - round(v' / gran)| <= Delta / gran + 1`
-  (each rounding moves by at most 1/2), and the difference is an integer. `Delta / gran`
-  is exact (`gran` a power of two), so the ceiling is. The `+ 1` is exact below `2^23`
-  (float32 holds every integer up to `2^24`); above (a multiplier `b < 2^-10`, `2 / b > 2000`
-  per step) it would be lost, so the result is NaN there: an invalid scale, and the
-  mechanism fails closed (found by the review).
-  """
-  steps = jnp.ceil(sensitivity / gran)
-  return jnp.where(steps < 2.0**23, steps + 1.0, jnp.nan)
-
-
-def integer_scale(multiplier: Array, grid_sens: Array, xp=jnp) -> tuple[Array, Array]:
-  """`(t, valid)`: the int32 scale `floor(multiplier * D) + 1 > multiplier * D`.
-
-  `floor(fl(x)) + 1` exceeds the exact `x` whenever the float error is below 1, which
-  holds for `x < MAX_SCALE`. `valid` is False for a scale outside `[1, MAX_SCALE]` or a
-  non-finite one (the mechanisms then release NaN). `xp=numpy` evaluates the same IEEE
-  operations on the host (the same integers, no compiled program).
-  """
-  t = xp.floor(multiplier * grid_sens) + 1.0
-  valid = xp.isfinite(t) & (t >= 1.0) & (t <= MAX_SCALE)
-  return xp.where(valid, t, 1.0).astype(np.int32), valid
-
-
-def snap(value: Array, gran: Array) -> Array:
-  """`round(value / gran)` (ties to even), an integer held in `value`'s float dtype."""
-  return jnp.round(value / gran)
-
-
-SCALE_MARGIN = 2.0**-16
-"""Relative margin of `integer_scale_above`."""
-
-
-def integer_scale_above(scale: Array, xp=jnp) -> tuple[Array, Array]:
-  """`(t, valid)`: an int32 scale `t > scale`, strictly above the EXACT real that `scale` computes.
-
-  `t = floor(scale * (1 + 2^-16)) + 1`, in float32 or wider. Why the margin: `scale` is a
-  short float expression of public reals (a noise multiplier cast to float32, a square root,
-  a product, a quotient: at most four operations, each within 2 ulps, so within a relative
-  `2^-20` of the exact real in float32). The factor `1 + 2^-16` (exact in float32) is larger
-  than that error and than the rounding of the product itself, so `scale * (1 + 2^-16)` is
-  above the exact real, and `floor(.) + 1` strictly above it: the noise is never below the
-  accounted one (the relative cost, `2^-16`, is below the integer rounding's). `valid` is
-  False for a non-finite scale or one outside `[1, MAX_SCALE]` (`t` is then 1: the caller
-  fails closed). `xp=numpy`: the same operations on the host.
-  """
-  scale = xp.asarray(scale)
-  scale = scale.astype(np.promote_types(scale.dtype, np.float32))
-  return integer_scale(scale * scale.dtype.type(1.0 + SCALE_MARGIN), xp.ones((), scale.dtype), xp)
-
-
-QUERY_LIMIT = 2**29
-"""The clamp of `count_query`: a query plus any noise the
-samplers draw (`|z| < 65 MAX_SCALE < 2^22`) stays inside int32."""
-
-
-def count_query(counts: Array, rank: Array) -> Array:
-  """The exact integer query `clip(N - rank, -2^29, 2^29)` (int32) of counts `N` at a public rank.
-
-  Sensitivity: if every count moves by at most 1 between neighbours, so does its query
-  (subtracting a public integer, then clipping, are 1-Lipschitz maps of the integers). All of
-  it is int32 arithmetic: exact at any `n < 2^31` (a count in float32 rounds to even above
-  `2^24`, and neighbouring counts could then land 2 apart). `counts - rank` does not wrap
-  for `0 <= N, rank < 2^31`.
-  """
-  return jnp.clip(jnp.asarray(counts, _I32) - jnp.asarray(rank, _I32), -QUERY_LIMIT, QUERY_LIMIT)
-
-
-# ----------------------------------------------------------------------------------------
-# Closed-form PMFs (host side, NumPy; for tests and documentation).
-# ----------------------------------------------------------------------------------------
-
-
-def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:
-  """`P(Z = z) = tanh(1 / (2 t)) exp(-|z| / t)` (normalized: `sum_z exp(-|z|/t) = coth(1/(2t))`)."""
-  z = np.asarray(z, dtype=float)
-  return np.tanh(0.5 / scale) * np.exp(-np.abs(z) / scale)
-
-
-def discrete_gaussian_pmf(z: np.ndarray, sigma: float) -> np.ndarray:
-  """`P(Z = z) = exp(-z^2 / (2 sigma^2)) / sum_k exp(-k^2 / (2 sigma^2))` (sum truncated at 60 sigma)."""
-  z = np.asarray(z, dtype=float)
-  k = np.arange(-int(60 * sigma) - 1, int(60 * sigma) + 2, dtype=float)
-  norm = np.sum(np.exp(-k**2 / (2.0 * sigma**2)))
-  return np.exp(-z**2 / (2.0 * sigma**2)) / norm

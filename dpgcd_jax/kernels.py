@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from dpgcd_jax import clipping
+from dpgcd_jax import exact_sums
 from dpgcd_jax import sparse
 from dpgcd_jax.problem import Problem
 from dpgcd_jax.problem import SmoothnessSource
@@ -157,11 +158,11 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int 
   """
   n = XT.shape[1]
   count = n if count is None else count
-  bits = clipping.grid_bits(XT.dtype, n)
+  bits = exact_sums.grid_bits(XT.dtype, n)
 
   def exact(thresholds, XT, dphi, count):
     total = clipped_total(XT, dphi, thresholds, bits)
-    return clipping.exact_mean(total, clipping.grid_scale(thresholds, bits), count, XT.dtype)
+    return exact_sums.exact_mean(total, exact_sums.grid_scale(thresholds, bits), count, XT.dtype)
 
   def plain(thresholds, XT, dphi, count):
     one = lambda x, c: jnp.sum(clipping.clip_coordinates(x * dphi[None, :], c[:, None]), axis=1)
@@ -172,8 +173,8 @@ def _blocked_clipped_mean(XT: Array, dphi: Array, thresholds: Array, count: int 
 
 def clipped_total(XT: Array, dphi: Array, thresholds: Array, bits: int) -> Array:
   """`Q_j`, the exact integer sum over records of `clip(XT_ji dphi_i, -C_j, C_j)` on the public grid
-  of `bits` ([`dpgcd_jax.clipping.grid_bits`][] of the dtype and the TOTAL number of records), as
-  [`dpgcd_jax.clipping.exact_total`][] returns it (float64 integers below `2^53` for float32
+  of `bits` ([`dpgcd_jax.exact_sums.grid_bits`][] of the dtype and the TOTAL number of records), as
+  [`dpgcd_jax.exact_sums.exact_total`][] returns it (float64 integers below `2^53` for float32
   features, int64 for float64): one pass over blocks of `BLOCK_ROWS` features.
 
   The terms are quantized one by one, so the totals of any partition of the records (row
@@ -182,10 +183,10 @@ def clipped_total(XT: Array, dphi: Array, thresholds: Array, bits: int) -> Array
   at about a tenth of the memory bandwidth; over blocks of a few features it streams
   (benchmarks/bench_scale.py). `dphi` must be finite and `thresholds` finite.
   """
-  scale = clipping.grid_scale(thresholds, bits)
-  sums = lambda x, c, s: clipping.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]),
+  scale = exact_sums.grid_scale(thresholds, bits)
+  sums = lambda x, c, s: exact_sums.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]),
                                              bits=bits)
-  return clipping.exact_total(_feature_blocks(sums, XT, thresholds, scale))
+  return exact_sums.exact_total(_feature_blocks(sums, XT, thresholds, scale))
 
 
 def _feature_blocks(one: Callable[..., Array], XT: Array, *per_row: Array) -> Array:

@@ -3,7 +3,8 @@
 Every noise that protects a release is drawn here, by a mechanism object below: the solvers'
 selections and updates, DP-IHT's and the sparse solvers' peeling (`noisy`), DP-SGD's
 Gaussian noise (`noise`), the released curvatures and smoothness (`perturb` on a vector), the
-private scores, the CV scores, and the integer releases of the private scales and bounds
+private scores and the CV scores (`perturb`, called from the host by `dpgcd_jax.host_release`),
+and the integer releases of the private scales and bounds
 (`perturb_integers`: AboveThreshold and the noisy binary search). A test
 (`tests/privacy/test_mechanism_layer.py`) fails when code outside this module and its
 samplers (`dpgcd_jax.discrete_noise`) names a noise sampler, so a draw cannot bypass the layer
@@ -35,14 +36,15 @@ scale `b Delta_bar` is `2 / b`-DP and `2 / b`-bounded-range; a Laplace update of
 `s Delta_j` is the Gaussian mechanism with multiplier `s`.
 
 Floating-point-safe mechanisms (`secure_noise=True` in [`dpgcd_jax.dp_gcd.run`][] / `fit`,
-or the names `"discrete_laplace"` / `"discrete_gaussian"`): they release integers on a
-public grid (`dpgcd_jax.discrete_noise`), so that no released float carries Mironov's
-(2012) artefacts. Such an object has `discrete = True` and takes the multiplier and the
-sensitivity separately: `select(key, scores_fn, g, w, M, penalty, multiplier, sensitivity,
-rule) -> (j, ok)` and `perturb(key, value, multiplier, sensitivity)` (NaN when not ok).
-Grid: `gran = 2^floor(log2(multiplier Delta / 8192))` (public), integer sensitivity
-`D = ceil(Delta / gran) + 1` (the rounding adds one step), integer scale
-`t = floor(multiplier D) + 1 > multiplier D`. Hence report-noisy-max with discrete Laplace
+or the names `"discrete_laplace"` / `"discrete_gaussian"`): they release integers on a public
+grid (`dpgcd_jax.discrete_grid`), the noise drawn by the exact samplers of
+`dpgcd_jax.discrete_noise`, so that no released float carries Mironov's (2012) artefacts. Such
+an object has `discrete = True` and takes the multiplier and the sensitivity separately:
+`select(key, scores_fn, g, w, M, penalty, multiplier, sensitivity, rule) -> (j, ok)` and
+`perturb(key, value, multiplier, sensitivity)` (NaN when not ok). Grid
+(`dpgcd_jax.discrete_grid.grid_and_scale`): `gran = 2^floor(log2(multiplier Delta / 8192))`
+(public), integer sensitivity `D = ceil(Delta / gran) + 1` (the rounding adds one step), integer
+scale `t = floor(multiplier D) + 1 > multiplier D`. Hence report-noisy-max with discrete Laplace
 noise `t` on the snapped scores is `2 D / t < 2 / b`-DP, a discrete Laplace update
 `D / t < 1 / b'`-DP, a discrete Gaussian update `D^2 / (2 t^2) < 1 / (2 s^2)`-zCDP
 (Canonne, Kamath & Steinke 2020, Thm 4): the events below are these bounds.
@@ -51,7 +53,6 @@ noise `t` on the snapped scores is `2 D / t < 2 / b`-DP, a discrete Laplace upda
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -61,10 +62,8 @@ from typing import runtime_checkable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from dpgcd_jax import _validate
-from dpgcd_jax import clipping
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import penalties
 from dpgcd_jax.privacy import costs
@@ -226,70 +225,6 @@ def _iid(sampler: Callable[..., Array], key: Array, shape: tuple[int, ...], dtyp
   return sampler(key, (), dtype) if shape == () else draw(sampler, key, shape, dtype)
 
 
-def _grid(multiplier: Array, sensitivity: Array) -> tuple[Array, Array, Array]:
-  """`(gran, t, valid)`: the public grid step and integer noise scale (module docstring)."""
-  gran = discrete_noise.grid_step(multiplier * sensitivity)
-  grid_sens = discrete_noise.grid_sensitivity(sensitivity, gran)
-  t, valid = discrete_noise.integer_scale(multiplier, grid_sens)
-  valid = valid & (multiplier > 0) & (sensitivity > 0) & jnp.isfinite(gran) & (gran > 0)
-  return jnp.where(valid, gran, 1.0), t, valid
-
-
-INTEGER_LIMIT = 2.0**52
-"""The clamp of `round(value / gran)`: every integer up to `2^53` is exact in float64."""
-
-
-def release(update: Any, key: Array, value: Any, multiplier: Any, sensitivity: Any) -> Array:
-  """`value` plus the noise of the update mechanism `update` (float or discrete) of
-  `multiplier` x `sensitivity`: for callers on the host (the private scores, the CV scores).
-  One compiled program per mechanism, shape and dtype (eager, the discrete samplers' loops
-  would compile at every call). A float mechanism with a known multiplier and sensitivity
-  draws at their product formed on the host and rounded UP to the value's dtype
-  ([`dpgcd_jax.clipping.scale_above`][]): never below the scale the ledger charges."""
-  value = jnp.asarray(value)
-  if not is_discrete(update) and _validate.is_concrete(multiplier) and _validate.is_concrete(sensitivity) and (
-      np.ndim(multiplier) == 0 and np.ndim(sensitivity) == 0):
-    return _perturb(update, key, value, jnp.asarray(clipping.scale_above(multiplier, sensitivity, value.dtype)))
-  return _release(update, key, value, multiplier, sensitivity)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _perturb(update: Any, key: Array, value: Array, scale: Array) -> Array:
-  return update.perturb(key, value, scale)  # `scale`: already rounded up on the host
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _release(update: Any, key: Array, value: Array, multiplier: Any, sensitivity: Any) -> Array:
-  if is_discrete(update):
-    return update.perturb(key, value, multiplier, sensitivity)
-  # a negative or NaN multiplier or sensitivity: a NaN scale, never a noiseless release
-  return update.perturb(key, value, clipping.noise_scale(jnp.asarray(multiplier, value.dtype),
-                                                         jnp.asarray(sensitivity, value.dtype)))
-
-
-def grid_noise_scale(multiplier: Any, sensitivity: Any) -> Array:
-  """The noise scale, in value units, of a discrete update of `multiplier` x `sensitivity`:
-  `t gran` (the integer scale on the public grid; `> multiplier x sensitivity`), NaN if invalid."""
-  multiplier, sensitivity = jnp.asarray(multiplier), jnp.asarray(sensitivity)
-  gran, t, valid = _grid(multiplier, sensitivity)
-  return jnp.where(valid, t * gran, jnp.nan)
-
-
-def _noisy_integer(value: Array, gran: Array, z: Array) -> Array:
-  """`clip(round(value / gran), +-2^52) + z`, an exact integer held in float64 (trace under x64).
-
-  `z`: int32 noise (`FAILED` counts as 0: the caller then releases nothing). Exact: `value`
-  (float32 or float64) is exact in float64, `value / gran` divides by a power of two, the
-  rounding is exact, the clamp is 1-Lipschitz (the grid sensitivity `D` is kept), and
-  integers below `2^53` add exactly. An int32 clamp at `2^30` (before) released a wrong value,
-  deterministically, once `value / gran` passed it: at `n = 1e6` and multiplier 2 a released
-  curvature of 1 came out as 0.25.
-  """
-  k = jnp.clip(discrete_noise.snap(jnp.asarray(value, jnp.float64), jnp.asarray(gran, jnp.float64)),
-               -INTEGER_LIMIT, INTEGER_LIMIT)
-  return k + jnp.where(z == discrete_noise.FAILED, 0, z).astype(jnp.float64)
-
-
 @dataclasses.dataclass(frozen=True)
 class DiscreteLaplaceNoisyMax(_Costed):
   """Report-noisy-max on the public grid: `argmax_j round(score_j / gran) + Z_j`, integers.
@@ -317,10 +252,10 @@ class DiscreteLaplaceNoisyMax(_Costed):
     """`(j, ok)`: report-noisy-max of `scores` on the grid, over the entries where the PUBLIC
     mask `allowed` is True (all by default; each round of secure peeling,
     [`dpgcd_jax.peeling`][], excludes the indices already drawn)."""
-    gran, t, valid = _grid(multiplier, sensitivity)
+    gran, t, valid = discrete_grid.grid_and_scale(multiplier, sensitivity)
     z = discrete_noise.discrete_laplace(key, t, scores.shape)
     with jax.enable_x64(True):
-      noisy = _noisy_integer(scores, gran, z)
+      noisy = discrete_grid.noisy_integer(scores, gran, z)
       j = argmax(noisy if allowed is None else jnp.where(allowed, noisy, -jnp.inf)).astype(jnp.int32)
     # A NaN score would win the exact argmax whatever the noise: fail closed instead.
     ok = valid & jnp.all(z != discrete_noise.FAILED) & jnp.all(~jnp.isnan(scores))
@@ -335,10 +270,10 @@ class DiscreteLaplaceNoisyMax(_Costed):
 def _perturb_on_grid(sampler, key: Array, value: Array, multiplier: Array,
                      sensitivity: Array) -> Array:
   value = jnp.asarray(value)
-  gran, t, valid = _grid(multiplier, sensitivity)
+  gran, t, valid = discrete_grid.grid_and_scale(multiplier, sensitivity)
   z = sampler(key, t, value.shape)  # one draw per entry
   with jax.enable_x64(True):  # the released integer k, then k gran: a function of k (gran: public power of two)
-    released = (_noisy_integer(value, gran, z) * jnp.asarray(gran, jnp.float64)).astype(value.dtype)
+    released = (discrete_grid.noisy_integer(value, gran, z) * jnp.asarray(gran, jnp.float64)).astype(value.dtype)
   ok = valid & (z != discrete_noise.FAILED)
   return jnp.where(multiplier == 0, value, jnp.where(ok, released, jnp.nan))
 

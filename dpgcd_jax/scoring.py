@@ -51,6 +51,8 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import discrete_grid
+from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import accountant as accountant_lib
 from dpgcd_jax.privacy import ledger as ledger_lib
@@ -160,7 +162,7 @@ def noisy_mean(key: jax.Array, terms: np.ndarray, bound: float, multiplier: floa
   The mean is formed in float64 (`math.fsum`, within `MEAN_ERROR bound / 2` of the exact mean),
   so neighbours' computed means differ by at most `bound / n + MEAN_ERROR bound`: the
   sensitivity used. Default: float64 Laplace noise at that sensitivity times `multiplier`,
-  rounded up (`dpgcd_jax.mechanisms.release`). Secure: the mean snapped to the public grid
+  rounded up (`dpgcd_jax.host_release.release`). Secure: the mean snapped to the public grid
   and released with discrete Laplace noise in float64
   (`dpgcd_jax.mechanisms.DiscreteLaplaceNoise`); its scale `t gran` is returned. Rounding the
   mean to float32 first would move neighbours apart by a float32 ulp, more than the sensitivity
@@ -175,10 +177,10 @@ def noisy_mean(key: jax.Array, terms: np.ndarray, bound: float, multiplier: floa
   with jax.enable_x64(True):
     args = np.float64(multiplier), np.float64(sensitivity)
     if not secure:
-      value = mechanisms.release(mechanisms.LaplaceNoise(), key, np.float64(mean), *args)
+      value = host_release.release(mechanisms.LaplaceNoise(), key, np.float64(mean), *args)
       return float(value), float(clipping.scale_above(*args, np.float64)), sensitivity
-    value = mechanisms.release(mechanisms.DiscreteLaplaceNoise(), key, np.float64(mean), *args)
-    return float(value), float(mechanisms.grid_noise_scale(*args)), sensitivity
+    value = host_release.release(mechanisms.DiscreteLaplaceNoise(), key, np.float64(mean), *args)
+    return float(value), float(discrete_grid.grid_noise_scale(*args)), sensitivity
 
 
 def _report(entries: list[ledger_lib.Entry], note: str) -> ledger_lib.PrivacyReport:

@@ -14,7 +14,7 @@ def bucket(size: int, *, exact_up_to: int = 0, octave_steps_from: int = 1 << 14)
   `octave_steps_from`, `m` in {4, 5, 6, 7} above (at most 1.25x).
 
   A bucket never crosses a power of two (`ceil(log2 bucket) = ceil(log2 size)`), so the
-  public grid of the exact clipped sums ([`dpgcd_jax.clipping.grid_bits`][]) is the same for
+  public grid of the exact clipped sums ([`dpgcd_jax.exact_sums.grid_bits`][]) is the same for
   the padded and the true `n`: a padded run gives the same bits as the unpadded one.
   """
   size = operator.index(size)

@@ -44,6 +44,7 @@ import scipy.sparse
 from dpgcd_jax import _pytree
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import exact_sums
 from dpgcd_jax import sizes
 
 Array = jax.Array
@@ -116,8 +117,8 @@ class SparseColumns:
     n, p = self.shape[1], self.shape[0]
 
     def exact(thresholds, X, dphi):
-      bits = clipping.grid_bits(X.dtype, n)
-      return clipping.exact_mean(X.clipped_total(dphi, thresholds, bits), clipping.grid_scale(thresholds, bits), n,
+      bits = exact_sums.grid_bits(X.dtype, n)
+      return exact_sums.exact_mean(X.clipped_total(dphi, thresholds, bits), exact_sums.grid_scale(thresholds, bits), n,
                                  X.dtype)
 
     def plain(thresholds, X, dphi):
@@ -132,7 +133,7 @@ class SparseColumns:
     dense features: the totals of any partition of the records add up to the same `Q`).
     `dphi` finite, `thresholds` finite."""
     p = self.shape[0]
-    scale = clipping.grid_scale(thresholds, bits)
+    scale = exact_sums.grid_scale(thresholds, bits)
     q = clipping.quantize(dphi[self.rows] * self.vals, thresholds[self.cols], scale[self.cols])
     with jax.enable_x64(True):
       # float32 data: every partial sum is an integer below n 2^(k+1) <= 2^53 (exact in float64,
@@ -144,11 +145,11 @@ class SparseColumns:
     """Coordinate `j` of `clipped_mean` in O(K) (the same exact mean and grid)."""
     rows, vals = self.column(j)
     n = self.shape[1]
-    bits = clipping.grid_bits(self.dtype, n)  # the grid of n records, not of this column
+    bits = exact_sums.grid_bits(self.dtype, n)  # the grid of n records, not of this column
 
     def exact(c, terms):
-      scale = clipping.grid_scale(c, bits)
-      return clipping.exact_mean(clipping.exact_sum(clipping.quantize(terms, c, scale), bits=bits), scale, n,
+      scale = exact_sums.grid_scale(c, bits)
+      return exact_sums.exact_mean(exact_sums.exact_sum(clipping.quantize(terms, c, scale), bits=bits), scale, n,
                                  self.dtype)
 
     plain = lambda c, terms: jnp.sum(clipping.clip_coordinates(terms, c)) / n

@@ -18,6 +18,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
 from dpgcd_jax import _validate
+from dpgcd_jax import host_release
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import mechanisms
 from dpgcd_jax.estimators import _streamed
@@ -311,7 +312,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     epsilon_w = CLASS_COUNT_SHARE * float(self.epsilon)
     update = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
     with jax.enable_x64(True):
-      noisy = np.asarray(mechanisms.release(update, jax.random.fold_in(key, CLASS_COUNT_STREAM),
+      noisy = np.asarray(host_release.release(update, jax.random.fold_in(key, CLASS_COUNT_STREAM),
                                             np.asarray(counts, np.float64), 2.0 / epsilon_w, 1.0))
     self.class_counts_ = noisy
     weights = float(np.sum(counts)) / (len(self.classes_) * np.maximum(noisy, 1.0))

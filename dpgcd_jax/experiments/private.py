@@ -46,6 +46,7 @@ import numpy as np
 from scipy import sparse
 
 from dpgcd_jax import data as data_lib
+from dpgcd_jax import host_release
 from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
@@ -253,7 +254,7 @@ def capped_objective(problem: problem_lib.Problem, w: Any, cap: float, pad_to: i
 def private_scores(key: jax.Array, means: np.ndarray, cap: float, n: int, epsilon: float) -> np.ndarray:
   """`means + Lap(multiplier x sensitivity)`: epsilon-DP releases of capped means (float64 from
   `math.fsum`), drawn in float64 by the library's Laplace mechanism at the scale rounded up
-  (`dpgcd_jax.mechanisms.release`).
+  (`dpgcd_jax.host_release.release`).
 
   Each example's loss is capped at `cap` (losses are >= 0), so replacing one record moves the
   real mean by at most `cap / n`, and the float64 mean by at most `cap / n +
@@ -261,7 +262,7 @@ def private_scores(key: jax.Array, means: np.ndarray, cap: float, n: int, epsilo
   the multiplier is `1 / epsilon` and the ledger's event is `Laplace(epsilon)`.
   """
   with jax.enable_x64(True):
-    return np.asarray(mechanisms.release(mechanisms.LaplaceNoise(), key, np.asarray(means, np.float64),
+    return np.asarray(host_release.release(mechanisms.LaplaceNoise(), key, np.asarray(means, np.float64),
                                          1.0 / epsilon, cap / n + scoring.MEAN_ERROR * cap))
 
 

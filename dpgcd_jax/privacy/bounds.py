@@ -9,7 +9,7 @@ Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23, on integers): per record
 statistic `s_i = max_j |x_ij|`; for the public geometric grid `b_k = 2^{k/4}`,
 `k = -64..64` (`2^-16 .. 2^16`), the counts `c_k = #{i : s_i <= b_k}` and the exact integer
 queries `Q_k = clip(c_k - ceil(q n))` (sensitivity 1 under replace-one:
-`dpgcd_jax.discrete_noise.count_query`); an integer noisy threshold `rho`, discrete
+`dpgcd_jax.discrete_grid.count_query`); an integer noisy threshold `rho`, discrete
 Laplace of scale `t_1 > 2 / epsilon`, and integer noises `nu_k`, discrete Laplace of scale
 `t_2 > 4 / epsilon` (`dpgcd_jax.discrete_noise.discrete_laplace`, the scales rounded up:
 [`above_threshold_scales`][dpgcd_jax.privacy.bounds.above_threshold_scales]); `B` is the
@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpgcd_jax import discrete_noise
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import mechanisms
 
 Array = jax.Array
@@ -92,7 +92,7 @@ def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *,
   grid = jnp.asarray(GRID, record_max_abs.dtype)
   # #{i : s_i <= b_k}: O(n K) comparisons, exact integers, no sort (a small program to compile).
   counts = jnp.sum(record_max_abs[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding
-  index = _above_threshold(key, discrete_noise.count_query(counts, rank), epsilon)
+  index = _above_threshold(key, discrete_grid.count_query(counts, rank), epsilon)
   return jnp.where(index >= 0, grid[jnp.maximum(index, 0)], jnp.nan)
 
 
@@ -112,11 +112,11 @@ def _above_threshold(key: Array, queries: Array, epsilon: Any) -> Array:
 def above_threshold_scales(epsilon: Any, xp=jnp) -> tuple[Array, Array, Array]:
   """`(t_1, t_2, valid)`: the int32 discrete Laplace scales `t_1 > 2 / epsilon` (threshold) and
   `t_2 > 4 / epsilon` (queries), rounded up from the float quotients
-  (`dpgcd_jax.discrete_noise.integer_scale_above`; `epsilon` in float32 or wider, whatever
+  (`dpgcd_jax.discrete_grid.integer_scale_above`; `epsilon` in float32 or wider, whatever
   the features' dtype). `valid` is False for `epsilon <= 0`, NaN, or a scale out of the
   sampler's range. Jittable; `xp=numpy` evaluates the same IEEE operations on the host (the
   same integers, no compiled program: the post-fit diagnostics read them)."""
   epsilon = xp.asarray(epsilon, jnp.promote_types(jnp.result_type(epsilon), jnp.result_type(float)))
-  t_threshold, ok_threshold = discrete_noise.integer_scale_above(epsilon.dtype.type(2.0) / epsilon, xp)
-  t_query, ok_query = discrete_noise.integer_scale_above(epsilon.dtype.type(4.0) / epsilon, xp)
+  t_threshold, ok_threshold = discrete_grid.integer_scale_above(epsilon.dtype.type(2.0) / epsilon, xp)
+  t_query, ok_query = discrete_grid.integer_scale_above(epsilon.dtype.type(4.0) / epsilon, xp)
   return t_threshold, t_query, ok_threshold & ok_query

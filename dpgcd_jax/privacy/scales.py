@@ -21,7 +21,7 @@ $$
 Z_j \\sim \\mathcal N_{\\mathbb Z}(0, \\sigma^2) \\text{ i.i.d.}, \\qquad \\sigma > s \\sqrt{p},
 $$
 
-(`clip` to `[-2^29, 2^29]`, `dpgcd_jax.discrete_noise.count_query`; `Z_j` the exact
+(`clip` to `[-2^29, 2^29]`, `dpgcd_jax.discrete_grid.count_query`; `Z_j` the exact
 discrete Gaussian of `dpgcd_jax.discrete_noise.discrete_gaussian`, of integer `sigma`
 rounded up from `s sqrt(p)`: [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma]), then
 `hi_j = m_j` if `tilde Q_j >= 0` (i.e. the noisy count reaches `t`) else `lo_j = m_j + 1` (a
@@ -69,7 +69,7 @@ costs one more round (8 rounds for eighth octaves, measured no better than quart
 Floating point: none on the data's side. Counts, queries, noise and comparisons are int32
 (exact at any `n < 2^31`; float32 counts round to even above `2^24`, which doubled the
 sensitivity), the samplers use integer arithmetic only, and the one float, the public
-`sigma`, is rounded up (`dpgcd_jax.discrete_noise.integer_scale_above`). A float Gaussian
+`sigma`, is rounded up (`dpgcd_jax.discrete_grid.integer_scale_above`). A float Gaussian
 would not do, in any mode: JAX's float32 normal takes `2^23` values, none above 5.3, so a
 count more than `5.3 sigma` below the threshold never crosses it on `D` and can on `D'`,
 and the mass of such events (about `2^-23` per draw, `L p` draws) is far above any useful
@@ -113,7 +113,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
-from dpgcd_jax import discrete_noise
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import mechanisms
 from dpgcd_jax import sparse as sparse_lib
 
@@ -211,12 +211,12 @@ def count_sigma(noise: Any, num_features: Any) -> tuple[Array, Array]:
   """`(sigma, valid)`: the int32 standard deviation of every count's discrete Gaussian noise.
 
   `sigma > noise * sqrt(p)`, strictly, rounded up from the float product
-  (`dpgcd_jax.discrete_noise.integer_scale_above`): the run's noise is never below the
+  (`dpgcd_jax.discrete_grid.integer_scale_above`): the run's noise is never below the
   accounted one. `valid` is False for a NaN, negative or infinite `noise`, or a `sigma`
   outside the sampler's range `[1, MAX_SCALE]`. Jittable (`noise` and `num_features` traced).
   """
   dtype = jnp.result_type(float)
-  return discrete_noise.integer_scale_above(jnp.asarray(noise, dtype) * jnp.sqrt(jnp.asarray(num_features, dtype)))
+  return discrete_grid.integer_scale_above(jnp.asarray(noise, dtype) * jnp.sqrt(jnp.asarray(num_features, dtype)))
 
 
 @jax.jit
@@ -256,7 +256,7 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any, *, num_f
   def one_round(carry, key_r):
     lo, hi, failed = carry
     mid = (lo + hi) // 2
-    query = discrete_noise.count_query(counts[rows, mid], rank)
+    query = discrete_grid.count_query(counts[rows, mid], rank)
     noisy, ok = mechanisms.DiscreteGaussianNoise().perturb_integers(key_r, query, sigma)
     failed = failed | ~ok
     released = jnp.where(exact | failed, query, noisy)

@@ -40,6 +40,7 @@ import math
 from typing import Any
 
 from dpgcd_jax import _validate
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import discrete_noise
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import events
@@ -116,7 +117,7 @@ def scales_informative(n: int, p: int, epsilon: float, delta: float | None = Non
     grid: the public grid.
   """
   sigma = _count_noise_at(n, p, epsilon, delta, quantile, grid)
-  in_range = (1.0 + discrete_noise.SCALE_MARGIN) * sigma <= discrete_noise.MAX_SCALE - 1
+  in_range = (1.0 + discrete_grid.SCALE_MARGIN) * sigma <= discrete_noise.MAX_SCALE - 1
   return (1.0 - quantile) * n >= INFORMATIVE_RATIO * sigma and in_range
 
 

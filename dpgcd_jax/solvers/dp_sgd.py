@@ -25,7 +25,7 @@ truncation toward zero on a public power-of-two grid (`||q_i h||_2 <= C` exactly
 clipping norm shrunk by `2e-6` relative to absorb the float roundings), the integers are
 summed exactly in float64, the noise is added to that exact sum in float64 and the result is
 rounded once (`g = ((Q h + Z) / (q n))` cast to the data's dtype, then `+ l2 w`): the
-release is post-processing of the noisy exact sum ([`dpgcd_jax.clipping`][], "DP-SGD's sums").
+release is post-processing of the noisy exact sum ([`dpgcd_jax.exact_sums`][], "DP-SGD's sums").
 Sampling is exactly Poisson ([`dpgcd_jax.sampling`][]: gaps by inversion of 128-bit uniforms
 against exact geometric thresholds, a small static batch with an exact O(n) overflow branch,
 no truncation); its total-variation distance to ideal Poisson sampling is at most
@@ -45,6 +45,7 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
+from dpgcd_jax import exact_sums
 from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sampling
@@ -153,17 +154,17 @@ def step(key: Array, state: State, problem: problem_lib.Problem, params: Params,
 
   dtype = state.w.dtype
   clip = jnp.asarray(params.clip, dtype)  # C: the clipping norm AND the noise's unit
-  scale = clipping.grid_scale(clip, clipping.l2_grid_bits(n))  # 1 / h; n: the largest batch
+  scale = exact_sums.grid_scale(clip, exact_sums.l2_grid_bits(n))  # 1 / h; n: the largest batch
 
   def clipped_gradients(indices):
     grads = jax.vmap(jax.grad(problem.loss.fn), in_axes=(None, 0, 0))(state.w, X[indices], problem.y[indices])
     return clipping.quantize_l2(grads, clip, scale)  # integers q_i, ||q_i h||_2 <= C
 
   total, size = sampling.subsample_sum(key_sample, plan, clipped_gradients, with_size=True,
-                                       reduce=clipping.masked_float64_sum)  # Q, exactly
+                                       reduce=exact_sums.masked_float64_sum)  # Q, exactly
   noise = mechanisms.GaussianNoise().noise(key_noise, state.w.shape, dtype, clipping.noise_scale(params.noise, clip))
   with jax.enable_x64(True):  # the exact sum Q h plus the noise, then ONE rounding
-    released = (total * clipping.grid_step(clip, scale) + noise.astype(jnp.float64)) / (sampling_rate * n)
+    released = (total * exact_sums.grid_step(clip, scale) + noise.astype(jnp.float64)) / (sampling_rate * n)
   g = released.astype(dtype) + problem.l2 * state.w
   w = problem.penalty.prox(state.w - params.step_size * g, params.step_size)
   return state._replace(w=w), Info(size)  # _replace: a state of the old layout keeps its type

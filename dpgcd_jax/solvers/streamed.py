@@ -72,6 +72,7 @@ import numpy as np
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
 from dpgcd_jax import curvature as curvature_lib
+from dpgcd_jax import exact_sums
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import progress as progress_lib
@@ -202,7 +203,7 @@ def fit(
   params = base.cast_params(dp_gcd.SOLVER, first, plan.run_params(scale))
   M = problem_lib.coordinate_smoothness(first)
   thresholds = clipping.coordinate_thresholds(params.clip, M, first.curvature)
-  bits = clipping.grid_bits(first.XT.dtype, n)
+  bits = exact_sums.grid_bits(first.XT.dtype, n)
   beta = jnp.asarray(first.curvature, M.dtype)
   half = first.smoothness / beta / 2  # B_j^2 / 2: the shifted moments' clip (dpgcd_jax.curvature)
   moment_total: Any = 0
@@ -230,7 +231,7 @@ def fit(
       if moments_now:
         moment_total, _ = row_chunks.across_processes(moment_total, rows)
         with jax.enable_x64(True):
-          moments = clipping.exact_mean(jnp.asarray(moment_total), clipping.grid_scale(half, bits), n, M.dtype)
+          moments = exact_sums.exact_mean(jnp.asarray(moment_total), exact_sums.grid_scale(half, bits), n, M.dtype)
       total, rows = row_chunks.across_processes(total, rows)
       if rows != n:
         raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
@@ -306,7 +307,7 @@ def run_targets(y: Any, runs: int | None, k: int, rows: int) -> Any:
 def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, changes: Array, t: Array,
                  thresholds: Array, *, mode: str, bits: int) -> Array:
   """The chunk's exact totals `Q_j` at iteration `t` (float64 integers below `2^53` for float32
-  features, int64 for float64: [`dpgcd_jax.clipping.exact_total`][]): margins replayed from `w0`
+  features, int64 for float64: [`dpgcd_jax.exact_sums.exact_total`][]): margins replayed from `w0`
   through the first `t` changes, as the in-memory run updates its cached margins."""
   margins = kernels.init_margins(chunk, w0)
   margins = jax.lax.fori_loop(
@@ -327,7 +328,7 @@ def _chunk_moment_total(chunk: problem_lib.Problem, half: Array, *, bits: int) -
   released moments agree up to that rounding, not bit for bit."""
   XT = chunk.XT
   if isinstance(XT, sparse.SparseColumns):
-    scale = clipping.grid_scale(half, bits)
+    scale = exact_sums.grid_scale(half, bits)
     at_zero = clipping.quantize(-half, half, scale)  # an unstored entry's term
     q = clipping.quantize(XT.vals * XT.vals - half[XT.cols], half[XT.cols], scale[XT.cols])
     with jax.enable_x64(True):
@@ -346,7 +347,7 @@ def _chunk_moment_total(chunk: problem_lib.Problem, half: Array, *, bits: int) -
 def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examples: int, bits: int) -> Array:
   """`g = Q h / n + l2 w`, rounded as the in-memory clipped gradient
   ([`dpgcd_jax.kernels.clipped_gradient`][])."""
-  return clipping.exact_mean(total, clipping.grid_scale(thresholds, bits), num_examples, w.dtype) + l2 * w
+  return exact_sums.exact_mean(total, exact_sums.grid_scale(thresholds, bits), num_examples, w.dtype) + l2 * w
 
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "selection", "update", "rule"))

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 import dpgcd_jax as dg
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import discrete_noise as dn
+from dpgcd_jax import exact_sums
+from dpgcd_jax import host_release
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import events
@@ -31,9 +34,9 @@ def _constant_counts(value):
 
 def test_count_queries_move_by_exactly_one_above_2_24():
   counts = np.array([BIG - 1, BIG, BIG + 1, BIG + 2, BIG + 3, 2**30, 2**31 - 2], np.int64)
-  clamp = lambda x: np.clip(x, -dn.QUERY_LIMIT, dn.QUERY_LIMIT)
+  clamp = lambda x: np.clip(x, -discrete_grid.QUERY_LIMIT, discrete_grid.QUERY_LIMIT)
   for rank in (0, BIG + 1, 2**30):
-    query = lambda c: dn.count_query(jnp.asarray(c, jnp.int32), rank)  # noqa: B023
+    query = lambda c: discrete_grid.count_query(jnp.asarray(c, jnp.int32), rank)  # noqa: B023
     assert query(counts).dtype == jnp.int32
     np.testing.assert_array_equal(query(counts), clamp(counts - rank))
     diff = np.asarray(query(counts + 1), np.int64) - np.asarray(query(counts), np.int64)
@@ -65,7 +68,7 @@ def test_the_scales_noise_is_the_exact_discrete_gaussian_draw():
   assert bool(valid) and int(sigma) == int(np.floor(noise * np.sqrt(P))) + 1
   draw = jax.jit(lambda k: dn.discrete_gaussian(k, sigma, (P,)))
   for r, key_r in enumerate(jax.random.split(key, scales.num_rounds())):
-    query = dn.count_query(counts[jnp.arange(P), search.queried[r]], int(np.ceil(threshold)))
+    query = discrete_grid.count_query(counts[jnp.arange(P), search.queried[r]], int(np.ceil(threshold)))
     np.testing.assert_array_equal(search.released[r] - query, draw(key_r))
 
 
@@ -79,7 +82,7 @@ def test_above_threshold_draws_exact_discrete_laplace_on_integer_queries():
                                                (bounds.GRID.size + 1,)))
   for key in jax.random.split(jax.random.key(3), 5):
     z = np.asarray(draw(key))
-    above = np.asarray(dn.count_query(counts, rank)) + z[1:] >= z[0]
+    above = np.asarray(discrete_grid.count_query(counts, rank)) + z[1:] >= z[0]
     want = bounds.GRID[np.argmax(above) if above.any() else bounds.GRID.size - 1]
     assert float(bounds.bound_at_rank(key, statistic, epsilon, rank)) == np.float32(want)
 
@@ -149,7 +152,7 @@ def test_a_secure_fit_with_private_scales_lists_no_float_mechanism():
 
 
 def test_host_releases_draw_at_a_scale_never_below_the_charged_product():
-  """`mechanisms.release` (private scores, CV scores, class counts) forms multiplier x sensitivity on
+  """`host_release.release` (private scores, CV scores, class counts) forms multiplier x sensitivity on
   the host and rounds it UP to the value's dtype: a float32 cast or product rounds to nearest, up to
   half an ulp below the real product the ledger charges."""
   rng = np.random.default_rng(5)
@@ -164,7 +167,7 @@ def test_host_releases_draw_at_a_scale_never_below_the_charged_product():
   assert np.isnan(dg.clipping.scale_above(1.0, np.nan, np.float32))
   assert float(dg.clipping.scale_above(0.0, 3.0, np.float32)) == 0.0
   laplace, key, value = dg.mechanisms.LaplaceNoise(), jax.random.key(1), jnp.float32(0.25)
-  released = dg.mechanisms.release(laplace, key, value, 18.278105006, 1.0)
+  released = host_release.release(laplace, key, value, 18.278105006, 1.0)
   want = laplace.perturb(key, value, jnp.asarray(dg.clipping.scale_above(18.278105006, 1.0, np.float32)))
   assert float(released) == float(want)
   assert float(dg.clipping.scale_above(18.278105006, 1.0, np.float32)) > float(np.float32(18.278105006))
@@ -172,7 +175,7 @@ def test_host_releases_draw_at_a_scale_never_below_the_charged_product():
 
 def _real_mean_sensitivity(C, n, dtype):
   """`clipping.mean_sensitivity`'s formula in exact rationals, on its float inputs."""
-  r, eps = Fraction(float(dg.clipping.rounding_bound(dtype))), Fraction(float(np.finfo(dtype).eps))
+  r, eps = Fraction(float(exact_sums.rounding_bound(dtype))), Fraction(float(np.finfo(dtype).eps))
   C = Fraction(float(C))
   return (2 * C / n + 2 * r * C) * (1 + 8 * eps)
 

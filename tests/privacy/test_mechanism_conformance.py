@@ -13,7 +13,8 @@ import pytest
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
-from dpgcd_jax import discrete_noise
+from dpgcd_jax import discrete_grid
+from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import events
 from dpgcd_jax.solvers import greedy
@@ -24,7 +25,7 @@ KEYS = jax.random.split(jax.random.key(11), 1000)
 
 
 def _release(name, key, value, multiplier, sensitivity):
-  return mechanisms.release(mechanisms.UPDATES[name], key, jnp.asarray(value, jnp.float32), multiplier,
+  return host_release.release(mechanisms.UPDATES[name], key, jnp.asarray(value, jnp.float32), multiplier,
                             sensitivity)
 
 
@@ -80,7 +81,7 @@ def test_update_noise_has_the_scale_its_event_is_charged_for(name):
 @pytest.mark.parametrize("name", [n for n in UPDATES if mechanisms.is_discrete(mechanisms.UPDATES[n])])
 def test_a_discrete_release_is_one_integer_on_the_public_grid(name):
   multiplier, sensitivity = 2.0, 0.01
-  gran = float(discrete_noise.grid_step(jnp.asarray(multiplier * sensitivity, jnp.float32)))
+  gran = float(discrete_grid.grid_step(jnp.asarray(multiplier * sensitivity, jnp.float32)))
   for value in (0.3, -1234.5678, 1e-9):
     out = np.asarray(jax.vmap(lambda k, v=value: _release(name, k, v, multiplier, sensitivity))(KEYS[:200]),
                      np.float64)

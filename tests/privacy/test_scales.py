@@ -11,6 +11,7 @@ import scipy.sparse
 from scipy import stats
 
 from dpgcd_jax import discrete_noise
+from dpgcd_jax import discrete_pmfs
 from dpgcd_jax import sparse as sparse_lib
 from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import auditing
@@ -152,7 +153,7 @@ def _chi2_pvalue(z, sigma):
   cut = int(3 * sigma)
   ks = np.arange(-cut, cut + 1)
   observed = np.array([np.sum(z == k) for k in ks] + [np.sum(np.abs(z) > cut)], dtype=float)
-  pmf = discrete_noise.discrete_gaussian_pmf(ks, sigma)
+  pmf = discrete_pmfs.discrete_gaussian_pmf(ks, sigma)
   return stats.chisquare(observed, z.size * np.append(pmf, 1.0 - pmf.sum())).pvalue
 
 

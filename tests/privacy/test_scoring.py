@@ -10,6 +10,7 @@ from scipy import stats
 from sklearn import metrics
 
 import dpgcd_jax as dg
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import scoring
 from dpgcd_jax.privacy import Accountant
 from dpgcd_jax.privacy import BudgetError
@@ -296,7 +297,7 @@ def test_secure_neighbouring_scores_stay_within_the_grid_sensitivity_at_large_n(
     (a, scale, sensitivity), (b, _, _) = (scoring.noisy_mean(jax.random.key(7), t, 1.0, multiplier, secure=True)
                                           for t in terms)
     with jax.enable_x64(True):
-      gran = float(dg.discrete_noise.grid_step(np.float64(multiplier * sensitivity)))
+      gran = float(discrete_grid.grid_step(np.float64(multiplier * sensitivity)))
     worst.append(abs(b - a) / gran / (np.ceil(sensitivity / gran) + 1))
     assert scale > multiplier / n
   assert max(worst) <= 1.0

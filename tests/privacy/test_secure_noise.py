@@ -10,7 +10,9 @@ import pytest
 from scipy import stats
 
 import dpgcd_jax as dg
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import discrete_noise as dn
+from dpgcd_jax import discrete_pmfs
 from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import accounting
@@ -44,7 +46,7 @@ def test_mironov_distinguisher_succeeds_on_float_laplace_and_fails_on_secure_noi
 
   # Secure update, neighbouring values (|v0 - v1| = 1e-3 = Delta): both supports are the grid.
   sens, s = jnp.float32(1e-3), jnp.float32(1.0)
-  gran = float(dn.grid_step(s * sens))
+  gran = float(discrete_grid.grid_step(s * sens))
   for update in (mechanisms.DiscreteLaplaceNoise(), mechanisms.DiscreteGaussianNoise()):
     perturb = jax.jit(jax.vmap(lambda k, v: update.perturb(k, v, s, sens), in_axes=(0, None)))  # noqa: B023
     keys = jax.random.split(jax.random.key(2), 4000)
@@ -78,9 +80,9 @@ def _twenty_thousand_draws(sampler):
 
 
 @pytest.mark.parametrize("sampler, pmf, t", [
-    (dn.discrete_laplace, dn.discrete_laplace_pmf, 3),
-    (dn.discrete_gaussian, dn.discrete_gaussian_pmf, 4),
-    (dn.discrete_gaussian, dn.discrete_gaussian_pmf, 1),
+    (dn.discrete_laplace, discrete_pmfs.discrete_laplace_pmf, 3),
+    (dn.discrete_gaussian, discrete_pmfs.discrete_gaussian_pmf, 4),
+    (dn.discrete_gaussian, discrete_pmfs.discrete_gaussian_pmf, 1),
 ])
 def test_discrete_samplers_match_their_pmf_and_reject_a_wrong_scale(sampler, pmf, t):
   z = np.asarray(_twenty_thousand_draws(sampler)(jax.random.key(3), jnp.int32(t)))
@@ -120,9 +122,9 @@ def test_samplers_fail_closed_on_invalid_scale_and_reject_float_scale():
   assert np.isnan(out)  # scale beyond MAX_SCALE grid steps: NaN
   # A tiny multiplier: Delta / gran above 2^23 grid steps, where float32 would drop the + 1 of
   # the grid sensitivity; it fails closed instead (below, the + 1 is kept).
-  gran = dn.grid_step(jnp.asarray(1e-4 * 0.1, jnp.float32))
-  assert np.isnan(dn.grid_sensitivity(jnp.asarray(0.1, jnp.float32), gran))
-  assert float(dn.grid_sensitivity(jnp.asarray(2.0**22, jnp.float32), 1.0)) == 2.0**22 + 1
+  gran = discrete_grid.grid_step(jnp.asarray(1e-4 * 0.1, jnp.float32))
+  assert np.isnan(discrete_grid.grid_sensitivity(jnp.asarray(0.1, jnp.float32), gran))
+  assert float(discrete_grid.grid_sensitivity(jnp.asarray(2.0**22, jnp.float32), 1.0)) == 2.0**22 + 1
   out = mechanisms.DiscreteLaplaceNoise().perturb(jax.random.key(0), 0.3, 1e-4, 0.1)
   assert np.isnan(out)
 
@@ -130,21 +132,21 @@ def test_samplers_fail_closed_on_invalid_scale_and_reject_float_scale():
 def test_secure_update_noise_has_the_grid_scale():
   """The update noise is Z gran with Z ~ discrete Gaussian(floor(s D) + 1), D = ceil(Delta/gran) + 1."""
   s, sens = 2.0, 0.01
-  gran = float(dn.grid_step(jnp.asarray(s * sens)))
+  gran = float(discrete_grid.grid_step(jnp.asarray(s * sens)))
   D = math.ceil(sens / gran) + 1
   t = math.floor(s * D) + 1
   perturb = jax.jit(jax.vmap(lambda k: mechanisms.DiscreteGaussianNoise().perturb(
       k, jnp.asarray(0.123456), s, sens)))
   y = np.asarray(perturb(jax.random.split(jax.random.key(5), 20000)))
   z = np.round(y / gran - round(0.123456 / gran)).astype(int)
-  assert _chi2_pvalue(z, lambda k: dn.discrete_gaussian_pmf(k, t), 2 * t) > 1e-3
+  assert _chi2_pvalue(z, lambda k: discrete_pmfs.discrete_gaussian_pmf(k, t), 2 * t) > 1e-3
   assert 1.0 < t * gran / (s * sens) < 1 + (2 * s + 1) / 8192  # the documented bound on the extra noise
 
 
 def test_secure_noise_in_float32():
   with jax.enable_x64(False):
     sens, s = jnp.float32(0.02), jnp.float32(3.0)
-    gran = dn.grid_step(s * sens)
+    gran = discrete_grid.grid_step(s * sens)
     y = jax.jit(jax.vmap(lambda k: mechanisms.DiscreteLaplaceNoise().perturb(
         k, jnp.float32(0.7), s, sens)))(jax.random.split(jax.random.key(6), 2000))
     assert y.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(y)))

@@ -14,6 +14,7 @@ import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
+from dpgcd_jax import exact_sums
 from dpgcd_jax import kernels
 
 N = 6_000_000
@@ -68,7 +69,7 @@ def test_worst_case_pair_at_n_6e6_meets_the_sensitivity_in_float32():
   # What the noise is scaled to (the ledger's unit): never exceeded.
   assert np.all(gap <= sensitivity), gap / sensitivity
   # ... and it is 2C/n plus the one final rounding of each mean, nothing more.
-  folded = 2.0 / N + 2 * clipping.rounding_bound(jnp.float32)
+  folded = 2.0 / N + 2 * exact_sums.rounding_bound(jnp.float32)
   np.testing.assert_array_less(sensitivity, folded * (1 + 1e-6))
   assert np.all(gap >= (2.0 / N) * (1 - 1e-6) - 2 * U)  # the pair is the worst case: the gap is 2C/n
 
@@ -78,11 +79,11 @@ def test_the_exact_sum_before_the_rounding_meets_2c_over_n():
   # before the final rounding (here it is exactly 2C up to the grid).
   T = _columns(N, np.random.default_rng(1))
   thresholds = jnp.ones((8, 1), jnp.float32)
-  scale = clipping.grid_scale(thresholds, clipping.grid_bits(jnp.float32, N))
+  scale = exact_sums.grid_scale(thresholds, exact_sums.grid_bits(jnp.float32, N))
 
   @jax.jit
   def exact_sum(XT):
-    return clipping.exact_sum(clipping.quantize(XT, thresholds, scale), axis=1)
+    return exact_sums.exact_sum(clipping.quantize(XT, thresholds, scale), axis=1)
 
   with jax.enable_x64(True):
     h = 1.0 / np.asarray(scale, np.float64)[:, 0]
@@ -114,7 +115,7 @@ def test_clipped_mean_is_the_rounded_exact_mean_at_every_length(n):
   G[0, : n // 2] = np.inf if n > 1 else G[0, :1]
   C = np.array([[0.3], [1.7], [0.0]], np.float32)
   got = np.asarray(jax.jit(lambda g, c: clipping.clipped_mean(g, c, axis=1))(G, C))
-  h = 2.0 ** (np.frexp(C.astype(np.float64))[1] - 1 - clipping.grid_bits(jnp.float32, n))
+  h = 2.0 ** (np.frexp(C.astype(np.float64))[1] - 1 - exact_sums.grid_bits(jnp.float32, n))
   finite = np.where(np.isfinite(G), G, 0.0).astype(np.float64)
   q = np.trunc(np.clip(finite, -C, C) / h)
   want = (q.sum(axis=1) * h[:, 0] / n).astype(np.float32)
@@ -189,14 +190,14 @@ def _sgd_exact_sum(G):
   n = G.shape[0]
   plan = sampling.plan(n, 1.0, n)
   clip = jnp.asarray(C_SGD)
-  scale = clipping.grid_scale(clip, clipping.l2_grid_bits(n))
+  scale = exact_sums.grid_scale(clip, exact_sums.l2_grid_bits(n))
 
   @jax.jit
   def total(G):
     q = sampling.subsample_sum(jax.random.key(0), plan, lambda idx: clipping.quantize_l2(G[idx], clip, scale),
-                               reduce=clipping.masked_float64_sum)
+                               reduce=exact_sums.masked_float64_sum)
     with jax.enable_x64(True):
-      return q * clipping.grid_step(clip, scale)
+      return q * exact_sums.grid_step(clip, scale)
 
   with jax.enable_x64(True):
     return np.asarray(total(jnp.asarray(G)), np.float64)
@@ -211,7 +212,7 @@ def test_dp_sgd_clipped_sum_meets_the_sensitivity_exactly_at_2_to_the_20():
   assert np.linalg.norm(base - removed) <= C
   assert np.linalg.norm(base - flipped) >= 2 * C * (1 - 4e-6)  # the worst case: 2C up to the shrink (2e-6)
   # The sum is the exact sum of the truncated terms (a NumPy float64 reference: integers, order-free).
-  h = 2.0 ** (np.frexp(C)[1] - 1 - clipping.l2_grid_bits(N_SGD))
+  h = 2.0 ** (np.frexp(C)[1] - 1 - exact_sums.l2_grid_bits(N_SGD))
   factor = (C * clipping.l2_shrink(np.float32, 2)) / (2 * C)  # the float64 factor of a row at 2C e_1
   term = np.trunc(np.float32(2 * C_SGD) * np.float32(factor / h))  # the float32 multiplier and product
   np.testing.assert_array_equal(base, [N_SGD * term * h, 0.0])
@@ -263,8 +264,8 @@ def test_dp_sgd_quantized_rows_have_l2_norm_at_most_c_exactly():
     v = rng.normal(size=p).astype(np.float32)
     rows.append((v * (C / np.linalg.norm(v))).astype(np.float32))
   G = np.stack(rows)
-  bits = clipping.l2_grid_bits(70_000)
-  scale = clipping.grid_scale(jnp.asarray(C), bits)
+  bits = exact_sums.l2_grid_bits(70_000)
+  scale = exact_sums.grid_scale(jnp.asarray(C), bits)
   q = np.asarray(jax.jit(clipping.quantize_l2)(jnp.asarray(G), jnp.asarray(C), scale))
   h = Fraction(1) / Fraction(float(scale))
   assert np.all(q == np.trunc(q)) and np.all(np.abs(q) < 2.0 ** (bits + 1))

@@ -13,7 +13,7 @@ from scipy import special
 from scipy import stats
 
 import dpgcd_jax as dg
-from dpgcd_jax import discrete_noise
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import kernels
 from dpgcd_jax.privacy import BoundedRange
 from dpgcd_jax.privacy import PureDp
@@ -224,8 +224,8 @@ def test_secure_vertex_frequencies_match_discrete_report_noisy_max():
   sensitivity = dp_fw.secure_sensitivity(dp_fw.utility_sensitivity(r, thresholds, n), r, thresholds,
                                          jnp.zeros(p))
   assert float(sensitivity) > r * 2.0 / n  # the float slack is added
-  gran = float(discrete_noise.grid_step(b * sensitivity))
-  D = float(discrete_noise.grid_sensitivity(sensitivity, gran))
+  gran = float(discrete_grid.grid_step(b * sensitivity))
+  D = float(discrete_grid.grid_sensitivity(sensitivity, gran))
   k = np.round(np.asarray(r * np.concatenate([-g, g]), np.float64) / gran)
 
   def p_value(scale):

@@ -15,7 +15,7 @@ from sklearn import linear_model
 
 import dpgcd_jax as dg
 from dpgcd_jax import clipping
-from dpgcd_jax import discrete_noise
+from dpgcd_jax import discrete_grid
 from dpgcd_jax import peeling
 from dpgcd_jax.privacy import BoundedRange
 from dpgcd_jax.privacy import Gaussian
@@ -149,9 +149,9 @@ def test_secure_peeling_is_discrete_report_noisy_max_without_replacement():
   pairs, ok = jax.jit(jax.vmap(lambda k: peeling.peel_secure(k, jnp.asarray(u), 2, b, sensitivity)))(keys)
   pairs = np.asarray(pairs)
   assert np.all(np.asarray(ok)) and np.all(pairs[:, 0] != pairs[:, 1])
-  gran = float(discrete_noise.grid_step(b * sensitivity))
+  gran = float(discrete_grid.grid_step(b * sensitivity))
   k = np.round(u / gran)
-  t = int(np.floor(b * float(discrete_noise.grid_sensitivity(sensitivity, gran)))) + 1
+  t = int(np.floor(b * float(discrete_grid.grid_sensitivity(sensitivity, gran)))) + 1
 
   def ordered_pairs(scale):
     first = numpy_reference.discrete_noisy_max_law(k, scale)
@@ -227,8 +227,8 @@ def test_secure_values_carry_discrete_gaussian_noise_on_the_gradient_grid(bounde
   support = np.asarray(info.support[0])
   assert np.all(np.asarray(info.support) == support)
   sensitivity = float(clipping.with_roundings(clipping.mean_sensitivity(jnp.asarray(0.5), n), 0.5, roundings=2))
-  gran = float(discrete_noise.grid_step(sigma * math.sqrt(s) * sensitivity))
-  t = math.floor(sigma * math.sqrt(s) * float(discrete_noise.grid_sensitivity(sensitivity, gran))) + 1
+  gran = float(discrete_grid.grid_step(sigma * math.sqrt(s) * sensitivity))
+  t = math.floor(sigma * math.sqrt(s) * float(discrete_grid.grid_sensitivity(sensitivity, gran))) + 1
   g_hat = -np.asarray(new.w)[:, support] / gamma  # w = 0: w' = -eta g_hat, eta = gamma (M_j = 1)
   z = (g_hat - np.round(g[support] / gran) * gran).reshape(-1) / (gran * t)
   assert stats.kstest(z, "norm").pvalue > 1e-3
