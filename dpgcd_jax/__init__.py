@@ -51,6 +51,7 @@ _EXPORTS = {
     "dp_greedy_coordinate": "dpgcd_jax.transforms",
     "fresh_key": "dpgcd_jax.seeding",
     "enable_compilation_cache": "dpgcd_jax._config",
+    "count_compilations": "dpgcd_jax._config",
     "transforms": "dpgcd_jax.transforms:",
     # scikit-learn estimators.
     "DPGCDClassifier": "dpgcd_jax.estimators",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # what the lazy exports are, for type checkers and IDEs
   from dpgcd_jax import scoring  # noqa: F401
   from dpgcd_jax import seeding  # noqa: F401
   from dpgcd_jax import transforms  # noqa: F401
+  from dpgcd_jax._config import count_compilations  # noqa: F401
   from dpgcd_jax._config import enable_compilation_cache  # noqa: F401
   from dpgcd_jax._validate import PrivacyLeakWarning  # noqa: F401
   from dpgcd_jax.estimators import DPGCDClassifier  # noqa: F401

@@ -1,4 +1,4 @@
-"""Process-wide settings: JAX's persistent (on-disk) compilation cache, opt-in.
+"""Process-wide settings: JAX's persistent (on-disk) compilation cache, opt-in; a compile counter.
 
 A first fit compiles a handful of XLA programs (seconds on a small machine); a second process
 that finds them on disk loads them instead (milliseconds). The library never changes JAX's
@@ -25,9 +25,11 @@ keep it in a directory only you can write.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import TypedDict
 
 OPT_OUT_ENV = "DPGCD_JAX_NO_COMPILATION_CACHE"
@@ -36,6 +38,7 @@ _JAX_MIN_TIME = "jax_persistent_cache_min_compile_time_secs"
 # JAX's options are dynamic attributes of jax.config (not in its type stubs): read by name.
 _JAX_CACHE_DIR = "jax_compilation_cache_dir"
 _JAX_ENABLE_CACHE = "jax_enable_compilation_cache"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # JAX monitoring: once per XLA compilation
 
 
 class _State(TypedDict):
@@ -107,6 +110,38 @@ def _turn_on(jax, directory: str) -> str | None:
 def compilation_cache_dir() -> str | None:
   """The directory in use, or None (not yet decided, or off)."""
   return _state["dir"]
+
+
+@contextlib.contextmanager
+def count_compilations() -> Iterator[list[str]]:
+  """Counts the XLA compilations inside a `with` block: yields a list that collects the name of
+  every program compiled there (`len(names)` is the count), from JAX's monitoring event
+  `/jax/core/compile/backend_compile_duration` (which also fires for a program loaded from the
+  persistent cache: loading is counted as compiling). Changes no JAX setting; blocks may nest.
+
+  Example: a second fit at another epsilon compiles nothing (the number of passes and the noise
+  multipliers are runtime values of the compiled program):
+
+  ```python
+  with dg.count_compilations() as compiled:
+    dg.fit(dg.dp_gcd, problem, key, epsilon=2.0, delta=1e-6, passes=5)
+  len(compiled)  # 0 after a first fit on a problem of the same shapes
+  ```
+  """
+  import jax  # pylint: disable=g-import-not-at-top
+
+  names: list[str] = []
+
+  def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
+    del duration_secs
+    if event == COMPILE_EVENT:
+      names.append(str(kwargs.get("fun_name", "?")))
+
+  jax.monitoring.register_event_duration_secs_listener(listener)
+  try:
+    yield names
+  finally:
+    jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def _reset_for_tests() -> None:

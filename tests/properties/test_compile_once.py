@@ -1,11 +1,11 @@
 """Compile once: the number of passes is a runtime value, and compiled programs persist on disk.
 
-Compilations are counted with JAX's own monitoring (``/jax/core/compile/backend_compile_duration``
-fires once per XLA compilation, ``/jax/compilation_cache/cache_hits`` once per program loaded
-from the persistent cache instead) and with the jitted program's ``_cache_size()``.
+Compilations are counted with the public counter ``dg.count_compilations`` (JAX's own monitoring:
+``/jax/core/compile/backend_compile_duration`` fires once per XLA compilation;
+``/jax/compilation_cache/cache_hits`` once per program loaded from the persistent cache instead)
+and with the jitted program's ``_cache_size()``.
 """
 
-import contextlib
 import functools
 import json
 import os
@@ -25,24 +25,23 @@ from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import driver
 from dpgcd_jax.solvers import guards
 
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+counting_compilations = dg.count_compilations  # the public counter, tested below
 
 
-@contextlib.contextmanager
-def counting_compilations():
-  """Yields the list of the names of the programs XLA compiles inside the block."""
-  names = []
-
-  def listener(event, duration, **kwargs):
-    del duration
-    if event == COMPILE_EVENT:
-      names.append(kwargs.get("fun_name", "?"))
-
-  jax.monitoring.register_event_duration_secs_listener(listener)
-  try:
-    yield names
-  finally:
-    jax.monitoring.unregister_event_duration_listener(listener)
+def test_the_public_counter_counts_each_new_program_once_and_changes_no_setting():
+  before = {name: getattr(jax.config, name) for name in ("jax_compilation_cache_dir", "jax_enable_x64")}
+  f = jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0)
+  x7, x9, x11 = np.ones(7, np.float32), np.ones(9, np.float32), np.ones(11, np.float32)
+  with dg.count_compilations() as outer:
+    f(x7)
+    with dg.count_compilations() as inner:
+      f(x7)  # cached: nothing compiled
+      f(x9)  # a new shape: one program
+    assert inner == ["jit(<lambda>)"]
+  assert outer == ["jit(<lambda>)"] * 2
+  f(x11)  # outside every block: not counted, the listeners are gone
+  assert len(outer) == 2
+  assert {name: getattr(jax.config, name) for name in before} == before
 
 
 def _problem(n=40, p=6):
