@@ -18,7 +18,8 @@
   public log grid), what the estimators' private scaling releases;
   [`dpgcd_jax.privacy.scales_budget`][]: what they cost and from what `n` they pay.
 * [`dpgcd_jax.privacy.auditing`][]: the empirical audit, on neighbours from
-  [`dpgcd_jax.privacy.audit_neighbours`][]; [`dpgcd_jax.privacy.smoothness`][]: the private
+  [`dpgcd_jax.privacy.audit_neighbours`][]; [`dpgcd_jax.privacy.distinguisher`][]: the
+  per-mechanism likelihood-ratio audit; [`dpgcd_jax.privacy.smoothness`][]: the private
   estimate of `M`.
 
 Exports are imported on first use (`dpgcd_jax._lazy`): `from dpgcd_jax.privacy import
