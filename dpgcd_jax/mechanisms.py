@@ -316,15 +316,17 @@ class DiscreteGaussianNoise(_Costed):
 
   def perturb_integers(self, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
     """`(queries + Z, ok)`: int32 integer queries plus discrete Gaussian `Z` of int32 sigma
-    `scale` (the private scales' noisy counts, [`dpgcd_jax.privacy.scales`][]); as
+    `scale` (the private scales' noisy counts, [`dpgcd_jax.privacy.scales`][]), or float64
+    integer-valued queries below `2^52` (secure DP-SGD's exact sums); as
     `DiscreteLaplaceNoise.perturb_integers`."""
     return _integers(discrete_noise.discrete_gaussian, key, queries, scale)
 
 
 def _integers(sampler, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
-  z = sampler(key, scale, queries.shape)
+  z = sampler(key, scale, queries.shape)  # the samplers are int32 code: drawn outside x64
   ok = z != discrete_noise.FAILED
-  return queries + jnp.where(ok, z, 0), ok
+  with jax.enable_x64(True):  # float64 integer queries (DP-SGD's exact sums) add exactly
+    return queries + jnp.where(ok, z, 0).astype(queries.dtype), ok
 
 
 SELECTIONS = {m.name: m for m in (LaplaceNoisyMax(), GumbelMax(), DiscreteLaplaceNoisyMax())}

@@ -85,6 +85,8 @@ def _rdp_parts(entries: Entries):
     return total
   extra = [_rdp.psg_orders(e.noise, e.sampling_rate) for e, _ in entries
            if isinstance(e, ev.PoissonSampledGaussian)]
+  extra += [_rdp.psdg_orders(e.noise, e.sampling_rate) for e, _ in entries
+            if isinstance(e, ev.PoissonSampledDiscreteGaussian)]
   return curve, (np.concatenate(extra) if extra else None)
 
 

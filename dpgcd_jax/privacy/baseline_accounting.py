@@ -10,7 +10,9 @@ routes, do NOT double `s`). Methods are the ledger's route names: `"fft_pld"`
 (dp_accounting's `REPLACE_ONE` pair and pessimistic connect-the-dots discretization,
 vectorized), `"dp_accounting_pld"` (dp_accounting itself, slower; the same bound to ~1e-4),
 `"rdp"` (the add/remove curve of Mironov, Talwar & Zhang 2019 through the weak triangle
-inequality).
+inequality). The secure step (`secure_noise=True`: discrete Gaussian noise on the exact integer
+sum) is `PoissonSampledDiscreteGaussian(s, q)`, which only the `"rdp"` route claims (Zhu & Wang
+2019's general bound for Poisson subsampling; see the event).
 """
 
 from __future__ import annotations
@@ -99,9 +101,15 @@ def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
 _SGD_METHODS = ("best", "fft_pld", "dp_accounting_pld", "rdp")
 
 
-def sgd_ledger(noise: float, *, steps: int, sampling_rate: float) -> ledger_lib.Ledger:
-  """The ledger of `steps` DP-SGD steps (Poisson sampling + Gaussian noise on the sum)."""
-  return ledger_lib.Ledger.of(("step", ev.PoissonSampledGaussian(noise, sampling_rate), steps))
+def sgd_ledger(noise: float, *, steps: int, sampling_rate: float,
+               secure_noise: bool = False) -> ledger_lib.Ledger:
+  """The ledger of `steps` DP-SGD steps (Poisson sampling + Gaussian noise on the sum);
+  `secure_noise`: discrete Gaussian noise on the integer sum, `PoissonSampledDiscreteGaussian`
+  (RDP route only, [`dpgcd_jax.solvers.dp_sgd`][])."""
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  event = ev.PoissonSampledDiscreteGaussian if secure_noise else ev.PoissonSampledGaussian
+  return ledger_lib.Ledger.of(("step", event(noise, sampling_rate), steps))
 
 
 def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
@@ -137,8 +145,11 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
 
 
 def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: float,
-                  method: str = "best") -> Calibration:
+                  method: str = "best", secure_noise: bool = False) -> Calibration:
   """Smallest DP-SGD multiplier `s` (units of `C`) meeting (epsilon, delta)-DP.
+
+  `secure_noise=True`: the multiplier of the secure step (discrete Gaussian on the integer sum,
+  `PoissonSampledDiscreteGaussian`), accounted by RDP only (`method` "best" or "rdp").
 
   Args:
     epsilon: target epsilon > 0 (finite).
@@ -156,16 +167,17 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
   check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
   q = check_rate(sampling_rate)
-  _validate.check_choice("method", method, _SGD_METHODS)
-  return _calibrate_sgd(float(epsilon), float(delta), steps, q, method)
+  _validate.check_choice("method", method, ("best", "rdp") if secure_noise is True else _SGD_METHODS)
+  sgd_ledger(1.0, steps=1, sampling_rate=q, secure_noise=secure_noise)  # validates secure_noise
+  return _calibrate_sgd(float(epsilon), float(delta), steps, q, method, secure_noise)
 
 
 @functools.lru_cache(maxsize=256)
-def _calibrate_sgd(epsilon, delta, steps, q, method) -> Calibration:
+def _calibrate_sgd(epsilon, delta, steps, q, method, secure_noise=False) -> Calibration:
   guess = q * math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
   s, report = calibration.calibrate(
-      lambda s: sgd_ledger(s, steps=steps, sampling_rate=q), epsilon, delta,
-      guess=max(guess, 0.5), route=method, key=("sgd", steps, q),
+      lambda s: sgd_ledger(s, steps=steps, sampling_rate=q, secure_noise=secure_noise), epsilon, delta,
+      guess=max(guess, 0.5), route=method, key=("sgd", steps, q, secure_noise),
       rel_tol=calibration.REL_TOL)
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=report.route, report=report)

@@ -21,6 +21,7 @@ refers to, see [`dpgcd_jax.privacy.accounting`][]):
 | discrete Laplace `t >= b D` on an integer | `DiscreteLaplace(1 / b)` (pure DP) |
 | discrete Gaussian `sigma >= s D` on integer | `DiscreteGaussian(s)` (zCDP) |
 | Poisson sampling (rate q) + Gaussian on a sum | `PoissonSampledGaussian(s, q)` |
+| Poisson sampling (rate q) + discrete Gaussian on an integer sum | `PoissonSampledDiscreteGaussian(s, q)` (RDP) |
 | a total-variation / truncation slack | `DeltaSlack(delta)` |
 """
 
@@ -236,6 +237,42 @@ class PoissonSampledGaussian(PrivacyEvent):
 
   def rdp(self, orders):
     return _rdp.psg_rdp(self.noise, self.sampling_rate, orders)
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonSampledDiscreteGaussian(PrivacyEvent):
+  """One secure DP-SGD step: Poisson sampling at rate `q`, discrete Gaussian noise on an integer sum.
+
+  The release is `Q + Z`: `Q = sum_{i in B} q_i` over the Poisson(`q`) batch `B`, `q_i` integer
+  vectors with `||q_i||_2 <= D` (the clipped rows on a public grid, `D = C / h`), and `Z` iid
+  discrete Gaussians `N_Z(0, sigma^2)` per coordinate, integer `sigma >= s D`. NOT a
+  `PoissonSampledGaussian`: no PLD route claims it, only RDP, built in three steps.
+
+  (a) Base mechanism, add/remove neighbours (`Q' = Q + q_x`, an integer vector): for integers
+  `mu, nu`, `D_a(N_Z(mu, sigma^2) || N_Z(nu, sigma^2)) <= a (mu - nu)^2 / (2 sigma^2)` at every
+  order `a > 1` (Canonne, Kamath & Steinke, NeurIPS 2020: the one-dimensional bound behind their
+  Thm 4, which `DiscreteGaussian` uses; symmetric in `mu, nu`, so both directions), and Renyi
+  divergence adds over independent coordinates (a product of distributions; van Erven &
+  Harremoes 2014): `<= a ||q_x||_2^2 / (2 sigma^2) <= a / (2 s^2)`.
+  (b) Poisson subsampling of any mechanism with that RDP at the integer orders `2..a`:
+  Zhu & Wang (ICML 2019, Thm. 6, the general upper bound, add/remove, integer `a >= 2`), or
+  joint convexity (`dpgcd_jax.privacy._rdp._add_remove_from_integer_curve`).
+  (c) Replace-one from add/remove by the weak triangle inequality (Mironov 2017, Prop. 11,
+  through `D \\ {x}`; `_rdp.replace_from_add_remove`), which needs only an add/remove bound in
+  both directions at the orders it combines: integer orders here (`_rdp.SGD_RDP_ORDERS`).
+  """
+
+  noise: float
+  sampling_rate: float
+
+  def __post_init__(self):
+    _check_noise(self)
+    _validate.check_number("sampling_rate", self.sampling_rate, low=0.0, high=1.0,
+                           low_open=True)
+    _set_float(self, "sampling_rate", self.sampling_rate)
+
+  def rdp(self, orders):
+    return _rdp.psdg_rdp(self.noise, self.sampling_rate, orders)
 
 
 @dataclasses.dataclass(frozen=True)
