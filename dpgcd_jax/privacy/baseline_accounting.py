@@ -11,8 +11,9 @@ routes, do NOT double `s`). Methods are the ledger's route names: `"fft_pld"`
 vectorized), `"dp_accounting_pld"` (dp_accounting itself, slower; the same bound to ~1e-4),
 `"rdp"` (the add/remove curve of Mironov, Talwar & Zhang 2019 through the weak triangle
 inequality). The secure step (`secure_noise=True`: discrete Gaussian noise on the exact integer
-sum) is `PoissonSampledDiscreteGaussian(s, q)`, which only the `"rdp"` route claims (Zhu & Wang
-2019's general bound for Poisson subsampling; see the event).
+sum) is `PoissonSampledDiscreteGaussian(s, q)`, which only the `"rdp"` route claims (an
+add/remove curve of Poisson subsampling from the discrete Gaussian's `a / (2 s^2)`: the binomial
+expansion, a Taylor bound for the reverse direction and joint convexity; see the event).
 """
 
 from __future__ import annotations

@@ -244,7 +244,8 @@ class PoissonSampledDiscreteGaussian(PrivacyEvent):
   """One secure DP-SGD step: Poisson sampling at rate `q`, discrete Gaussian noise on an integer sum.
 
   The release is `Q + Z`: `Q = sum_{i in B} q_i` over the Poisson(`q`) batch `B`, `q_i` integer
-  vectors with `||q_i||_2 <= D` (the clipped rows on a public grid, `D = C / h`), and `Z` iid
+  vectors with `||q_i||_2 <= C / h <= D` (the clipped rows on a public grid `h`,
+  `D = ceil(C / h) + 1`), and `Z` iid
   discrete Gaussians `N_Z(0, sigma^2)` per coordinate, integer `sigma >= s D`. NOT a
   `PoissonSampledGaussian`: no PLD route claims it, only RDP, built in three steps.
 
@@ -254,9 +255,11 @@ class PoissonSampledDiscreteGaussian(PrivacyEvent):
   Thm 4, which `DiscreteGaussian` uses; symmetric in `mu, nu`, so both directions), and Renyi
   divergence adds over independent coordinates (a product of distributions; van Erven &
   Harremoes 2014): `<= a ||q_x||_2^2 / (2 sigma^2) <= a / (2 s^2)`.
-  (b) Poisson subsampling of any mechanism with that RDP at the integer orders `2..a`:
-  Zhu & Wang (ICML 2019, Thm. 6, the general upper bound, add/remove, integer `a >= 2`), or
-  joint convexity (`dpgcd_jax.privacy._rdp._add_remove_from_integer_curve`).
+  (b) Poisson subsampling of any mechanism with that RDP at the integer orders `2..a`, both
+  directions, by joint convexity reduced to one pair `((1 - q) Q + q P, Q)`: the binomial
+  expansion (forward), a Taylor bound with Lagrange remainder (reverse) and joint convexity
+  alone, the least of the valid bounds (`dpgcd_jax.privacy._rdp._add_remove_from_integer_curve`;
+  not Zhu & Wang's ICML 2019 Thm. 6, whose factor 3 costs a 12x multiplier).
   (c) Replace-one from add/remove by the weak triangle inequality (Mironov 2017, Prop. 11,
   through `D \\ {x}`; `_rdp.replace_from_add_remove`), which needs only an add/remove bound in
   both directions at the orders it combines: integer orders here (`_rdp.SGD_RDP_ORDERS`).
