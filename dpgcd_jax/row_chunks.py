@@ -197,7 +197,8 @@ def dense_chunk(X: Any, y: Any, like: problem_lib.Problem, feature_bound: Any) -
   layout, valid = dense.host_columns(X, dtype, bound)
   if not valid:
     return None
-  return dataclasses.replace(like, XT=jax.device_put(layout), y=jax.device_put(targets))
+  # may_alias: the layout, new and never written again, becomes the device array without a copy (CPU)
+  return dataclasses.replace(like, XT=jax.device_put(layout, may_alias=True), y=jax.device_put(targets))
 
 
 def across_processes(total: Any, rows: int) -> tuple[Any, int]:
