@@ -80,14 +80,14 @@ def host_columns(X: np.ndarray, dtype: Any, bound: Any) -> tuple[np.ndarray, boo
   """The (p, n) host array of `columns(X, dtype, bound=bound)` (no padding, no intercept) from a
   NumPy `X`, and whether `X` passes `make_problem`'s check of its values.
 
-  For row chunks streamed to the device one at a time (`dpgcd_jax.solvers.streamed`), at
-  about a third of the cost of `columns` (`benchmarks/results/out_of_core.md`). NumPy walks a
+  For row chunks streamed to the device one at a time (`dpgcd_jax.solvers.streamed`), in
+  less than half the time of `columns` (`benchmarks/results/out_of_core.md`). NumPy walks a
   transposed copy in the order of the destination, one feature of every record at a time
   (2-3x slower, measured); here the transpose is two copies that stay in the cache, tiles of
   `_TILE_ROWS` records cast to `dtype` into a (tiles, p, rows) buffer, then its contiguous
   rows, then one clip in place, as `columns` casts and clips: the same values. The array is
   aligned for XLA's CPU runtime (64 bytes), so `jax.device_put(..., may_alias=True)` can use
-  it without a copy. The check is [`dpgcd_jax._validate.check_finite_array`][]'s with `dtype`:
+  it without a copy. The check is `_validate.check_finite_array`'s with `dtype`:
   every entry finite and, from a wider float, within `dtype`'s range (`False`: the layout is
   not for use, and `make_problem` names the entries).
   """

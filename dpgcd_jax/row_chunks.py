@@ -7,7 +7,9 @@ record batch at a time, so the process holds one chunk whatever the size of the 
 [`reader`][dpgcd_jax.row_chunks.reader] also takes a list of `(X, y)` pairs (held in memory: for
 tests and small data). Under `jax.distributed` each process reads the chunks of its own rows,
 and [`across_processes`][dpgcd_jax.row_chunks.across_processes] adds up the exact totals and row
-counts of a pass over all the processes.
+counts of a pass over all the processes. [`chunk_problem`][dpgcd_jax.row_chunks.chunk_problem] makes
+a chunk's problem, clipped to the declared bound ([`dense_chunk`][dpgcd_jax.row_chunks.dense_chunk]:
+a dense chunk after the first, in one pass).
 
 They are read by [`dpgcd_jax.solvers.streamed.fit`][] (DP-GCD over row chunks: what it releases,
 and its privacy argument) and by the estimators' `fit_chunks`. Nothing here is released: the
@@ -148,7 +150,7 @@ def chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: Any
   width and dtype every chunk must have (a ValueError naming `chunks`, from public shapes).
 
   A dense NumPy chunk after the first is laid out by [`dense_chunk`][dpgcd_jax.row_chunks.dense_chunk]
-  (the same problem, at about a third of `make_problem`'s cost); any other chunk, and one that
+  (the same problem, in less than half `make_problem`'s time); any other chunk, and one that
   fails its checks, by [`dpgcd_jax.make_problem`][] (which names what is wrong).
   """
   scipy_sparse = sparse.is_sparse(X) and hasattr(X, "tocsc")

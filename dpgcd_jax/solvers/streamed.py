@@ -20,10 +20,24 @@ processes. Against the in-memory fit: the same selected coordinates and privacy 
 ledger and its calibration are [`dpgcd_jax.solvers.dp_gcd.iterations_plan`][]'s, the one DP-GCD
 plan), and `w` up to the rounding of the updates (XLA compiles the selection and the update
 into another program, where it may fuse a multiply-add into an FMA and not in the other: an ulp
-per update at most, measured). Peak memory: one chunk (its device copy and its margins) plus
-O(p + T), whatever `n`. Time: each iteration reads the data once (`T` passes for `T`
-iterations, the estimators' 10-20 in high dimension), plus `O(t)` per record for the margins'
-replay.
+per update at most, measured). Peak memory: two chunks (the one laid out and the one whose
+totals are computing meanwhile: their layouts, margins and the read chunk) plus O(p + T),
+whatever `n`. Time: each iteration reads the data once (`T` passes for `T` iterations, the
+estimators' 10-20 in high dimension), plus `O(t)` per record for the margins' replay.
+
+The chunk layout: every dense NumPy chunk after the first is laid out by
+[`dpgcd_jax.row_chunks.dense_chunk`][]: `make_problem`'s checks of the values, then the cast,
+the transpose and the clip to the declared bound in cache-sized tiles on the host
+([`dpgcd_jax.dense.host_columns`][]), which the device uses in place (no copy on CPU), with the
+first chunk's loss, penalty and smoothness. That is `make_problem`'s problem, values and shapes:
+the same compiled kernel runs on the same values, so the model is the same bit for bit (at
+about 40% of `make_problem`'s time; benchmarks/results/out_of_core.md). The previous chunk's
+totals are computed on the device meanwhile. A kernel reading the row-major chunk directly
+would save the transpose, but it is another program (XLA may fuse the margins' multiply-adds
+otherwise: the equality would rest on its choices) and its replay gathers a strided column
+per step (a quarter of the chunk's cache lines each, against `1/p` of them in columns). Which
+path runs follows the chunk's type, dtype and shape (public); a chunk `make_problem` refuses
+goes to `make_problem`, which raises.
 
 Privacy: each iteration releases what an in-memory iteration releases, from the same exact
 clipped gradient, by the same mechanisms at the same multipliers and sensitivities: the
