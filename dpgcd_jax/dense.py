@@ -19,6 +19,8 @@ Array = jax.Array
 
 _DIRECT_BYTES = 1 << 20  # up to 1 MB: the layout is built on the host and copied once to the device
 _CHUNK_BYTES = 1 << 20  # above: 1 MB chunks of records (16 MB chunks left 2.26x X at peak, 1 MB 2.02x)
+_TILE_ROWS = 128  # host_columns: records per tile (the fastest of 32 to 256, 65536 x 64 float32)
+_ALIGN = 64  # host_columns: XLA's CPU runtime uses a host array in place when it is aligned to 64 bytes
 
 
 def columns(X: Any, dtype: Any, *, bound: Any = None, num_examples: int | None = None,
@@ -72,6 +74,39 @@ def columns(X: Any, dtype: Any, *, bound: Any = None, num_examples: int | None =
     start = min(start, N - rows)  # the last chunk ends at N: one chunk shape
     XT = _write_columns(XT, jax.device_put(block(start, start + rows)), jnp.asarray(start))
   return XT
+
+
+def host_columns(X: np.ndarray, dtype: Any, bound: Any) -> tuple[np.ndarray, bool]:
+  """The (p, n) host array of `columns(X, dtype, bound=bound)` (no padding, no intercept) from a
+  NumPy `X`, and whether `X` passes `make_problem`'s check of its values.
+
+  For row chunks streamed to the device one at a time (`dpgcd_jax.solvers.streamed`), in
+  less than half the time of `columns` (`benchmarks/results/out_of_core.md`). NumPy walks a
+  transposed copy in the order of the destination, one feature of every record at a time
+  (2-3x slower, measured); here the transpose is two copies that stay in the cache, tiles of
+  `_TILE_ROWS` records cast to `dtype` into a (tiles, p, rows) buffer, then its contiguous
+  rows, then one clip in place, as `columns` casts and clips: the same values. The array is
+  aligned for XLA's CPU runtime (64 bytes), so `jax.device_put(..., may_alias=True)` can use
+  it without a copy. The check is `_validate.check_finite_array`'s with `dtype`:
+  every entry finite and, from a wider float, within `dtype`'s range (`False`: the layout is
+  not for use, and `make_problem` names the entries).
+  """
+  n, p = X.shape
+  size = p * n * np.dtype(dtype).itemsize
+  raw = np.empty(size + _ALIGN, np.uint8)
+  start = -raw.ctypes.data % _ALIGN
+  out = raw[start:start + size].view(dtype).reshape(p, n)
+  tiles, head = n // _TILE_ROWS, n // _TILE_ROWS * _TILE_ROWS
+  buffer = np.empty((tiles, p, _TILE_ROWS), dtype)
+  with np.errstate(over="ignore"):  # no warning that depends on the data (float64 above float32's max: inf)
+    buffer[...] = X[:head].reshape(tiles, _TILE_ROWS, p).transpose(0, 2, 1)
+    out[:, head:] = X[head:].T
+  out[:, :head].reshape(p, tiles, _TILE_ROWS)[...] = buffer.transpose(1, 0, 2)  # a view: the head's tiles
+  host_bound = np.broadcast_to(np.asarray(bound, dtype), (p,)).reshape(p, 1)
+  np.clip(out, -host_bound, host_bound, out=out)
+  limit = np.finfo(dtype).max
+  valid = not np.issubdtype(X.dtype, np.floating) or bool(X.max() <= limit and X.min() >= -limit)  # NaN: False
+  return out, valid
 
 
 @functools.partial(jax.jit, donate_argnums=0)

@@ -7,7 +7,9 @@ record batch at a time, so the process holds one chunk whatever the size of the 
 [`reader`][dpgcd_jax.row_chunks.reader] also takes a list of `(X, y)` pairs (held in memory: for
 tests and small data). Under `jax.distributed` each process reads the chunks of its own rows,
 and [`across_processes`][dpgcd_jax.row_chunks.across_processes] adds up the exact totals and row
-counts of a pass over all the processes.
+counts of a pass over all the processes. [`chunk_problem`][dpgcd_jax.row_chunks.chunk_problem] makes
+a chunk's problem, clipped to the declared bound ([`dense_chunk`][dpgcd_jax.row_chunks.dense_chunk]:
+a dense chunk after the first, in one pass).
 
 They are read by [`dpgcd_jax.solvers.streamed.fit`][] (DP-GCD over row chunks: what it releases,
 and its privacy argument) and by the estimators' `fit_chunks`. Nothing here is released: the
@@ -16,6 +18,7 @@ chunks are the private records, handed over as they are read.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
@@ -24,6 +27,9 @@ import jax
 import numpy as np
 
 from dpgcd_jax import _validate
+from dpgcd_jax import dense
+from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import sparse
 
 Chunks = Callable[[], Iterable[tuple[Any, Any]]]
 
@@ -135,6 +141,66 @@ def first_chunk(read: Chunks) -> tuple[Any, Any]:
   for X, y in read():
     return X, y
   raise ValueError("Expected chunks to yield at least one (X, y) chunk, got none.")
+
+
+def chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: Any,
+                  like: problem_lib.Problem | None = None,
+                  sparse_capacity: tuple[int, int] | None = None) -> problem_lib.Problem:
+  """The chunk's problem, clipped to the declared bound; `like`: the first chunk's, whose
+  width and dtype every chunk must have (a ValueError naming `chunks`, from public shapes).
+
+  A dense NumPy chunk after the first is laid out by [`dense_chunk`][dpgcd_jax.row_chunks.dense_chunk]
+  (the same problem, in less than half `make_problem`'s time); any other chunk, and one that
+  fails its checks, by [`dpgcd_jax.make_problem`][] (which names what is wrong).
+  """
+  scipy_sparse = sparse.is_sparse(X) and hasattr(X, "tocsc")
+  if (X.ndim if scipy_sparse else np.ndim(X)) != 2 or np.shape(X)[0] == 0 or (sparse.is_sparse(X) and not scipy_sparse):
+    raise ValueError(f"Expected every chunk's X to be a non-empty (rows, p) array or scipy.sparse matrix, got "
+                     f"{type(X).__name__} of shape {np.shape(X)} in chunks.")
+  if like is not None and np.shape(X)[1] != like.num_features:
+    raise ValueError(f"Expected every chunk to have the first chunk's {like.num_features} features, got "
+                     f"{np.shape(X)[1]} in chunks.")
+  chunk = None if like is None else dense_chunk(X, y, like, feature_bound)
+  if chunk is None:
+    capacity = sparse_capacity if scipy_sparse else None  # a dense chunk has no stored-entry shapes
+    chunk = problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound,
+                                     sparse_capacity=capacity)
+  if like is not None and chunk.XT.dtype != like.XT.dtype:
+    raise ValueError(f"Expected every chunk in the first chunk's dtype {like.XT.dtype}, got {chunk.XT.dtype} in "
+                     f"chunks.")
+  return chunk
+
+
+def dense_chunk(X: Any, y: Any, like: problem_lib.Problem, feature_bound: Any) -> problem_lib.Problem | None:
+  """`make_problem(X, y, like.loss, penalty=..., feature_bound=feature_bound)` for a dense NumPy
+  chunk `X` with `like`'s width and dtype (`like`: the first chunk's problem, from `make_problem`),
+  built in one pass: None for any other chunk, or when a check of `make_problem` fails.
+
+  What depends on the chunk is rebuilt: its (p, rows) layout, transposed, cast and clipped to
+  the declared bound on the host ([`dpgcd_jax.dense.host_columns`][], the NumPy operations of
+  [`dpgcd_jax.dense.columns`][]: the same values) and copied once, and its targets; `make_problem`'s
+  checks of the values run on them (`X` finite in the dtype, `y` one finite target per record,
+  in the loss's labels). What does not is `like`'s: the loss, penalty, `l2` and the smoothness
+  `beta B_j^2` of the declared bound (public). Which path runs follows the chunk's type, dtype and
+  shape (public) and, for a chunk `make_problem` refuses, the refusal.
+  """
+  number = lambda a: np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+  dtype = like.XT.dtype
+  if (type(X) is not np.ndarray or type(y) is not np.ndarray or not (number(X) and number(y))
+      or _validate.compute_dtype(X.dtype) != dtype or y.shape != X.shape[:1]):
+    return None
+  if not np.isfinite(y).all():  # make_problem's checks of y: finite, then in the labels after the cast
+    return None
+  with np.errstate(over="ignore"):  # make_problem's cast: no warning that depends on the data
+    targets = y.astype(dtype)
+  if like.loss.labels is not None and not np.isin(targets, like.loss.labels).all():
+    return None
+  bound, _ = problem_lib.check_feature_bound(feature_bound, X.shape[1], like.loss, dtype)
+  layout, valid = dense.host_columns(X, dtype, bound)
+  if not valid:
+    return None
+  # may_alias: the layout, new and never written again, becomes the device array without a copy (CPU)
+  return dataclasses.replace(like, XT=jax.device_put(layout, may_alias=True), y=jax.device_put(targets))
 
 
 def across_processes(total: Any, rows: int) -> tuple[Any, int]:

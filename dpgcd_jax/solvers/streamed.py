@@ -20,10 +20,24 @@ processes. Against the in-memory fit: the same selected coordinates and privacy 
 ledger and its calibration are [`dpgcd_jax.solvers.dp_gcd.iterations_plan`][]'s, the one DP-GCD
 plan), and `w` up to the rounding of the updates (XLA compiles the selection and the update
 into another program, where it may fuse a multiply-add into an FMA and not in the other: an ulp
-per update at most, measured). Peak memory: one chunk (its device copy and its margins) plus
-O(p + T), whatever `n`. Time: each iteration reads the data once (`T` passes for `T`
-iterations, the estimators' 10-20 in high dimension), plus `O(t)` per record for the margins'
-replay.
+per update at most, measured). Peak memory: two chunks (the one laid out and the one whose
+totals are computing meanwhile: their layouts, margins and the read chunk) plus O(p + T),
+whatever `n`. Time: each iteration reads the data once (`T` passes for `T` iterations, the
+estimators' 10-20 in high dimension), plus `O(t)` per record for the margins' replay.
+
+The chunk layout: every dense NumPy chunk after the first is laid out by
+[`dpgcd_jax.row_chunks.dense_chunk`][]: `make_problem`'s checks of the values, then the cast,
+the transpose and the clip to the declared bound in cache-sized tiles on the host
+([`dpgcd_jax.dense.host_columns`][]), which the device uses in place (no copy on CPU), with the
+first chunk's loss, penalty and smoothness. That is `make_problem`'s problem, values and shapes:
+the same compiled kernel runs on the same values, so the model is the same bit for bit (at
+about 40% of `make_problem`'s time; benchmarks/results/out_of_core.md). The previous chunk's
+totals are computed on the device meanwhile. A kernel reading the row-major chunk directly
+would save the transpose, but it is another program (XLA may fuse the margins' multiply-adds
+otherwise: the equality would rest on its choices) and its replay gathers a strided column
+per step (a quarter of the chunk's cache lines each, against `1/p` of them in columns). Which
+path runs follows the chunk's type, dtype and shape (public); a chunk `make_problem` refuses
+goes to `make_problem`, which raises.
 
 Privacy: each iteration releases what an in-memory iteration releases, from the same exact
 clipped gradient, by the same mechanisms at the same multipliers and sensitivities: the
@@ -184,8 +198,8 @@ def fit(
                                 curvature_ratio=curvature_ratio)  # the K runs: dp_gcd.private_plan(runs=K)'s
 
   X0, y0 = row_chunks.first_chunk(read)
-  first = _chunk_problem(X0, run_targets(y0, runs, 0, np.shape(X0)[0]), loss=loss, penalty=penalty,
-                         feature_bound=feature_bound, sparse_capacity=sparse_capacity)
+  first = row_chunks.chunk_problem(X0, run_targets(y0, runs, 0, np.shape(X0)[0]), loss=loss, penalty=penalty,
+                                   feature_bound=feature_bound, sparse_capacity=sparse_capacity)
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
   kernels.check_clipping_mode(first, clipping_mode)
@@ -194,8 +208,8 @@ def fit(
   _check_processes(first, key, num_examples=n, passes=passes, runs=runs or 0)
 
   def problem_of(X: Any, y: Any) -> problem_lib.Problem:
-    return _chunk_problem(X, y, loss=loss, penalty=penalty, feature_bound=feature_bound, like=first,
-                          sparse_capacity=sparse_capacity)
+    return row_chunks.chunk_problem(X, y, loss=loss, penalty=penalty, feature_bound=feature_bound, like=first,
+                                    sparse_capacity=sparse_capacity)
 
   spent = ledger_lib.Ledger() if prior is None else prior
   scale, report = budget.calibrated(lambda s: spent + plan.ledger(s), epsilon, delta,
@@ -221,13 +235,14 @@ def fit(
       rows = 0
       history = jnp.asarray(coordinates)  # once per pass, not per chunk
       moments_now = curvature == "released" and moments is None  # the second moments do not depend on w: one pass
+      pending: tuple[Any, ...] = ()  # the previous chunk's totals, computed on the device while this one is laid out
       for X, y in read():
         chunk = problem_of(X, run_targets(y, runs, k, np.shape(X)[0]))
         rows += chunk.num_examples
-        total = total + np.asarray(_chunk_total(chunk, w0, history, changes, np.int32(t), thresholds,
-                                                mode=clipping_mode, bits=bits))
-        if moments_now:
-          moment_total = moment_total + np.asarray(_chunk_moment_total(chunk, half, bits=bits))
+        total, moment_total = _added(total, moment_total, pending)
+        pending = (_chunk_total(chunk, w0, history, changes, np.int32(t), thresholds, mode=clipping_mode, bits=bits),
+                   _chunk_moment_total(chunk, half, bits=bits) if moments_now else None)
+      total, moment_total = _added(total, moment_total, pending)
       if moments_now:
         moment_total, _ = row_chunks.across_processes(moment_total, rows)
         with jax.enable_x64(True):
@@ -254,25 +269,13 @@ def fit(
                      privacy=report.with_notes(note), params=params)
 
 
-def _chunk_problem(X: Any, y: Any, *, loss: Any, penalty: Any, feature_bound: Any,
-                   like: problem_lib.Problem | None = None,
-                   sparse_capacity: tuple[int, int] | None = None) -> problem_lib.Problem:
-  """The chunk's problem, clipped to the declared bound; `like`: the first chunk's, whose
-  width and dtype every chunk must have (a ValueError naming `chunks`, from public shapes)."""
-  scipy_sparse = sparse.is_sparse(X) and hasattr(X, "tocsc")
-  if (X.ndim if scipy_sparse else np.ndim(X)) != 2 or np.shape(X)[0] == 0 or (sparse.is_sparse(X) and not scipy_sparse):
-    raise ValueError(f"Expected every chunk's X to be a non-empty (rows, p) array or scipy.sparse matrix, got "
-                     f"{type(X).__name__} of shape {np.shape(X)} in chunks.")
-  if like is not None and np.shape(X)[1] != like.num_features:
-    raise ValueError(f"Expected every chunk to have the first chunk's {like.num_features} features, got "
-                     f"{np.shape(X)[1]} in chunks.")
-  capacity = sparse_capacity if scipy_sparse else None  # a dense chunk has no stored-entry shapes
-  chunk = problem_lib.make_problem(X, y, loss, penalty=penalty, feature_bound=feature_bound,
-                                   sparse_capacity=capacity)
-  if like is not None and chunk.XT.dtype != like.XT.dtype:
-    raise ValueError(f"Expected every chunk in the first chunk's dtype {like.XT.dtype}, got {chunk.XT.dtype} in "
-                     f"chunks.")
-  return chunk
+def _added(total: Any, moment_total: Any, pending: tuple[Any, ...]) -> tuple[Any, Any]:
+  """The totals plus a chunk's `pending` device totals `(Q, moments or None)`, if any: exact integers."""
+  if not pending:
+    return total, moment_total
+  chunk_total, chunk_moments = pending
+  return (total + np.asarray(chunk_total),
+          moment_total if chunk_moments is None else moment_total + np.asarray(chunk_moments))
 
 
 def _check_processes(first: problem_lib.Problem, key: Array, *, num_examples: int, passes: int, runs: int) -> None:

@@ -284,3 +284,41 @@ def test_float64_totals_beyond_2_to_53_are_added_as_integers():
   one = streamed.fit([(X, y)], key, **kwargs)
   assert one.w.dtype == np.float64
   _assert_same(streamed.fit(_chunks(X, y, 100), key, **kwargs), one)
+
+
+@pytest.mark.float64  # float64 chunks stay float64; float64 chunks in float32 are cast (jax.enable_x64(False))
+@pytest.mark.parametrize("x64", [True, False])
+def test_a_dense_chunk_after_the_first_is_make_problems_problem_and_a_bad_one_its_error(x64):
+  """row_chunks.dense_chunk (the fit's layout of every dense chunk after the first): the problem of
+  make_problem bit for bit (float32, float64, integer and float16 chunks, a remainder of rows past
+  the tiles); a chunk make_problem refuses gets no layout and make_problem's error."""
+  rng = np.random.default_rng(0)
+  with jax.enable_x64(x64):
+    for dtype in (np.float32, np.float64, np.int32, np.float16):
+      X = (rng.normal(size=(300, 7)) * 3).astype(dtype)
+      y = np.where(rng.normal(size=300) > 0, 1.0, -1.0)
+      bound = np.linspace(0.5, 4.0, 7)
+      first = row_chunks.chunk_problem(X[:50], y[:50], loss="logistic", penalty=None, feature_bound=bound)
+      lean = row_chunks.dense_chunk(X, y, first, bound)
+      full = dg.make_problem(X, y, "logistic", feature_bound=bound)
+      assert lean is not None and jax.tree.structure(lean) == jax.tree.structure(full)
+      for a, b in zip(jax.tree.leaves(lean), jax.tree.leaves(full), strict=True):
+        a, b = np.atleast_1d(a), np.atleast_1d(b)
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    X = rng.normal(size=(300, 7)).astype(np.float32)
+    y = np.where(rng.normal(size=300) > 0, 1.0, -1.0)
+    first = row_chunks.chunk_problem(X, y, loss="logistic", penalty=None, feature_bound=1.0)
+    kwargs = dict(loss="logistic", penalty=None, feature_bound=1.0, like=first)
+    for bad_X, bad_y, match in [(np.where(X == X[3, 4], np.nan, X), y, "X to be finite"),
+                                (np.where(X == X[3, 4], -np.inf, X), y, "X to be finite"),
+                                (X, np.where(y == y[5], 2.0, y), "y in"),
+                                (X, np.where(y == y[5], np.nan, y), "y to be finite")]:
+      assert row_chunks.dense_chunk(bad_X, bad_y, first, 1.0) is None
+      with pytest.raises(ValueError, match=match):
+        row_chunks.chunk_problem(bad_X, bad_y, **kwargs)
+    if not x64:  # beyond float32's range from float64: make_problem's error, not an infinite layout
+      wide = X.astype(np.float64)
+      wide[7, 1] = 3.5e38
+      assert row_chunks.dense_chunk(wide, y, first, 1.0) is None
+      with pytest.raises(ValueError, match="beyond its range"):
+        row_chunks.chunk_problem(wide, y, **kwargs)
