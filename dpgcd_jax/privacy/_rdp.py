@@ -133,14 +133,28 @@ def _psg_envelope(noise: float, q: float) -> tuple[np.ndarray, np.ndarray]:
   bound at `alpha_k` holds at every `a <= alpha_k`: the envelope
   `B(a) = min_{alpha_k >= a} bound_k` is valid at every order up to `max alpha_k`.
   """
-  alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS,
-                                         sampled_gaussian_rdp(noise, q, SGD_RDP_ORDERS))
+  return _replace_one_envelope(sampled_gaussian_rdp(noise, q, SGD_RDP_ORDERS))
+
+
+def _replace_one_envelope(add_remove: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Sorted orders and the monotone envelope of the replace-one bounds from an add/remove curve
+  at `SGD_RDP_ORDERS` (both directions; `replace_from_add_remove`), read-only."""
+  alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS, add_remove)
   order = np.argsort(alpha)
   alpha, bound = alpha[order], bound[order]
   envelope = np.minimum.accumulate(bound[::-1])[::-1]
   for x in (alpha, envelope):
     x.setflags(write=False)
   return alpha, envelope
+
+
+def _at_orders(alpha: np.ndarray, envelope: np.ndarray, a: np.ndarray) -> np.ndarray:
+  """The envelope at the orders `a` (the bound of the first `alpha_k >= a`; `inf` beyond them)."""
+  i = np.searchsorted(alpha, a, side="left")
+  out = np.full(np.shape(a), np.inf)
+  ok = i < alpha.size
+  out[ok] = envelope[i[ok]]
+  return out
 
 
 def psg_orders(noise: float, q: float) -> np.ndarray:
@@ -159,12 +173,7 @@ def psg_rdp(noise: float, q: float, a: np.ndarray) -> np.ndarray:
     return np.full_like(a, np.inf)
   if math.isinf(noise):
     return np.zeros_like(a)
-  alpha, envelope = _psg_envelope(noise, q)
-  i = np.searchsorted(alpha, a, side="left")
-  out = np.full(np.shape(a), np.inf)
-  ok = i < alpha.size
-  out[ok] = envelope[i[ok]]
-  return out
+  return _at_orders(*_psg_envelope(noise, q), a)
 
 
 def _add_remove_from_integer_curve(base: Callable[[np.ndarray], np.ndarray], q: float,
@@ -232,14 +241,7 @@ def discrete_gaussian_base(noise: float) -> Callable[[np.ndarray], np.ndarray]:
 def _psdg_envelope(noise: float, q: float) -> tuple[np.ndarray, np.ndarray]:
   """As `_psg_envelope`, for the Poisson-subsampled discrete Gaussian: the add/remove curve of
   `_add_remove_from_integer_curve` at the integer `SGD_RDP_ORDERS`, then replace-one."""
-  curve = _add_remove_from_integer_curve(discrete_gaussian_base(noise), q, SGD_RDP_ORDERS)
-  alpha, bound = replace_from_add_remove(SGD_RDP_ORDERS, curve)
-  order = np.argsort(alpha)
-  alpha, bound = alpha[order], bound[order]
-  envelope = np.minimum.accumulate(bound[::-1])[::-1]
-  for x in (alpha, envelope):
-    x.setflags(write=False)
-  return alpha, envelope
+  return _replace_one_envelope(_add_remove_from_integer_curve(discrete_gaussian_base(noise), q, SGD_RDP_ORDERS))
 
 
 def psdg_orders(noise: float, q: float) -> np.ndarray:
@@ -256,12 +258,7 @@ def psdg_rdp(noise: float, q: float, a: np.ndarray) -> np.ndarray:
     return np.full_like(np.asarray(a, dtype=float), np.inf)
   if math.isinf(noise):
     return np.zeros_like(np.asarray(a, dtype=float))
-  alpha, envelope = _psdg_envelope(noise, q)
-  i = np.searchsorted(alpha, a, side="left")
-  out = np.full(np.shape(a), np.inf)
-  ok = i < alpha.size
-  out[ok] = envelope[i[ok]]
-  return out
+  return _at_orders(*_psdg_envelope(noise, q), a)
 
 
 def rdp_conversion(a: np.ndarray, r: np.ndarray, delta: float) -> np.ndarray:

@@ -215,6 +215,13 @@ class DiscreteGaussian(PrivacyEvent):
     return np.asarray(orders, dtype=float) * self.rho
 
 
+def _check_sampled(event: PoissonSampledGaussian | PoissonSampledDiscreteGaussian) -> None:
+  """A Poisson-sampled step's checks: its noise multiplier, and a sampling rate in (0, 1]."""
+  _check_noise(event)
+  _validate.check_number("sampling_rate", event.sampling_rate, low=0.0, high=1.0, low_open=True)
+  _set_float(event, "sampling_rate", event.sampling_rate)
+
+
 @dataclasses.dataclass(frozen=True)
 class PoissonSampledGaussian(PrivacyEvent):
   """One DP-SGD step: Poisson sampling at rate `sampling_rate`, Gaussian noise on the sum.
@@ -230,10 +237,7 @@ class PoissonSampledGaussian(PrivacyEvent):
   sampling_rate: float
 
   def __post_init__(self):
-    _check_noise(self)
-    _validate.check_number("sampling_rate", self.sampling_rate, low=0.0, high=1.0,
-                           low_open=True)
-    _set_float(self, "sampling_rate", self.sampling_rate)
+    _check_sampled(self)
 
   def rdp(self, orders):
     return _rdp.psg_rdp(self.noise, self.sampling_rate, orders)
@@ -269,10 +273,7 @@ class PoissonSampledDiscreteGaussian(PrivacyEvent):
   sampling_rate: float
 
   def __post_init__(self):
-    _check_noise(self)
-    _validate.check_number("sampling_rate", self.sampling_rate, low=0.0, high=1.0,
-                           low_open=True)
-    _set_float(self, "sampling_rate", self.sampling_rate)
+    _check_sampled(self)
 
   def rdp(self, orders):
     return _rdp.psdg_rdp(self.noise, self.sampling_rate, orders)
