@@ -35,6 +35,7 @@ def test_weights_on_the_minority_class_raise_the_balanced_accuracy():
   assert min(gains) > 0.05 and min(weighted_scores) > 0.72, (gains, weighted_scores)  # weighted: 0.77-0.78
 
 
+@pytest.mark.slow
 def test_equal_weights_are_the_unweighted_fit():
   X, y = _imbalanced(0, n=800)
   plain = DPGCDClassifier(classes=[0, 1], feature_bound=3.0, random_state=1).fit(X, y)

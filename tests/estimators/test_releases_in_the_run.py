@@ -33,6 +33,7 @@ def _data(n=300, p=13, seed=0):
   return X, (X[:, 0] / 0.1 - X[:, -1] / 10 > 0).astype(int)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")  # the raw-data diagnostics of small n
 @pytest.mark.parametrize("solver", ["dp_gcd", "dp_fw"])
 def test_a_released_bound_is_the_mechanism_on_the_raw_data_with_the_first_key(solver):
@@ -51,6 +52,7 @@ def test_a_released_bound_is_the_mechanism_on_the_raw_data_with_the_first_key(so
   assert got != wrong_key  # the check tells the keys apart
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_per_feature_scales_are_the_mechanism_on_the_raw_data_with_the_first_key():
   X, y = _data(n=700, p=29, seed=1)  # buckets (1024, 32): padded records, features and the intercept row
@@ -82,6 +84,7 @@ def test_a_released_target_bound_is_the_mechanism_on_raw_y_with_the_second_key()
   assert declared.target_bound_ == 300.0  # exact: a declared bound is not rounded to float32
 
 
+@pytest.mark.slow
 def test_fit_releases_its_feature_bound_with_the_first_half_of_its_key():
   X, y = _data(n=200, p=6, seed=2)
   problem = dg.make_problem(X, y - 0.5, "squared")  # no public smoothness: fit releases a bound

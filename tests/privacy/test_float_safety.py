@@ -126,6 +126,7 @@ def test_the_scales_ledger_holds_discrete_events_only():
   assert [type(e.event) for e in release.ledger.entries] == [events.PureDp]
 
 
+@pytest.mark.slow
 def test_out_of_range_scales_fail_closed_and_are_not_informative():
   counts = _constant_counts(100)
   too_noisy = float(dn.MAX_SCALE) / np.sqrt(P)  # sigma > MAX_SCALE

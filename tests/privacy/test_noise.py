@@ -118,6 +118,7 @@ def test_gumbel_selection_has_exactly_the_exponential_mechanism_probabilities():
     assert _chi_square_pvalue(counts, em(b * wrong)) < 1e-6
 
 
+@pytest.mark.slow
 def test_laplace_selection_has_the_noisy_argmax_probabilities():
   problem, clip = _problem(), 1.0
   b = _multiplier_for_a_spread_out_selection(problem, clip)

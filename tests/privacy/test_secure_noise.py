@@ -129,6 +129,7 @@ def test_samplers_fail_closed_on_invalid_scale_and_reject_float_scale():
   assert np.isnan(out)
 
 
+@pytest.mark.slow
 def test_secure_update_noise_has_the_grid_scale():
   """The update noise is Z gran with Z ~ discrete Gaussian(floor(s D) + 1), D = ceil(Delta/gran) + 1."""
   s, sens = 2.0, 0.01
@@ -143,6 +144,7 @@ def test_secure_update_noise_has_the_grid_scale():
   assert 1.0 < t * gran / (s * sens) < 1 + (2 * s + 1) / 8192  # the documented bound on the extra noise
 
 
+@pytest.mark.slow
 def test_secure_noise_in_float32():
   with jax.enable_x64(False):
     sens, s = jnp.float32(0.02), jnp.float32(3.0)
@@ -188,6 +190,7 @@ def test_dp_gcd_learns_as_well_with_secure_noise():
   assert abs(gaps[True] - gaps[False]) < 0.15, gaps  # about as well as the float noise
 
 
+@pytest.mark.slow
 def test_secure_fit_ledger_holds_the_discrete_events():
   problem = _problem()
   res = dg.dp_gcd.fit(problem, jax.random.key(9), epsilon=1.0, delta=1e-6, passes=10,
@@ -220,6 +223,7 @@ def test_secure_epsilon_matches_closed_forms():
   assert mechanisms.update("discrete_gaussian").event(3.0).rho == pytest.approx(1 / 18)
 
 
+@pytest.mark.slow
 def test_an_out_of_range_secure_scale_releases_a_data_independent_index_and_nan():
   """Review finding: with a noise scale beyond the samplers' range the selection ran with a
   substitute scale 1 (about 4-DP per step) and released its index; it now releases 0 and NaN."""
@@ -235,6 +239,7 @@ def test_an_out_of_range_secure_scale_releases_a_data_independent_index_and_nan(
   assert np.isnan(np.asarray(result.w)).any()
 
 
+@pytest.mark.slow
 def test_dp_cd_fit_with_secure_noise_learns_and_accounts_discrete_gaussians():
   rng = np.random.default_rng(0)
   X = rng.normal(size=(2000, 10))
@@ -284,6 +289,7 @@ def test_a_secure_release_far_above_its_noise_is_right():
   assert bool(ok) and int(j) == 1
 
 
+@pytest.mark.slow
 def test_a_nan_score_fails_the_secure_selection_closed():
   """A NaN score would win the exact argmax whatever the noise (found by review): not ok instead."""
   scores = jnp.array([5.0, 0.0, jnp.nan, 0.0], jnp.float32)

@@ -77,6 +77,7 @@ def fresh_jit_caches():
   jax.clear_caches()  # ... and never reused by a later test
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sparse_x", [False, True])
 def test_runs_equal_the_previous_formula_for_the_same_key(monkeypatch, fresh_jit_caches, sparse_x):
   del fresh_jit_caches

@@ -180,6 +180,7 @@ def test_gaps_beyond_1587_occur_at_q_001():
   assert stats.binomtest(int(over_1587), total, 0.99**1587).pvalue > P_MIN
 
 
+@pytest.mark.slow
 def test_same_key_same_batch_and_every_path_gives_the_same_sample():
   n, q = 200, 0.05
   p = sampling.plan(n, q, 16)

@@ -308,6 +308,7 @@ def test_a_callable_step_size_is_called_once_at_the_calibrated_multiplier():
   assert float(result.params.step_size) == 0.5
 
 
+@pytest.mark.slow
 def test_dp_sgd_maps_its_runs_and_each_equals_a_separate_run(caplog):
   """DP-SGD's runs of `targets` go one after the other (a vmap would run every branch of its
   sampler); run k is the run of target k with key fold_in(key, k)."""
