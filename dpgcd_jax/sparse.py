@@ -164,11 +164,6 @@ class SparseColumns:
     bound = jnp.broadcast_to(bound, (self.shape[0],))[self.cols]
     return dataclasses.replace(self, vals=jnp.clip(self.vals, -bound, bound))
 
-  def record_max_abs(self) -> Array:
-    """`max_j |x_ij|` per example (0 for an empty row), (n,)."""
-    top = jax.ops.segment_max(jnp.abs(self.vals), self.rows, num_segments=self.shape[1])
-    return jnp.maximum(top, 0.0)
-
   def todense(self) -> Array:
     """The dense (p, n) array (for tests and small problems)."""
     return jnp.zeros(self.shape, self.dtype).at[self.cols, self.rows].add(self.vals)

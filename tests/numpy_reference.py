@@ -77,3 +77,19 @@ def discrete_noisy_max_law(k: np.ndarray, t: int) -> np.ndarray:
         total *= below(k[s] + z - k[l] - (1 if l < s else 0))
     law.append(np.sum(pmf * total))
   return np.array(law)
+
+
+def record_statistic(X: np.ndarray, grid: np.ndarray | None = None, quantile: float = 0.9) -> np.ndarray:
+  """The private feature bound's per-record statistic by its definition: per row, the smallest
+  point `b_k` of the grid (float32; default `2^{k/4}`, `k = -64..64`) with at least
+  `ceil(quantile m)` of the row's `m` nonzero `|x|` at or below it; `inf` when none, 0 for an
+  empty row."""
+  grid = (2.0 ** (np.arange(-64, 65) / 4.0) if grid is None else grid).astype(np.float32)
+  out = np.zeros(X.shape[0], np.float32)
+  for i, row in enumerate(np.abs(np.asarray(X, np.float32))):
+    nonzero = row[row > 0]
+    if nonzero.size:
+      needed = int(np.ceil(np.float32(quantile) * np.float32(nonzero.size)))
+      held = np.array([np.sum(nonzero <= b) for b in grid])
+      out[i] = grid[np.argmax(held >= needed)] if held[-1] >= needed else np.inf
+  return out

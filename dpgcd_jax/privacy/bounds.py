@@ -5,8 +5,21 @@ thresholds) to be public. Without a declaration, `fit` releases a bound `B` on t
 features with this mechanism, clips every entry of `X` to `[-B, B]` (a per-record
 transformation with the released `B`) and uses `M_j = beta B^2`.
 
-Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23, on integers): per record the
-statistic `s_i = max_j |x_ij|`; for the public geometric grid `b_k = 2^{k/4}`,
+The statistic: per record `i`, `s_i`, the smallest grid point `b_k` that holds at least a
+share `RECORD_QUANTILE = 0.9` of the record's nonzero magnitudes `|x_ij|` (0 for an empty
+record; above the grid, `inf`): [`record_quantiles`][dpgcd_jax.privacy.bounds.record_quantiles].
+The bound follows the features' typical size, not their extreme: on standard Gaussian
+features the per-record maximum over `p = 5000` features is about 4.8 and grows with `p`, while
+`s_i` stays about 1.7; clipping only the top tenth of each record's entries keeps nearly all of
+the signal and shrinks every score's noise, which is in units of `B` (measured,
+`dpgcd_jax.experiments.high_dim`, p = 5000, n = 4000, eps = 1, 2 seeds: DPGCDClassifier's
+accuracy 0.734 -> 0.754 on standardized features and 0.629 -> 0.678 on raw features of unequal
+scales, with the maximum then with this statistic, the rest of the defaults unchanged). On
+binary features `s_i = 1` (the maximum). Any per-record statistic has the same privacy
+argument: one record moves one `s_i`, hence each count below by at most 1.
+
+Mechanism (AboveThreshold, Dwork & Roth 2014, Thm 3.23, on integers): for the public geometric
+grid `b_k = 2^{k/4}`,
 `k = -64..64` (`2^-16 .. 2^16`), the counts `c_k = #{i : s_i <= b_k}` and the exact integer
 queries `Q_k = clip(c_k - ceil(q n))` (sensitivity 1 under replace-one:
 `dpgcd_jax.discrete_grid.count_query`); an integer noisy threshold `rho`, discrete
@@ -51,31 +64,60 @@ from dpgcd_jax import mechanisms
 
 Array = jax.Array
 GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
-DEFAULT_QUANTILE = 0.9
+DEFAULT_QUANTILE = 0.9  # of the records (the rank of the release)
+RECORD_QUANTILE = 0.9  # of a record's nonzero magnitudes (its statistic `s_i`)
 
 
-def private_feature_bound(key: Array, record_max_abs: Array, epsilon: Any,
+def empty_histogram(num_records: int) -> Array:
+  """(K + 1, N) int32 zeros: per record, the count of its nonzero magnitudes in each grid cell
+  (cell `k`: `b_{k-1} < |x| <= b_k`; cell `K`: above the grid)."""
+  return jnp.zeros((GRID.size + 1, num_records), jnp.int32)
+
+
+def add_to_histogram(histogram: Array, magnitudes: Array, records: Array) -> Array:
+  """`histogram` ([`empty_histogram`][dpgcd_jax.privacy.bounds.empty_histogram]) plus one count
+  per nonzero magnitude `magnitudes[m] = |x_ij|` of record `records[m]` (same shape), in the cell of
+  the first grid point `b_k >= |x|` (exact float comparisons); zeros are not counted. Jittable."""
+  cell = jnp.searchsorted(jnp.asarray(GRID, magnitudes.dtype), magnitudes, side="left", method="scan")
+  cell = jnp.where(magnitudes > 0, cell, histogram.shape[0])  # past the last cell: dropped
+  return histogram.at[cell, records].add(1, mode="drop")
+
+
+def record_quantiles(histogram: Array, quantile: float = RECORD_QUANTILE) -> Array:
+  """(N,) the statistic `s_i` of the module docstring from the records' histogram: the smallest
+  grid point holding at least `ceil(quantile m_i)` of record `i`'s `m_i` nonzero magnitudes,
+  `inf` when that is above the grid, 0 when `m_i = 0`. A grid value, so the release's
+  comparisons `s_i <= b_k` are exact. Jittable."""
+  below = jnp.cumsum(histogram, axis=0)
+  total = below[-1]
+  needed = jnp.maximum(jnp.ceil(quantile * total.astype(jnp.float32)).astype(jnp.int32), 1)
+  cell = jnp.argmax(below >= needed[None, :], axis=0)
+  values = jnp.append(jnp.asarray(GRID, jnp.float32), jnp.inf)
+  return jnp.where(total > 0, values[cell], 0.0)
+
+
+def private_feature_bound(key: Array, statistic: Array, epsilon: Any,
                           quantile: float = DEFAULT_QUANTILE) -> Array:
   """`epsilon`-DP bound `B` on the features (see the module docstring); jittable, vmappable.
 
   Args:
     key: a JAX PRNG key.
-    record_max_abs: (n,) the statistic `s_i = max_j |x_ij|` of every record
-      ([`dpgcd_jax.layout.record_max_abs`][]).
+    statistic: (n,) the statistic `s_i` of every record (module docstring;
+      [`dpgcd_jax.layout.record_statistic`][]).
     epsilon: the budget, > 0 (a non-positive or NaN value gives `B = NaN`: fail closed).
     quantile: the target share `q` of records whose features are not clipped.
 
   Returns:
     A scalar `B` from the public grid `GRID`.
   """
-  return bound_at_rank(key, record_max_abs, epsilon, math.ceil(quantile * record_max_abs.shape[0]))
+  return bound_at_rank(key, statistic, epsilon, math.ceil(quantile * statistic.shape[0]))
 
 
-def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *, padding: Any = 0) -> Array:
+def bound_at_rank(key: Array, statistic: Array, epsilon: Any, rank: Any, *, padding: Any = 0) -> Array:
   """[`private_feature_bound`][dpgcd_jax.privacy.bounds.private_feature_bound] at the public rank
   `ceil(q n)`, on a statistic padded with zero records; jittable, `rank` and `padding` may be traced.
 
-  The last `padding` entries of `record_max_abs` are padded records whose statistic is 0
+  The last `padding` entries of `statistic` are padded records whose statistic is 0
   (zero features, [`dpgcd_jax.layout.pad`][]): each lies below every grid value, so it adds
   exactly 1 to every count, and `padding` (public: a function of the public `n`) is
   subtracted from the exact integer counts before they are noised. The released bound is
@@ -86,12 +128,12 @@ def bound_at_rank(key: Array, record_max_abs: Array, epsilon: Any, rank: Any, *,
   `clip(N_k - rank, -2^29, 2^29)` (1-Lipschitz: sensitivity still 1), the discrete Laplace
   noises and the comparison `query_k + nu_k >= rho`, exact at every `n < 2^31`.
   """
-  if isinstance(padding, int) and not 0 <= padding < record_max_abs.shape[0]:
-    raise ValueError(f"Expected 0 <= padding < {record_max_abs.shape[0]} (the statistic's length), got "
+  if isinstance(padding, int) and not 0 <= padding < statistic.shape[0]:
+    raise ValueError(f"Expected 0 <= padding < {statistic.shape[0]} (the statistic's length), got "
                      f"padding={padding}.")
-  grid = jnp.asarray(GRID, record_max_abs.dtype)
+  grid = jnp.asarray(GRID, statistic.dtype)
   # #{i : s_i <= b_k}: O(n K) comparisons, exact integers, no sort (a small program to compile).
-  counts = jnp.sum(record_max_abs[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding
+  counts = jnp.sum(statistic[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding
   index = _above_threshold(key, discrete_grid.count_query(counts, rank), epsilon)
   return jnp.where(index >= 0, grid[jnp.maximum(index, 0)], jnp.nan)
 

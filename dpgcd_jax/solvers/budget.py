@@ -93,7 +93,7 @@ class FeatureBoundRelease:
   """`fit`'s release of a feature bound, a [`Prelude`][dpgcd_jax.solvers.base.Prelude] of its run.
 
   `split(key)`: the first half releases an `epsilon`-DP bound `B` on the features
-  ([`dpgcd_jax.privacy.bounds`][], on `max_j |x_ij|`), the second is the run's key; the run
+  ([`dpgcd_jax.privacy.bounds`][], on each record's 0.9-quantile of its nonzero `|x_ij|`), the second is the run's key; the run
   sees the features clipped to `[-B, B]` and `M_j = beta B^2`; `released` is `B`. `epsilon`
   is traced: a new budget compiles nothing.
   """
@@ -108,7 +108,8 @@ class FeatureBoundRelease:
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:
     key_bound, key_run = jax.random.split(key)
-    bound = bounds.private_feature_bound(key_bound, layout_lib.record_max_abs(problem), self.epsilon)
+    statistic = layout_lib.record_statistic(problem.XT, problem.XT.shape[0] if problem.columns is None else problem.columns)
+    bound = bounds.private_feature_bound(key_bound, statistic, self.epsilon)
     bounded = layout_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
     return bounded, key_run, targets, bound
 

@@ -13,6 +13,7 @@ import warnings
 
 import jax
 import numpy as np
+import numpy_reference
 import pytest
 import scipy.sparse
 from sklearn.datasets import load_diabetes
@@ -38,7 +39,7 @@ def _data(n=300, p=13, seed=0):
 @pytest.mark.parametrize("solver", ["dp_gcd", "dp_fw"])
 def test_a_released_bound_is_the_mechanism_on_the_raw_data_with_the_first_key(solver):
   X, y = _data()
-  statistic = np.abs(X.astype(np.float32)).max(axis=1)
+  statistic = numpy_reference.record_statistic(X)
   release = lambda key: float(bounds.bound_at_rank(key, statistic, np.float32(0.1 * 0.5),
                                                    math.ceil(bounds.DEFAULT_QUANTILE * 300)))
   got, wrong_key = [], []
@@ -90,7 +91,7 @@ def test_fit_releases_its_feature_bound_with_the_first_half_of_its_key():
   problem = dg.make_problem(X, y - 0.5, "squared")  # no public smoothness: fit releases a bound
   key = jax.random.key(10)
   result = dg.dp_gcd.fit(problem, key, epsilon=1.0, delta=1e-5, passes=10)
-  want = bounds.private_feature_bound(jax.random.split(key)[0], np.abs(X.astype(np.float32)).max(axis=1),
+  want = bounds.private_feature_bound(jax.random.split(key)[0], numpy_reference.record_statistic(X),
                                       np.float32(0.1))
   assert float(result.released) == float(want)
   batch = dg.dp_gcd.fit(problem, jax.random.split(key, 3), epsilon=1.0, delta=1e-5, passes=10)

@@ -14,13 +14,15 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy_reference
 import pytest
+import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import dense
 from dpgcd_jax import layout as layout_lib
+from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _linear
-from dpgcd_jax.estimators import _released
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import scales
 
@@ -158,13 +160,20 @@ def test_dp_fw_unit_rows_stay_in_the_unit_box_for_extreme_finite_inputs():
   np.testing.assert_allclose(out[1], [1 / 3, -1 / 3, 1 / 6, 2.0**-60 / 3, 1.0], rtol=1e-6)
 
 
-def test_record_max_abs_of_a_layout_ignores_the_intercept_and_padding():
+def test_record_statistic_of_a_layout_ignores_the_intercept_and_padding():
   rng = np.random.default_rng(5)
   X = rng.normal(size=(300, 70)) * 0.1  # every |x| far below the intercept's 1: the row would dominate
+  X[rng.random(X.shape) < 0.3] = 0.0  # zeros do not count
+  X[7] = 0.0  # an empty record: 0
+  X[8, :3] = [1e6, -3e5, 2e5]  # a few entries above the grid do not move the record's statistic
+  X[9, :] = 1e6  # all of them do: inf
   layout = dense.columns(X, np.float32, num_examples=512, num_features=128, intercept=True)
-  got = np.asarray(_released._record_max_abs(layout, jnp.asarray(70, jnp.int32)))  # pylint: disable=protected-access
-  np.testing.assert_array_equal(got[:300], np.abs(X.astype(np.float32)).max(axis=1))
+  got = np.asarray(layout_lib.record_statistic(layout, jnp.asarray(70, jnp.int32)))
+  np.testing.assert_array_equal(got[:300], numpy_reference.record_statistic(X))
+  assert got[7] == 0 and got[9] == np.inf and 0 < got[8] < 1
   assert not got[300:].any()
+  sparse_layout = sparse.from_matrix(scipy.sparse.csr_array(X))
+  np.testing.assert_array_equal(np.asarray(layout_lib.record_statistic(sparse_layout, 70)), got[:300])
 
 
 @pytest.mark.slow
