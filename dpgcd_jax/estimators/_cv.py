@@ -230,18 +230,21 @@ class _SearchMixin(_linear.DPGCDBase):
     # with secure_noise), drawn and costed by the mechanism layer.
     scorer = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
 
+    r_sel, r_upd = self._share_ratios()  # the runs' multipliers per unit of u sqrt(t) (`_train_at`)
+
     def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
-      parts = tuple(accounting.gcd_ledger(u * math.sqrt(t), u * math.sqrt(t), steps=t,
+      parts = tuple(accounting.gcd_ledger(u * math.sqrt(t) * r_sel, u * math.sqrt(t) * r_upd, steps=t,
                                           selection=selection_name, update=update_name)
                     + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
-                        u * math.sqrt(t) * dp_gcd.CURVATURE_RATIO), t)) if released_curvature else ledger_lib.Ledger())
+                        u * math.sqrt(t) * r_upd * dp_gcd.CURVATURE_RATIO), t)) if released_curvature
+                       else ledger_lib.Ledger())
                     for t in steps)
       return parts + (ledger_lib.Ledger.of(("score", scorer.event(u / math.sqrt(2.0)), 1)),)
 
     u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
         cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature,
-                   dp_gcd.CURVATURE_RATIO, scorer.name))
+                   dp_gcd.CURVATURE_RATIO, scorer.name, r_sel, r_upd))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())

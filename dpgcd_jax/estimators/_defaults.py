@@ -20,13 +20,21 @@ AUTO_CLIP = 0.1
 AUTO_CLIP_RELEASED = 0.25
 AUTO_CLIP_REGRESSION = 0.15  # in units of the target bound T (measured: module of DPGCDRegressor)
 AUTO_MARGIN_STEP = 0.5
-AUTO_STEPS_UNIT = 80.0
+AUTO_STEPS_UNIT = 40.0
 AUTO_STEPS_UNIT_REGRESSION = 25.0  # a real target carries more signal per record than a label
 AUTO_STEPS_MIN, AUTO_STEPS_MAX = 5, 100
 AUTO_SPARSITY = 10
 # DP-GCD's default: each step releases the second moment of the selected feature and steps by
 # 1 / hat M_j (dpgcd_jax.curvature), instead of 1 / (beta B_j^2) from the public bound alone.
 AUTO_CURVATURE = "released"
+# DP-GCD's default share of each step's budget spent on the selection (the rest on the update
+# and the released curvature): finding the few features that matter is the hard part in high
+# dimension. Measured (`dpgcd_jax.experiments.high_dim`, p = 5000, eps = 1, 2 seeds, with
+# AUTO_STEPS_UNIT = 40), share 0.5 (the solver's default) -> 0.7: dense standardized n = 4000
+# 0.775 -> 0.782, raw dense 0.672 -> 0.679; with the unit 80 -> 40 as well, binary n = 8000
+# 0.708 -> 0.731, dense standardized n = 2000 0.534 -> 0.698 (both changes and the bound's
+# statistic), text n = 32000 0.655 -> 0.653, binary n = 32000 0.758 -> 0.758.
+AUTO_SELECTION_SHARE = 0.7
 # DP-FW's default l1 radius, in units of the feature bounds (and of the target bound T): every
 # score is then within +-5. Measured (1000 x 20 standardized make_classification /
 # make_regression, 5 informative, B = 3, 3 seeds, 300 held-out rows): radius 5 / 10 / 20 gave
@@ -67,7 +75,11 @@ def auto_greedy_steps(n: int, epsilon: float, unit: float = AUTO_STEPS_UNIT) -> 
   `p`. Measured (`benchmarks/bench_high_dim.py`, sparse binary, text-like and dense sets,
   `p` = 5000 and 20000, `n` from 2000 to 128000, eps = 1, curvature released): the best
   `T` of {5, 10, 20, 40, 80} was about 10 at `n eps = 8000` and 20 at 32000; the older
-  rule `n eps / sqrt(p)` gave 113 and 453 there, and a model near `w = 0`. A regressor's
+  rule `n eps / sqrt(p)` gave 113 and 453 there, and a model near `w = 0`. With the
+  selection's share `AUTO_SELECTION_SHARE` and the bound on each record's typical magnitude
+  ([`dpgcd_jax.privacy.bounds`][]), the unit 40 (T = 10 at n eps = 4000) beat 80 (T = 7) on
+  dense standardized features at n = 4000: 0.782 against 0.752 (`dpgcd_jax.experiments.high_dim`,
+  2 seeds). A regressor's
   real target resolves more steps: on a raw 5-feature regression (n = 5000, eps = 2, test
   R^2 over 3 keys) T = 11 gave 0.79-0.81 and T = 20 0.96-0.97 (`unit` 25: T = 20).
   """

@@ -69,6 +69,7 @@ from dpgcd_jax.estimators._solvers import UPDATE
 from dpgcd_jax.estimators._solvers import Adapter
 from dpgcd_jax.estimators._solvers import solver_params
 from dpgcd_jax.privacy import accountant as accountant_lib
+from dpgcd_jax.privacy import accounting
 
 
 class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
@@ -165,9 +166,22 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     return solver_params(self.solver, self.solver_params, num_coordinates=num_coordinates,
                          radius=AUTO_RADIUS)
 
+  def _dp_gcd_params(self) -> dict[str, Any]:
+    """DP-GCD's `solver_params` completed by its defaults (`curvature`, `selection_share`)."""
+    return solver_params("dp_gcd", self.solver_params, num_coordinates=1, radius=AUTO_RADIUS)
+
   def _curvature_option(self) -> str:
     """DP-GCD's `curvature` (`solver_params["curvature"]`, default `AUTO_CURVATURE`)."""
-    return str(solver_params("dp_gcd", self.solver_params, num_coordinates=1, radius=AUTO_RADIUS)["curvature"])
+    return str(self._dp_gcd_params()["curvature"])
+
+  def _selection_share(self) -> float:
+    """DP-GCD's `selection_share` (default `AUTO_SELECTION_SHARE`)."""
+    return float(self._dp_gcd_params()["selection_share"])
+
+  def _share_ratios(self) -> tuple[float, float]:
+    """DP-GCD's selection and update multipliers per unit of one noise scale, at the selection
+    share (`dpgcd_jax.privacy.accounting.share_ratios`): what the CV estimators' runs draw and charge."""
+    return accounting.share_ratios(*self._mechanisms(), self._selection_share())
 
   def _mechanisms(self) -> tuple[str, str]:
     """(selection, update) names: Gumbel-max and Gaussian, or with `secure_noise` their

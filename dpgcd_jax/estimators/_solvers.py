@@ -22,6 +22,7 @@ from dpgcd_jax import curvature as curvature_lib
 from dpgcd_jax.estimators import _diagnostics
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import AUTO_CURVATURE
+from dpgcd_jax.estimators._defaults import AUTO_SELECTION_SHARE
 from dpgcd_jax.estimators._defaults import AUTO_SPARSITY
 from dpgcd_jax.estimators._defaults import Hyper
 from dpgcd_jax.estimators._defaults import auto_greedy_steps
@@ -46,6 +47,8 @@ class Adapter:
     name: the `solver=` value.
     params: the keys of `solver_params` it takes (defaults:
       [`solver_params`][dpgcd_jax.estimators._solvers.solver_params]).
+    defaults: `(key, value)` pairs, its public defaults of `solver_params` that do not depend
+      on the problem.
     secure: it has a floating-point-safe (discrete) noise (`secure_noise=True`).
     clippings: the `clipping=` modes it takes.
     padded: it masks padded features, so the estimators pad `n` and `p` to public buckets
@@ -68,6 +71,7 @@ class Adapter:
   params: tuple[str, ...]
   run: Callable[..., tuple[Any, Hyper]]
   note: Callable[[Any, int, Hyper], str]
+  defaults: tuple[tuple[str, Any], ...] = ()
   secure: bool = False
   clippings: tuple[str, ...] = CLIPPINGS
   padded: bool = False
@@ -91,7 +95,8 @@ def _run_dp_gcd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyp
   step_size = dp_gcd_step_size(estimator, hyper, n)
   result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps, step_size=step_size,
                       clip=hyper.clip, selection=selection, update=update, prior=prior, targets=targets,
-                      prelude=prelude, clipping_mode=estimator.clipping, curvature=estimator._curvature_option())
+                      prelude=prelude, clipping_mode=estimator.clipping, curvature=estimator._curvature_option(),
+                      selection_share=estimator._selection_share())
   if callable(step_size):  # the step the run used, from the multipliers it returns
     hyper = hyper._replace(step_size=float(result.params.step_size))
   return result, hyper
@@ -163,7 +168,9 @@ def _check_dp_fw(penalty: Any, step_size: Any) -> None:
 
 
 ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
-    Adapter("dp_gcd", ("curvature",), _run_dp_gcd, _note_dp_gcd, secure=True, padded=True, searchable=True,
+    Adapter("dp_gcd", ("curvature", "selection_share"), _run_dp_gcd, _note_dp_gcd,
+            defaults=(("curvature", AUTO_CURVATURE), ("selection_share", AUTO_SELECTION_SHARE)),
+            secure=True, padded=True, searchable=True,
             released_curvature=True, streams=True,
             steps=lambda n, width, epsilon, unit: auto_greedy_steps(n, epsilon, unit)),
     Adapter("dp_fw", ("radius",), _run_dp_fw, lambda estimator, num_targets, hyper: (
@@ -240,12 +247,13 @@ def solver_params(solver: str, given: Mapping[str, Any] | None, *, num_coordinat
   bounds (and of the target bound for a regressor): every score `|<clip_B(x), w> + b|` is then
   at most `radius`. `sparsity` (DP-IHT, two-stage): `min(AUTO_SPARSITY, num_coordinates)`,
   the coordinates counting the intercept (it competes for the support like any feature);
-  more than `num_coordinates` is a ValueError naming it. The shares: the solvers' defaults.
+  more than `num_coordinates` is a ValueError naming it. The shares: DP-GCD's selection share
+  `AUTO_SELECTION_SHARE`, the other solvers' own defaults. DP-GCD's `curvature`: `AUTO_CURVATURE`.
   """
   params = ADAPTERS[solver].params
   given = dict(given or {})
-  if "curvature" in params:
-    given.setdefault("curvature", AUTO_CURVATURE)
+  for name, value in ADAPTERS[solver].defaults:
+    given.setdefault(name, value)
   if "radius" in params:
     given.setdefault("radius", float(radius))
   if "sparsity" in params:

@@ -162,7 +162,7 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
                           epsilon=epsilon, delta=delta, passes=hyper.max_iter, penalty=penalty,
                           step_size=step_size, clip=hyper.clip, selection=selection,
                           update=update, clipping_mode=self.clipping, curvature=self._curvature_option(),
-                          prior=prior, runs=runs)
+                          selection_share=self._selection_share(), prior=prior, runs=runs)
   if callable(step_size):  # the step the run used (an "auto" cap applied), reported as fit reports it
     hyper = hyper._replace(step_size=float(result.params.step_size))
   released = _released.declared_release(bound, num_examples=n, num_features=p).finish(None)

@@ -161,7 +161,7 @@ def test_privacy_report_matches_the_library_private_path():
   problem = dg.make_problem(X1, 2.0 * y_train - 1.0, "logistic")
   result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1.0 / len(X_train) ** 2,
                          passes=model.n_iter_, selection="gumbel", update="gaussian", bound_share=0.1,
-                         curvature="released")
+                         curvature="released", selection_share=model.solver_params_["selection_share"])
   assert sorted(model.privacy_.entries) == sorted(result.privacy.entries)
   np.testing.assert_allclose(model.privacy_.epsilon, result.privacy.epsilon, rtol=1e-9)
   assert model.privacy_.delta == 1.0 / len(X_train) ** 2  # the documented default
