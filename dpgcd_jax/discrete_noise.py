@@ -55,8 +55,29 @@ Caps, and what happens there (each is a documented deviation or a fail-closed FA
 - no accepted candidate among 32 x 8 (acceptance >= 0.24 per candidate): FAILED (< 1e-30).
 
 FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed),
-never into a noiseless release. Each sampler's distribution is the exact one up to a total
-variation below `1e-18` per draw.
+never into a noiseless release.
+
+Total variation per draw: `DRAW_TOTAL_VARIATION = 3.5e-18`. Couple a sampler with the exact
+algorithm (unbounded loops, infinite-precision uniforms) on the same random bits. They agree
+unless, in a candidate examined before (or at) the first accepted one, a cap is hit, or the
+first `32 x 8 = 256` candidates are all rejected. Per candidate of the discrete Gaussian (a
+discrete Laplace candidate is a part of it): three series can reach `K = 20` (the Laplace's
+`Bernoulli(exp(-u / t))`, `exp(-q r / t)`'s fractional part, both `gamma <= 1`: `<= 1/20!`
+each; `exp(-r^2 / (2 t^2))`, `gamma <= 1/2`: `<= 2^-20 / 20!`); a comparison of 90 bits ties
+with probability `2^-90`, and a candidate makes at most `2 + 64 + 4 x 20 = 146` of them (one
+for `exp(-q^2 / 2)`, one for `exp(-n)`, 64 thresholds of the geometric `V`, 20 per series and
+20 more for the product series; the geometric's cap `V >= 62` lies inside its ties, see
+above); `q >= 12` rejects where the exact algorithm accepts with probability `< e^-72`. So a
+candidate deviates with probability `c <= (2 + 2^-20) / 20! + 146 x 2^-90 + e^-72 < 8.23e-19`.
+Candidates are iid and whether the `j`-th is examined depends on the earlier ones only, so the
+draws deviate with probability at most `c E[min(J, 256)] + P(J > 256) <= c / a + (1 - a)^256`,
+`J` the index of the first accepted candidate, `a >= 0.24` the acceptance probability of one
+candidate (exact discrete Gaussian candidate, at every `t` in `[1, MAX_SCALE]`; a discrete
+Laplace candidate's is `>= 0.31`): `<= 3.43e-18 + 3e-31 < 3.5e-18`
+(tests/privacy/test_sampler_deviation.py recomputes this in exact rational arithmetic, and the
+acceptance from the closed forms). The law of every draw, FAILED included, is therefore within
+total variation `DRAW_TOTAL_VARIATION` of the exact law, whatever the scale; the ledger
+charges it (`dpgcd_jax.privacy.events.DiscreteDraws`).
 
 Scales: `1 <= t <= MAX_SCALE = 2^15 - 1`; outside, FAILED.
 
@@ -80,7 +101,10 @@ import numpy as np
 Array = jax.Array
 
 FAILED = np.iinfo(np.int32).min
-"""Value returned where a sampler hit one of its caps (probability < 1e-18 per draw)."""
+"""Value returned where a sampler hit one of its caps (probability < 3.5e-18 per draw)."""
+
+DRAW_TOTAL_VARIATION = 3.5e-18
+"""Total variation between one draw's law and the exact law, at every scale (module docstring)."""
 
 MAX_SCALE = 2**15 - 1
 """Largest integer scale `t` of the samplers (every denominator `<= 2 t K < 2^21`)."""
@@ -216,7 +240,7 @@ def bernoulli_exp(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
   CKS Algorithm 1: the integer part `n = floor(num / den)` by one comparison with the exact
   expansion of `exp(-n)` (`n > 64` gives 0: exact probability `< e^-64`), AND the
   fractional part `f = (num mod den) / den` by the series, `Bernoulli(f / K)` being
-  `Bernoulli((num mod den) / (den K))`. `ok` is False with probability `< 1e-18`.
+  `Bernoulli((num mod den) / (den K))`. `ok` is False with probability `< 5e-19`.
   """
   num, den = jnp.broadcast_arrays(jnp.asarray(num, _I32), jnp.asarray(den, _I32))
   k_whole, k_frac = jax.random.split(key)
@@ -352,7 +376,7 @@ def discrete_laplace(key: Array, scale: Array, shape: tuple[int, ...] = ()) -> A
     shape: the output shape.
 
   Returns:
-    int32 draws (CKS Algorithm 2), `FAILED` where a cap was hit (prob. < 1e-18).
+    int32 draws (CKS Algorithm 2), `FAILED` where a cap was hit (prob. < 3.5e-18).
 
   Privacy: for integers `|x - x'| <= D`, `x + Z` is `D / t`-DP; report-noisy-max
   `argmax_j m_j + Z_j` over integer scores of sensitivity `D` is `2 D / t`-DP (ties go
@@ -378,7 +402,7 @@ def discrete_gaussian(key: Array, sigma: Array, shape: tuple[int, ...] = ()) -> 
     shape: the output shape.
 
   Returns:
-    int32 draws (CKS Algorithm 3), `FAILED` where a cap was hit (prob. < 1e-18).
+    int32 draws (CKS Algorithm 3), `FAILED` where a cap was hit (prob. < 3.5e-18).
 
   Privacy (CKS Theorem 4): for integers `|x - x'| <= D`, `x + Z` is
   `rho = D^2 / (2 sigma^2)`-zCDP: Renyi divergence at most `alpha D^2 / (2 sigma^2)` at
