@@ -156,19 +156,24 @@ class Ledger:
   def epsilon_and_route(self, delta: float, route: str = "best") -> tuple[float, str]:
     """The smallest certified epsilon at `delta` and the route that certifies it.
 
-    With `DiscreteDraws` entries the route's epsilon is taken at `delta - slack - charge(c)`,
-    `charge = sampler_charge`, `c` one nat above the uncharged epsilon: an epsilon `e <= c`
-    found there is certified (`charge(e) <= charge(c)`); a larger one gives `inf`.
+    With `DiscreteDraws` entries, the best route's epsilon `e = h(c)` at
+    `delta - slack - sampler_charge(c)` is certified once `e <= c` (`sampler_charge(e) <=
+    sampler_charge(c)`); `c` starts just above the uncharged epsilon and follows
+    `c <- h(c) (1 + 1e-6) + 1e-6` (`h` increases, slowly: one step in practice); `inf` if that
+    has not settled in 8 steps.
     """
     delta = check_budget_delta(delta)
     names = self._candidates(route)
     slack, agg = self.slack, self.aggregated()
-    best = self._route_epsilon(agg, names, delta - slack)
-    if self.sampler_charge(0.0):
-      cap = best[0] + 1.0
-      eps = self._route_epsilon(agg, [best[1]], delta - slack - self.sampler_charge(cap))[0]
-      best = (eps if eps <= cap else math.inf, best[1])
-    return best
+    eps, name = self._route_epsilon(agg, names, delta - slack)
+    if not self.sampler_charge(0.0):
+      return eps, name
+    for _ in range(8):
+      cap = eps * (1.0 + 1e-6) + 1e-6
+      eps = self._route_epsilon(agg, [name], delta - slack - self.sampler_charge(cap))[0]
+      if eps <= cap:
+        return eps, name
+    return math.inf, name
 
   @staticmethod
   def _route_epsilon(agg: _routes.Entries, names: list[str], delta: float) -> tuple[float, str]:
