@@ -54,30 +54,20 @@ Caps, and what happens there (each is a documented deviation or a fail-closed FA
   apart is below `e^-60` per release while `D / t <= 2`: tests/privacy/test_float_law.py);
 - no accepted candidate among 32 x 8 (acceptance >= 0.24 per candidate): FAILED (< 1e-30).
 
-FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed),
-never into a noiseless release.
-
-Total variation per draw: `DRAW_TOTAL_VARIATION = 3.5e-18`. Couple a sampler with the exact
-algorithm (unbounded loops, infinite-precision uniforms) on the same random bits. They agree
-unless, in a candidate examined before (or at) the first accepted one, a cap is hit, or the
-first `32 x 8 = 256` candidates are all rejected. Per candidate of the discrete Gaussian (a
-discrete Laplace candidate is a part of it): three series can reach `K = 20` (the Laplace's
-`Bernoulli(exp(-u / t))`, `exp(-q r / t)`'s fractional part, both `gamma <= 1`: `<= 1/20!`
-each; `exp(-r^2 / (2 t^2))`, `gamma <= 1/2`: `<= 2^-20 / 20!`); a comparison of 90 bits ties
-with probability `2^-90`, and a candidate makes at most `2 + 64 + 4 x 20 = 146` of them (one
-for `exp(-q^2 / 2)`, one for `exp(-n)`, 64 thresholds of the geometric `V`, 20 per series and
-20 more for the product series; the geometric's cap `V >= 62` lies inside its ties, see
-above); `q >= 12` rejects where the exact algorithm accepts with probability `< e^-72`. So a
-candidate deviates with probability `c <= (2 + 2^-20) / 20! + 146 x 2^-90 + e^-72 < 8.23e-19`.
-Candidates are iid and whether the `j`-th is examined depends on the earlier ones only, so the
-draws deviate with probability at most `c E[min(J, 256)] + P(J > 256) <= c / a + (1 - a)^256`,
-`J` the index of the first accepted candidate, `a >= 0.24` the acceptance probability of one
-candidate (exact discrete Gaussian candidate, at every `t` in `[1, MAX_SCALE]`; a discrete
-Laplace candidate's is `>= 0.31`): `<= 3.43e-18 + 3e-31 < 3.5e-18`
-(tests/privacy/test_sampler_deviation.py recomputes this in exact rational arithmetic, and the
-acceptance from the closed forms). The law of every draw, FAILED included, is therefore within
-total variation `DRAW_TOTAL_VARIATION` of the exact law, whatever the scale; the ledger
-charges it (`dpgcd_jax.privacy.events.DiscreteDraws`).
+FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed), never into a
+noiseless release. Total variation per draw: `3.5e-18` (`privacy.events.DRAW_TOTAL_VARIATION`). Couple a sampler with
+the exact algorithm (unbounded loops, exact uniforms) on the same bits: they agree unless a cap is hit
+in a candidate examined up to the first accepted one, or all `32 x 8 = 256` candidates are rejected. A
+discrete Gaussian candidate (a Laplace one is part of it) hits a cap with probability
+`c <= (2 + 2^-20) / 20! + 146 x 2^-90 + e^-72 < 8.23e-19`: two series with `gamma <= 1` (the Laplace's
+`exp(-u / t)`, the fractional part of `exp(-q r / t)`) and one with `gamma <= 1/2` (`exp(-r^2 / (2 t^2))`)
+reaching `K = 20`; at most `2 + 64 + 4 x 20 = 146` comparisons of 90 bits that may tie (`exp(-q^2 / 2)`,
+`exp(-n)`, the geometric's 64 thresholds, whose cap lies inside their ties, 20 per series and 20 more
+for the product one); `q >= 12` rejecting what the exact algorithm accepts with probability `< e^-72`.
+Whether the `j`-th candidate is examined depends on the earlier ones only: a draw deviates with
+probability `<= c / a + (1 - a)^256 < 3.43e-18 + 3e-31`, `a >= 0.24` the acceptance of an exact Gaussian
+candidate at every `t <= MAX_SCALE` (tests/privacy/test_sampler_deviation.py checks both). So each
+draw's law, FAILED included, is within `3.5e-18` of the exact one: `dpgcd_jax.privacy.events.DiscreteDraws`.
 
 Scales: `1 <= t <= MAX_SCALE = 2^15 - 1`; outside, FAILED.
 
@@ -103,8 +93,6 @@ Array = jax.Array
 FAILED = np.iinfo(np.int32).min
 """Value returned where a sampler hit one of its caps (probability < 3.5e-18 per draw)."""
 
-DRAW_TOTAL_VARIATION = 3.5e-18
-"""Total variation between one draw's law and the exact law, at every scale (module docstring)."""
 
 MAX_SCALE = 2**15 - 1
 """Largest integer scale `t` of the samplers (every denominator `<= 2 t K < 2^21`)."""

@@ -34,8 +34,11 @@ import math
 import numpy as np
 
 from dpgcd_jax import _validate
-from dpgcd_jax.discrete_noise import DRAW_TOTAL_VARIATION
 from dpgcd_jax.privacy import _rdp
+
+DRAW_TOTAL_VARIATION = 3.5e-18
+"""Total variation between one draw of the discrete samplers and its exact law, at every scale: the
+proof is in `dpgcd_jax.discrete_noise` ("Total variation per draw"), beside the caps it counts."""
 
 
 class PrivacyEvent:

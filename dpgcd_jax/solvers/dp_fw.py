@@ -334,7 +334,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   steps = base.total_steps(SOLVER, problem, passes) * runs
   draws = 2 * problem.num_features if secure_noise else 0  # a discrete Laplace per vertex, per step
   return budget.Plan(lambda scale: Params(radius, clip, scale),
-                     lambda params: budget.with_draws(fw_ledger(params.selection_noise, steps, selection), draws, steps),
+                     lambda params: budget.with_draws(fw_ledger(params.selection_noise, steps, selection), draws,
+                                                      steps),
                      dict(clipping_mode=clipping_mode, selection=selection))
 
 

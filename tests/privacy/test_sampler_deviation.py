@@ -16,6 +16,9 @@ from dpgcd_jax import discrete_noise
 from dpgcd_jax.privacy import Ledger
 from dpgcd_jax.privacy import calibrate
 from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
+from dpgcd_jax.privacy import typical_size
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import dp_cd
 from dpgcd_jax.solvers import dp_fw
@@ -71,7 +74,7 @@ def test_per_draw_bound_in_exact_arithmetic():
   a = F(MIN_ACCEPTANCE).limit_denominator(100)
   rounds = discrete_noise._ROUNDS * discrete_noise._CANDIDATES
   bound = per_candidate / a + (1 - a) ** rounds
-  assert discrete_noise.DRAW_TOTAL_VARIATION == ETA
+  assert events.DRAW_TOTAL_VARIATION == ETA
   assert bound < F(ETA) and bound > F(34, 10**19)  # 3.43e-18: the constant is not loose by much
 
 
@@ -140,6 +143,13 @@ def test_plans_count_the_draws_of_the_shapes(secure):
                                   update=update).ledger(0.7)
   # one peeling of s rounds over p per run; each step a selection over the s columns and one update
   assert _draws(ledger) == (3 * s * p + 7 * 3 * (s + 1) if secure else 0)
+
+
+def test_noisy_searches_count_one_draw_per_feature_and_round():
+  rounds = math.ceil(math.log2(scales.GRID.size))  # the binary search over the grid
+  assert _draws(scales_budget.scales_ledger(2.0, features=7)) == 7 * rounds
+  assert _draws(scales_budget.scales_ledger(2.0)) == 0  # callers that do not pass p yet
+  assert _draws(typical_size.ledger(2.0)) == 5  # one median over 25 grid points: 5 rounds, 1 query
 
 
 def test_calibration_aims_at_the_target_delta_minus_the_charge():
