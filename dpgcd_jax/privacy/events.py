@@ -58,6 +58,12 @@ class PrivacyEvent:
     """Delta added to the total per release, outside every route (0 for most events)."""
     return 0.0
 
+  @property
+  def total_variation(self) -> float:
+    """Total variation of one release's secure sampler draws to their exact law (`DiscreteDraws`),
+    which the ledger charges as `(1 + e^epsilon) TV` (0 for most events)."""
+    return 0.0
+
   def describe(self) -> str:
     """Short description for the report tables (floats to 6 significant digits)."""
     show = lambda v: f"{v:.6g}" if isinstance(v, (float, int)) else repr(v)

@@ -120,11 +120,17 @@ class Ledger:
     """Sum of the events' slacks (`DeltaSlack` deltas, inner slacks of selections)."""
     return sum(e.event.slack * e.count for e in self.entries)
 
+  @property
+  def total_variation(self) -> float:
+    """`sum_i count_i TV_i`: the total variation of all the secure sampler draws to their exact law
+    (`DiscreteDraws` entries, `TV_i = draws_i * eta`, and those inside a private selection)."""
+    return sum(e.event.total_variation * e.count for e in self.entries)
+
   def sampler_charge(self, epsilon: float) -> float:
-    """`(1 + e^epsilon) sum_i count_i TV_i`: the delta the secure samplers' deviation adds to an
-    `(epsilon, .)` certificate, over the `DiscreteDraws` entries (`TV_i = draws_i * eta`; the proof
-    is in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]); 0 without such entries."""
-    tv = sum(e.event.total_variation * e.count for e in self.entries if isinstance(e.event, ev.DiscreteDraws))
+    """`(1 + e^epsilon) total_variation`: the delta the secure samplers' deviation adds to an
+    `(epsilon, .)` certificate (the proof is in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]);
+    0 without sampler draws."""
+    tv = self.total_variation
     return (1.0 + math.exp(min(epsilon, 700.0))) * tv if tv else 0.0
 
   def aggregated(self) -> _routes.Entries:

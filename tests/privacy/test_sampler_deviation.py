@@ -18,6 +18,7 @@ from dpgcd_jax.privacy import calibrate
 from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import scales
 from dpgcd_jax.privacy import scales_budget
+from dpgcd_jax.privacy import tuning
 from dpgcd_jax.privacy import typical_size
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import dp_cd
@@ -150,6 +151,15 @@ def test_noisy_searches_count_one_draw_per_feature_and_round():
   assert _draws(scales_budget.scales_ledger(2.0, features=7)) == 7 * rounds
   assert _draws(scales_budget.scales_ledger(2.0)) == 0  # callers that do not pass p yet
   assert _draws(typical_size.ledger(2.0)) == 5  # one median over 25 grid points: 5 rounds, 1 query
+
+
+def test_a_private_selection_charges_the_draws_of_its_expected_runs():
+  inner = Ledger.of(("u", events.DiscreteGaussian(30.0), 50), ("d", events.DiscreteDraws(4), 50))
+  bare = Ledger.of(("u", events.DiscreteGaussian(30.0), 50))
+  # Poisson(10) repetitions: E[K] = 10 runs of 200 draws each
+  charged, uncharged = (tuning.repeat_and_select_ledger(x, mean=10.0, shape=math.inf) for x in (inner, bare))
+  eps = charged.epsilon(1e-6)
+  assert charged.delta(eps) - uncharged.delta(eps) == pytest.approx((1 + math.exp(eps)) * 10 * 200 * ETA, rel=1e-6)
 
 
 def test_calibration_aims_at_the_target_delta_minus_the_charge():
