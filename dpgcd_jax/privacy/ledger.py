@@ -292,7 +292,7 @@ class PrivacyReport:
 
   def _compose(self, other: PrivacyReport | Ledger, *, first: bool = False) -> PrivacyReport:
     """`self + other` (`first=True`: `other + self`, the other's entries first)."""
-    if isinstance(other, Ledger):  # its own certificate: (sum of the pure epsilons, its slack)
+    if isinstance(other, Ledger):  # its own certificate: (sum of the pure epsilons, its slack and charge)
       pure = sum(e.event.pure_epsilon * e.count for e in other.entries
                  if e.count and not isinstance(e.event, ev.DeltaSlack))
       charge = other.sampler_charge(pure) if math.isfinite(pure) else 0.0  # (inf, .) certifies nothing
