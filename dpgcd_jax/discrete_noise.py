@@ -54,9 +54,20 @@ Caps, and what happens there (each is a documented deviation or a fail-closed FA
   apart is below `e^-60` per release while `D / t <= 2`: tests/privacy/test_float_law.py);
 - no accepted candidate among 32 x 8 (acceptance >= 0.24 per candidate): FAILED (< 1e-30).
 
-FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed),
-never into a noiseless release. Each sampler's distribution is the exact one up to a total
-variation below `1e-18` per draw.
+FAILED is `FAILED` (the smallest int32); the mechanisms turn it into NaN (fail closed), never into a
+noiseless release. Total variation per draw: `3.5e-18` (`privacy.events.DRAW_TOTAL_VARIATION`). Couple a sampler with
+the exact algorithm (unbounded loops, exact uniforms) on the same bits: they agree unless a cap is hit
+in a candidate examined up to the first accepted one, or all `32 x 8 = 256` candidates are rejected. A
+discrete Gaussian candidate (a Laplace one is part of it) hits a cap with probability
+`c <= (2 + 2^-20) / 20! + 146 x 2^-90 + e^-72 < 8.23e-19`: two series with `gamma <= 1` (the Laplace's
+`exp(-u / t)`, the fractional part of `exp(-q r / t)`) and one with `gamma <= 1/2` (`exp(-r^2 / (2 t^2))`)
+reaching `K = 20`; at most `2 + 64 + 4 x 20 = 146` comparisons of 90 bits that may tie (`exp(-q^2 / 2)`,
+`exp(-n)`, the geometric's 64 thresholds, whose cap lies inside their ties, 20 per series and 20 more
+for the product one); `q >= 12` rejecting what the exact algorithm accepts with probability `< e^-72`.
+Whether the `j`-th candidate is examined depends on the earlier ones only: a draw deviates with
+probability `<= c / a + (1 - a)^256 < 3.43e-18 + 3e-31`, `a >= 0.24` the acceptance of an exact Gaussian
+candidate at every `t <= MAX_SCALE` (tests/privacy/test_sampler_deviation.py checks both). So each
+draw's law, FAILED included, is within `3.5e-18` of the exact one: `dpgcd_jax.privacy.events.DiscreteDraws`.
 
 Scales: `1 <= t <= MAX_SCALE = 2^15 - 1`; outside, FAILED.
 
@@ -80,7 +91,8 @@ import numpy as np
 Array = jax.Array
 
 FAILED = np.iinfo(np.int32).min
-"""Value returned where a sampler hit one of its caps (probability < 1e-18 per draw)."""
+"""Value returned where a sampler hit one of its caps (probability < 3.5e-18 per draw)."""
+
 
 MAX_SCALE = 2**15 - 1
 """Largest integer scale `t` of the samplers (every denominator `<= 2 t K < 2^21`)."""
@@ -216,7 +228,7 @@ def bernoulli_exp(key: Array, num: Array, den: Array) -> tuple[Array, Array]:
   CKS Algorithm 1: the integer part `n = floor(num / den)` by one comparison with the exact
   expansion of `exp(-n)` (`n > 64` gives 0: exact probability `< e^-64`), AND the
   fractional part `f = (num mod den) / den` by the series, `Bernoulli(f / K)` being
-  `Bernoulli((num mod den) / (den K))`. `ok` is False with probability `< 1e-18`.
+  `Bernoulli((num mod den) / (den K))`. `ok` is False with probability `< 5e-19`.
   """
   num, den = jnp.broadcast_arrays(jnp.asarray(num, _I32), jnp.asarray(den, _I32))
   k_whole, k_frac = jax.random.split(key)
@@ -352,7 +364,7 @@ def discrete_laplace(key: Array, scale: Array, shape: tuple[int, ...] = ()) -> A
     shape: the output shape.
 
   Returns:
-    int32 draws (CKS Algorithm 2), `FAILED` where a cap was hit (prob. < 1e-18).
+    int32 draws (CKS Algorithm 2), `FAILED` where a cap was hit (prob. < 3.5e-18).
 
   Privacy: for integers `|x - x'| <= D`, `x + Z` is `D / t`-DP; report-noisy-max
   `argmax_j m_j + Z_j` over integer scores of sensitivity `D` is `2 D / t`-DP (ties go
@@ -378,7 +390,7 @@ def discrete_gaussian(key: Array, sigma: Array, shape: tuple[int, ...] = ()) -> 
     shape: the output shape.
 
   Returns:
-    int32 draws (CKS Algorithm 3), `FAILED` where a cap was hit (prob. < 1e-18).
+    int32 draws (CKS Algorithm 3), `FAILED` where a cap was hit (prob. < 3.5e-18).
 
   Privacy (CKS Theorem 4): for integers `|x - x'| <= D`, `x + Z` is
   `rho = D^2 / (2 sigma^2)`-zCDP: Renyi divergence at most `alpha D^2 / (2 sigma^2)` at

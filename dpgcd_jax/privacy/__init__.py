@@ -2,7 +2,7 @@
 
 * [`dpgcd_jax.privacy.events`][]: what one release of a mechanism costs (`PureDp`,
   `BoundedRange`, `Laplace`, `Gaussian`, `ZCdp`, `PoissonSampledGaussian`,
-  `DeltaSlack`).
+  `DeltaSlack`, `DiscreteDraws`: the secure samplers' draws, a delta charge).
 * [`dpgcd_jax.privacy.ledger`][]: [`Ledger`][dpgcd_jax.privacy.Ledger] composes `(label, event, count)` entries by
   the best valid route, [`PrivacyReport`][dpgcd_jax.privacy.PrivacyReport] is what a fit spent,
   [`calibrate`][dpgcd_jax.privacy.calibrate] bisects
@@ -51,6 +51,7 @@ _EXPORTS = {
     "audit": "dpgcd_jax.privacy.auditing",
     "BoundedRange": "dpgcd_jax.privacy.events",
     "DeltaSlack": "dpgcd_jax.privacy.events",
+    "DiscreteDraws": "dpgcd_jax.privacy.events",
     "DiscreteGaussian": "dpgcd_jax.privacy.events",
     "DiscreteLaplace": "dpgcd_jax.privacy.events",
     "Gaussian": "dpgcd_jax.privacy.events",
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.calibration import calibrate  # noqa: F401
   from dpgcd_jax.privacy.events import BoundedRange  # noqa: F401
   from dpgcd_jax.privacy.events import DeltaSlack  # noqa: F401
+  from dpgcd_jax.privacy.events import DiscreteDraws  # noqa: F401
   from dpgcd_jax.privacy.events import DiscreteGaussian  # noqa: F401
   from dpgcd_jax.privacy.events import DiscreteLaplace  # noqa: F401
   from dpgcd_jax.privacy.events import Gaussian  # noqa: F401

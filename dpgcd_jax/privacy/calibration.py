@@ -33,9 +33,11 @@ def _margin(ledger: Ledger, route: str, epsilon: float, delta: float, bound: str
   `log(delta_route(epsilon) + slack) - log(delta)`, or `log(epsilon_route(delta - slack))
   - log(epsilon)` for routes whose epsilon is cheap (`margin="epsilon"`; nearly linear in
   the log of the scale, which the secant steps exploit); with `bound="lower"`
-  / `"upper"`, the route's cheap lower / upper bound on its delta instead.
+  / `"upper"`, the route's cheap lower / upper bound on its delta instead. `slack` includes
+  the samplers' charge at the target, `ledger.sampler_charge(epsilon)`: a route epsilon at most
+  the target is certified with a charge at most that one.
   """
-  slack, agg = ledger.slack, ledger.aggregated()
+  slack, agg = ledger.slack + ledger.sampler_charge(epsilon), ledger.aggregated()
   if slack >= delta:
     return math.inf
   if not agg:
@@ -239,8 +241,9 @@ def calibrate(
   probe = factory(guess)
   if not isinstance(probe, Ledger):
     raise ValueError(f"Expected factory to return a Ledger, got factory({guess})={probe!r}.")
-  if probe.slack >= delta:
-    raise ValueError(f"Expected delta above the ledger's slack {probe.slack}, got "
+  slack = probe.slack + probe.sampler_charge(epsilon)
+  if slack >= delta:
+    raise ValueError(f"Expected delta above the ledger's slack {slack}, got "
                      f"delta={delta}.")
   names = probe._candidates(route)  # pylint: disable=protected-access
   # The first route from the guess, then the others near its solution (the set of routes

@@ -23,6 +23,7 @@ refers to, see [`dpgcd_jax.privacy.accounting`][]):
 | Poisson sampling (rate q) + Gaussian on a sum | `PoissonSampledGaussian(s, q)` |
 | Poisson sampling (rate q) + discrete Gaussian on an integer sum | `PoissonSampledDiscreteGaussian(s, q)` (RDP) |
 | a total-variation / truncation slack | `DeltaSlack(delta)` |
+| `k` draws of the exact discrete samplers, beside a discrete event | `DiscreteDraws(k)` (a delta charge) |
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _rdp
+
+DRAW_TOTAL_VARIATION = 3.5e-18
+"""Total variation between one draw of the discrete samplers and its exact law, at every scale: the
+proof is in `dpgcd_jax.discrete_noise` ("Total variation per draw"), beside the caps it counts."""
 
 
 class PrivacyEvent:
@@ -51,6 +56,12 @@ class PrivacyEvent:
   @property
   def slack(self) -> float:
     """Delta added to the total per release, outside every route (0 for most events)."""
+    return 0.0
+
+  @property
+  def total_variation(self) -> float:
+    """Total variation of one release's secure sampler draws to their exact law (`DiscreteDraws`),
+    which the ledger charges as `(1 + e^epsilon) TV` (0 for most events)."""
     return 0.0
 
   def describe(self) -> str:
@@ -304,3 +315,43 @@ class DeltaSlack(PrivacyEvent):
   def rdp(self, orders):
     return np.zeros(np.shape(orders))
 
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteDraws(PrivacyEvent):
+  """`draws` draws of the discrete samplers (`dpgcd_jax.discrete_noise`) per release: a delta charge.
+
+  A secure release is accounted by its exact mechanism's event (`DiscreteLaplace`,
+  `DiscreteGaussian`, `PureDp`, `PoissonSampledDiscreteGaussian`), and this entry beside it
+  counts the sampler draws the release makes. Each draw's law is within total variation
+  `eta = DRAW_TOTAL_VARIATION = 3.5e-18` of the exact one, at every scale and independently
+  of the data (`dpgcd_jax.discrete_noise`, "Total variation per draw"); the ledger adds
+  `(1 + e^epsilon) N eta` to its delta, `N` the draws of all its `DiscreteDraws` entries
+  (`Ledger.sampler_charge`).
+
+  Proof. Coupling the `N` draws one at a time, each conditionally on the run so far (the
+  per-draw bound holds whatever the history), the real run `M'` and the exact one `M` differ
+  with probability at most `N eta`: `TV(M'(D), M(D)) <= N eta` for every data set `D`. If `M`
+  is `(epsilon, delta)`-DP, for every event `S` and neighbours `D, D'`:
+  `P[M'(D) in S] <= P[M(D) in S] + N eta <= e^epsilon P[M(D') in S] + delta + N eta
+  <= e^epsilon P[M'(D') in S] + delta + (1 + e^epsilon) N eta`. The count `N` is fixed by the
+  shapes (public), never by the data. No route sees this event.
+  """
+
+  draws: int
+
+  def __post_init__(self):
+    _validate.check_int("draws", self.draws, low=0)
+    object.__setattr__(self, "draws", int(self.draws))
+
+  @property
+  def pure_epsilon(self) -> float:
+    return 0.0
+
+  @property
+  def total_variation(self) -> float:
+    """`draws * eta`: the total variation of one release's draws to the exact law."""
+    return self.draws * DRAW_TOTAL_VARIATION
+
+  def rdp(self, orders):
+    return np.zeros(np.shape(orders))

@@ -11,7 +11,9 @@ each as the minimum over every VALID composition route for the events present (s
 `dpgcd_jax.privacy._routes`): the exact lattice PLD (randomized response, exact
 Laplace, GDP), the adaptive bounded-range PLD, RDP with the optimal conversion, and
 dp_accounting's PLD. Every route is an upper bound on the same privacy profile, so their
-minimum is one too. `DeltaSlack` entries add their delta to the total.
+minimum is one too. `DeltaSlack` entries add their delta to the total, and `DiscreteDraws`
+entries (the secure samplers' draws) add `(1 + e^epsilon) N eta` at the reported epsilon
+(`Ledger.sampler_charge`; the proof is in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]).
 
 Privacy argument: each route composes, for adaptively chosen mechanisms, per-release
 guarantees that hold conditionally on all previous outputs (dominating pairs for the PLD
@@ -118,11 +120,24 @@ class Ledger:
     """Sum of the events' slacks (`DeltaSlack` deltas, inner slacks of selections)."""
     return sum(e.event.slack * e.count for e in self.entries)
 
+  @property
+  def total_variation(self) -> float:
+    """`sum_i count_i TV_i`: the total variation of all the secure sampler draws to their exact law
+    (`DiscreteDraws` entries, `TV_i = draws_i * eta`, and those inside a private selection)."""
+    return sum(e.event.total_variation * e.count for e in self.entries)
+
+  def sampler_charge(self, epsilon: float) -> float:
+    """`(1 + e^epsilon) total_variation`: the delta the secure samplers' deviation adds to an
+    `(epsilon, .)` certificate (the proof is in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]);
+    0 without sampler draws."""
+    tv = self.total_variation
+    return (1.0 + math.exp(min(epsilon, 700.0))) * tv if tv else 0.0
+
   def aggregated(self) -> _routes.Entries:
-    """Identical events merged (counts summed), slack and empty entries dropped."""
+    """Identical events merged (counts summed), slack, draw counts and empty entries dropped."""
     counts: dict[ev.PrivacyEvent, int] = {}
     for entry in self.entries:
-      if entry.count > 0 and not isinstance(entry.event, ev.DeltaSlack):
+      if entry.count > 0 and not isinstance(entry.event, (ev.DeltaSlack, ev.DiscreteDraws)):
         counts[entry.event] = counts.get(entry.event, 0) + entry.count
     return tuple(sorted(counts.items(), key=lambda x: (type(x[0]).__name__, repr(x[0]))))
 
@@ -145,17 +160,37 @@ class Ledger:
     return [route]
 
   def epsilon_and_route(self, delta: float, route: str = "best") -> tuple[float, str]:
-    """The smallest certified epsilon at `delta` and the route that certifies it."""
+    """The smallest certified epsilon at `delta` and the route that certifies it.
+
+    With `DiscreteDraws` entries, the best route's epsilon `e = h(c)` at
+    `delta - slack - sampler_charge(c)` is certified once `e <= c` (`sampler_charge(e) <=
+    sampler_charge(c)`); `c` starts just above the uncharged epsilon and follows
+    `c <- h(c) (1 + 1e-6) + 1e-6` (`h` increases, slowly: one step in practice); `inf` if that
+    has not settled in 8 steps.
+    """
     delta = check_budget_delta(delta)
     names = self._candidates(route)
     slack, agg = self.slack, self.aggregated()
-    if delta <= slack:
+    eps, name = self._route_epsilon(agg, names, delta - slack)
+    if not self.sampler_charge(0.0):
+      return eps, name
+    for _ in range(8):
+      cap = eps * (1.0 + 1e-6) + 1e-6
+      eps = self._route_epsilon(agg, [name], delta - slack - self.sampler_charge(cap))[0]
+      if eps <= cap:
+        return eps, name
+    return math.inf, name
+
+  @staticmethod
+  def _route_epsilon(agg: _routes.Entries, names: list[str], delta: float) -> tuple[float, str]:
+    """The smallest epsilon of the routes `names` at `delta` (the ledger's slack removed)."""
+    if delta <= 0.0:
       return math.inf, names[0]
     if not agg:
       return 0.0, names[0]
     best = (math.inf, names[0])
     for name in names:
-      eps = _routes.evaluate(agg, name, "epsilon", delta - slack)
+      eps = _routes.evaluate(agg, name, "epsilon", delta)
       if eps < best[0]:
         best = (eps, name)
     return best
@@ -164,7 +199,7 @@ class Ledger:
     """The smallest certified delta at `epsilon` and the route that certifies it."""
     epsilon = check_budget_epsilon(epsilon)
     names = self._candidates(route)
-    slack, agg = self.slack, self.aggregated()
+    slack, agg = self.slack + self.sampler_charge(epsilon), self.aggregated()
     if not agg:
       return min(slack, 1.0), names[0]
     best = (math.inf, names[0])
@@ -200,7 +235,7 @@ class PrivacyReport:
   Attributes:
     entries: the ledger's `(label, event, count)` entries.
     epsilon: the total epsilon certified at `delta`.
-    delta: the total delta (slack included).
+    delta: the total delta (slack and the samplers' charge included).
     route: the composition route that certified `epsilon`.
     notes: free-form statements (e.g. "smoothness: public by declaration").
     not_private: the data-dependent steps the guarantee does NOT cover (e.g. "label set read
@@ -257,10 +292,11 @@ class PrivacyReport:
 
   def _compose(self, other: PrivacyReport | Ledger, *, first: bool = False) -> PrivacyReport:
     """`self + other` (`first=True`: `other + self`, the other's entries first)."""
-    if isinstance(other, Ledger):  # its own certificate: (sum of the pure epsilons, its slack)
+    if isinstance(other, Ledger):  # its own certificate: (sum of the pure epsilons, its slack and charge)
       pure = sum(e.event.pure_epsilon * e.count for e in other.entries
                  if e.count and not isinstance(e.event, ev.DeltaSlack))
-      other = PrivacyReport(other.entries, pure, other.slack, "basic")
+      charge = other.sampler_charge(pure) if math.isfinite(pure) else 0.0  # (inf, .) certifies nothing
+      other = PrivacyReport(other.entries, pure, other.slack + charge, "basic")
     a, b = (other, self) if first else (self, other)
     ledger = Ledger(a.entries + b.entries)
     delta = min(a.delta + b.delta, 1.0)

@@ -73,12 +73,15 @@ sensitivity), the samplers use integer arithmetic only, and the one float, the p
 would not do, in any mode: JAX's float32 normal takes `2^23` values, none above 5.3, so a
 count more than `5.3 sigma` below the threshold never crosses it on `D` and can on `D'`,
 and the mass of such events (about `2^-23` per draw, `L p` draws) is far above any useful
-delta. What is left: a sampler cap (probability `< 1e-18` per draw, drawn before and apart
-from the data) releases `B_j = NaN`, and the samplers' law deviates from the exact one
-elsewhere by less than `e^-64` per draw (`dpgcd_jax.discrete_noise`), not charged (as
-for the secure solvers). The sampler's range `sigma <= MAX_SCALE` (32767) bounds `s sqrt(p)`:
-beyond, every `B_j` is NaN, and [`scales_informative`][dpgcd_jax.privacy.scales_budget.scales_informative]
-is False. Only grid points are released (the noisy queries enter comparisons only).
+delta. What is left: a sampler cap (probability `< 3.5e-18` per draw, drawn before and apart
+from the data) releases `B_j = NaN`; with the other caps, each draw's law is within total
+variation `3.5e-18` of the exact one (`dpgcd_jax.discrete_noise`), charged as for the secure
+solvers: [`scales_ledger`][dpgcd_jax.privacy.scales_budget.scales_ledger]`(..., features=p)`
+adds its `L p` draws, and the ledger `(1 + e^epsilon) L p 3.5e-18` to delta
+([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]). The sampler's range
+`sigma <= MAX_SCALE` (32767) bounds `s sqrt(p)`: beyond, every `B_j` is NaN, and
+[`scales_informative`][dpgcd_jax.privacy.scales_budget.scales_informative] is False. Only grid
+points are released (the noisy queries enter comparisons only).
 
 Examples:
   >>> import jax, numpy as np
@@ -243,7 +246,7 @@ def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any, *, num_f
 
   Returns:
     A [`Search`][dpgcd_jax.privacy.scales.Search]; a feature whose draw hit a sampler cap
-    (probability `< 1e-18`, independent of the data) has index -1.
+    (probability `< 3.5e-18`, independent of the data) has index -1.
   """
   p, K = counts.shape
   rounds = max(1, math.ceil(math.log2(K)))

@@ -52,13 +52,21 @@ INFORMATIVE_RATIO = 2.0
 """`(1 - q) n >= INFORMATIVE_RATIO * sigma` is the informative regime (measured; see module)."""
 
 
-def scales_ledger(noise: float, *, grid: Any = scales.GRID, label: str = LABEL) -> ledger_lib.Ledger:
-  """The ledger entry of one release at multiplier `noise`: `(label, DiscreteGaussian(noise), L)`.
+def scales_ledger(noise: float, *, grid: Any = scales.GRID, label: str = LABEL,
+                  features: int = 0) -> ledger_lib.Ledger:
+  """The ledger of one release at multiplier `noise`: `(label, DiscreteGaussian(noise), L)`, and
+  `(f"{label} draws", DiscreteDraws(features), L)`: each round draws one discrete Gaussian per
+  searched feature (the samplers' delta charge, [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]).
 
   Add it to the ledger of the run that uses the scales (`solver_ledger + scales_ledger(s)`):
   the ledger composes both by the best valid route (RDP: the discrete Gaussian has no GDP claim).
+  `features` is the number of features searched; 0 (the default, for callers that do not pass
+  it yet) leaves the draws uncharged.
   """
-  return ledger_lib.Ledger.of((label, events.DiscreteGaussian(noise), scales.num_rounds(grid)))
+  rounds = scales.num_rounds(grid)
+  spent = ledger_lib.Ledger.of((label, events.DiscreteGaussian(noise), rounds))
+  features = _validate.check_int("features", features, low=0)
+  return spent.add(f"{label} draws", events.DiscreteDraws(features), rounds) if features else spent
 
 
 def scales_rho(noise: float, *, grid: Any = scales.GRID) -> float:

@@ -207,9 +207,20 @@ class RepeatAndSelect(ev.PrivacyEvent):
     return self.inner if isinstance(self.inner, tuple) else (self.inner,)
 
   @property
+  def expected_runs(self) -> float:
+    """`E[K]` of the distribution actually drawn (the truncated negative binomial's, `>= mean`)."""
+    return self.mean if math.isinf(self.shape) else tnb_mean(tnb_gamma(self.mean, self.shape), self.shape)
+
+  @property
   def slack(self) -> float:
-    mean = self.mean if math.isinf(self.shape) else tnb_mean(tnb_gamma(self.mean, self.shape), self.shape)
-    return mean * max(p.slack for p in self.parts)
+    return self.expected_runs * max(p.slack for p in self.parts)
+
+  @property
+  def total_variation(self) -> float:
+    """`E[K]` times the largest total variation of one repetition's sampler draws: the draws of
+    all `K` runs deviate with probability at most `E[K] max_i TV_i` (a union bound over the draws,
+    `K` drawn apart from the data), which the outer ledger charges like its own draws."""
+    return self.expected_runs * max(p.total_variation for p in self.parts)
 
   def describe(self) -> str:
     kind = {0.0: "logarithmic", 1.0: "geometric", math.inf: "Poisson"}.get(

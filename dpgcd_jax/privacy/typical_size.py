@@ -103,13 +103,13 @@ def noise_at(epsilon: float, delta: float) -> float:
 
 
 def ledger(noise: float) -> ledger_lib.Ledger:
-  """The release's ledger entry: `(LABEL, DiscreteGaussian(noise), 5)`."""
-  return scales_budget.scales_ledger(noise, grid=GRID, label=LABEL)
+  """The release's ledger: `(LABEL, DiscreteGaussian(noise), 5)` and its one sampler draw per round."""
+  return scales_budget.scales_ledger(noise, grid=GRID, label=LABEL, features=1)
 
 
 def release(key: jax.Array, X: Any, bound: Any, noise: float) -> float | None:
   """The private median of `s_i` (a grid point), or None when the sampler failed (a cap hit
-  with probability `< 1e-18`, independent of the data, or a `noise` out of its range).
+  with probability `< 3.5e-18`, independent of the data, or a `noise` out of its range).
 
   Args:
     key: a JAX PRNG key.

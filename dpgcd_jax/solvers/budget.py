@@ -53,6 +53,13 @@ DEFAULT_BOUND_SHARE = 0.1
 # ----------------------------------------------------------------------------------------
 
 
+def with_draws(ledger: ledger_lib.Ledger, draws: int, count: int) -> ledger_lib.Ledger:
+  """`ledger` with the entry "sampler draws": `count` releases of `draws` draws of the discrete
+  samplers each ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], a delta charge);
+  the same ledger when `draws` is 0 (float noise: no entry)."""
+  return ledger.add("sampler draws", events.DiscreteDraws(draws), count) if draws else ledger
+
+
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,
                      *, uses_smoothness: bool = True, released: bool = False) -> tuple[bool, int | None]:
   """Validates a `fit` call; returns (needs a private feature bound, key batch size or None).
@@ -103,7 +110,9 @@ class FeatureBoundRelease:
 
   @property
   def ledger(self) -> ledger_lib.Ledger:
-    return ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1))
+    # AboveThreshold draws one discrete Laplace per grid point and one for the threshold.
+    return with_draws(ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1)),
+                      bounds.GRID.size + 1, 1)
 
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:

@@ -319,25 +319,31 @@ def fit(
                     curvature=curvature, curvature_ratio=curvature_ratio)
 
 
-def iterations_plan(steps: int, *, step_size: Any, clip: Any, selection: str, update: str,
+def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, selection: str, update: str,
                     selection_share: float | None, curvature: str = "public",
                     curvature_ratio: float = CURVATURE_RATIO) -> budget.Plan:
   """The [`Plan`][dpgcd_jax.solvers.budget.Plan] of `steps` DP-GCD iterations: which noise each step
   draws and which events the ledger charges for it, in one place (the in-memory fit's
   [`private_plan`][dpgcd_jax.solvers.dp_gcd.private_plan] and the streamed one,
   [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update` are the mechanisms
-  actually run (after `secure_noise`); the other arguments are `fit`'s."""
+  actually run (after `secure_noise`); `coordinates` is `p`, the number of scores a selection
+  noises (a discrete selection draws `p` discrete Laplaces per step, a discrete update one, and a
+  released curvature one more: the ledger's "sampler draws", `budget.with_draws`); the other
+  arguments are `fit`'s."""
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
   r_curv = float(curvature_ratio) * r_upd if curvature == "released" else 0.0
+  discrete = lambda mechanism: int(mechanisms.is_discrete(mechanism))
+  updates = 1 + (curvature == "released")  # the update's draw, and the curvature's (same mechanism)
+  draws = coordinates * discrete(mechanisms.selection(selection)) + updates * discrete(mechanisms.update(update))
 
   def ledger_of(params: Params) -> Any:
     spent = accounting.gcd_ledger(params.selection_noise, params.update_noise, steps=steps, selection=selection,
                                   update=update)
     if curvature == "released":
       spent = spent.add("curvature", mechanisms.update(update).event(params.curvature_noise), steps)
-    return spent
+    return budget.with_draws(spent, draws, steps)
 
   def params_at(scale: float) -> Params:  # a callable step size stays unevaluated: the ledger never reads it
     return Params(step_size, clip, scale * r_sel, scale * r_upd, scale * r_curv)
@@ -362,7 +368,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
-  plan = iterations_plan(base.total_steps(SOLVER, problem, passes) * runs, step_size=step_size, clip=clip,
+  plan = iterations_plan(base.total_steps(SOLVER, problem, passes) * runs, coordinates=problem.num_features,
+                         step_size=step_size, clip=clip,
                          selection=selection, update=update, selection_share=selection_share, curvature=curvature,
                          curvature_ratio=curvature_ratio)
   return plan._replace(options=dict(plan.options, rule=rule, clipping_mode=clipping_mode))

@@ -239,7 +239,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   `passes * (n // batch_size)` steps of each of the `runs` runs is a Poisson(`q = batch_size / n`)
   subsampled Gaussian of multiplier `s` (`secure_noise`: a `PoissonSampledDiscreteGaussian(s, q)`,
   RDP only), and the sampler's total-variation distance adds the delta slack
-  `(1 + e^epsilon) T eta` (`T` all steps, [`dpgcd_jax.sampling`][])."""
+  `(1 + e^epsilon) T eta` (`T` all steps, [`dpgcd_jax.sampling`][]); `secure_noise` also charges
+  the `p` discrete Gaussian draws of each step (`budget.with_draws`)."""
   secure_noise = _check_secure(secure_noise)
   guards.check_dense(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
@@ -247,9 +248,10 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   q = batch_size / problem.num_examples
   slack = (1.0 + np.exp(min(float(epsilon), 700.0))) * steps * TRUNCATION_PROBABILITY
 
-  def ledger_of(params: Params) -> Any:
-    return baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q, secure_noise=secure_noise).add(
+  def ledger_of(params: Params) -> Any:  # secure: one discrete Gaussian per coordinate of the sum, per step
+    spent = baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q, secure_noise=secure_noise).add(
         "sampling (total variation)", events.DeltaSlack(slack), 1)
+    return budget.with_draws(spent, problem.num_features if secure_noise else 0, steps)
 
   return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of,
                      dict(batch_size=batch_size, secure_noise=secure_noise))

@@ -68,7 +68,9 @@ integers (`< 2 / b`-DP: the snapping raises the sensitivity to `ceil(Delta_bar /
 grid steps and the integer scale is rounded up to cover it); updates `"discrete_laplace"`
 (`< 1 / b'`-DP) and `"discrete_gaussian"` (`< 1 / (2 s^2)`-zCDP) release
 `(round(g_j / gran) + Z) gran`, a function of one integer. A sampler cap (probability
-`< 1e-18`) or an invalid multiplier makes the step NaN (fail closed).
+`< 3.5e-18` per draw) or an invalid multiplier makes the step NaN (fail closed); each draw's law is
+within total variation `3.5e-18` of the exact one, and the fit's ledger charges its `p + 1` draws
+per step to delta ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]).
 """
 
 from __future__ import annotations

@@ -193,13 +193,13 @@ def fit(
   selection, update = greedy.mechanisms_run(selection, update, secure_noise)
   greedy.check_options(selection, update, rule)
   greedy.check_private_rule(rule, np.inf)  # a fit is private
-  plan = dp_gcd.iterations_plan(passes * (runs or 1), step_size=step_size, clip=clip, selection=selection,
-                                update=update, selection_share=selection_share, curvature=curvature,
-                                curvature_ratio=curvature_ratio)  # the K runs: dp_gcd.private_plan(runs=K)'s
 
   X0, y0 = row_chunks.first_chunk(read)
   first = row_chunks.chunk_problem(X0, run_targets(y0, runs, 0, np.shape(X0)[0]), loss=loss, penalty=penalty,
                                    feature_bound=feature_bound, sparse_capacity=sparse_capacity)
+  plan = dp_gcd.iterations_plan(passes * (runs or 1), coordinates=first.num_features, step_size=step_size, clip=clip,
+                                selection=selection, update=update, selection_share=selection_share,
+                                curvature=curvature, curvature_ratio=curvature_ratio)  # dp_gcd.private_plan(runs=K)'s
   if not first.loss.is_glm:
     raise ValueError(f"Expected a GLM loss (with phi) for a streamed fit, got loss={first.loss.name!r}.")
   kernels.check_clipping_mode(first, clipping_mode)

@@ -293,7 +293,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   """Two-stage's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at scale `k`, the multipliers
   [`multipliers`][dpgcd_jax.solvers.two_stage.multipliers] `(k, ...)`; each of the `runs` runs is
   charged its peeling once and its `passes` DP-GCD iterations
-  ([`two_stage_ledger`][dpgcd_jax.solvers.two_stage.two_stage_ledger]; `epsilon` is not used)."""
+  ([`two_stage_ledger`][dpgcd_jax.solvers.two_stage.two_stage_ledger]), plus the discrete mechanisms'
+  sampler draws (`budget.with_draws`; `epsilon` is not used)."""
   del epsilon
   _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
                          high_open=True)
@@ -301,12 +302,21 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   steps = base.total_steps(SOLVER, problem, passes) * runs
   share = float(support_share)
+  # Sampler draws: a discrete selection peels over the p columns once per run (`sparsity` rounds), then
+  # noises the `sparsity` restricted scores per step; a discrete update draws one per step.
+  secure = int(mechanisms.is_discrete(mechanisms.selection(selection)))
+  peeling_draws, step_draws = secure * sparsity * problem.num_features, (
+      secure * sparsity + int(mechanisms.is_discrete(mechanisms.update(update))))
+
+  def ledger_of(params: Params) -> ledger_lib.Ledger:
+    spent = two_stage_ledger(params.support_noise, params.selection_noise, params.update_noise, steps=steps,
+                             sparsity=sparsity, selection=selection, update=update, runs=runs)
+    return budget.with_draws(budget.with_draws(spent, peeling_draws, runs), step_draws, steps)
+
   return budget.Plan(
       lambda scale: Params(step_size, clip, *multipliers(scale, sparsity=sparsity, passes=passes,
                                                          selection=selection, update=update, support_share=share)),
-      lambda params: two_stage_ledger(params.support_noise, params.selection_noise, params.update_noise,
-                                      steps=steps, sparsity=sparsity, selection=selection, update=update,
-                                      runs=runs),
+      ledger_of,
       dict(sparsity=sparsity, selection=selection, update=update, rule=rule, clipping_mode=clipping_mode))
 
 

@@ -81,7 +81,7 @@ def test_the_private_release_is_near_the_median_and_fails_closed():
 def test_the_ledger_is_the_scales_search_on_five_rounds_calibrated_to_its_budget():
   noise = typical_size.noise_at(0.05, 1e-8)
   entry = typical_size.ledger(noise)
-  assert entry == scales_budget.scales_ledger(noise, grid=typical_size.GRID, label=typical_size.LABEL)
+  assert entry == scales_budget.scales_ledger(noise, grid=typical_size.GRID, label=typical_size.LABEL, features=1)
   assert scales.num_rounds(typical_size.GRID) == 5
   assert entry.epsilon(1e-8) == pytest.approx(0.05, rel=1e-3)
   assert entry.epsilon(1e-8) <= 0.05 * (1 + 1e-9)

@@ -163,8 +163,9 @@ def test_fit_releases_a_feature_bound_when_the_smoothness_is_not_public():
   problem = dg.make_problem(X, np.where(y > 0, 1.0, -1.0), "logistic")
   result = dp_fw.fit(problem, jax.random.key(1), epsilon=1.0, delta=DELTA, passes=20, radius=1.0)
   entries = {e.label: e for e in result.privacy.entries}
-  assert sorted(entries) == ["feature bound", "vertex selection"]
+  assert sorted(entries) == ["feature bound", "sampler draws", "vertex selection"]
   assert entries["feature bound"].event == PureDp(0.1)
+  assert entries["sampler draws"].event.draws == 130  # the bound's AboveThreshold: 129 grid points + threshold
   assert entries["vertex selection"].count == 20
   assert result.privacy.epsilon <= 1.0 and np.all(np.isfinite(result.w))
 

@@ -1,0 +1,186 @@
+"""The secure samplers' deviation from the exact laws, charged to delta: the per-draw bound
+`DRAW_TOTAL_VARIATION` (recomputed in exact arithmetic, the acceptance from closed forms and from
+the sampler itself), the ledger's charge `(1 + e^eps) N eta`, the draw counts `N` of the plans
+(counted from the shapes), calibration under the charge, and float ledgers without it."""
+
+import fractions
+import math
+
+import jax
+import numpy as np
+import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld
+
+import dpgcd_jax as dg
+from dpgcd_jax import discrete_noise
+from dpgcd_jax.privacy import Ledger
+from dpgcd_jax.privacy import calibrate
+from dpgcd_jax.privacy import events
+from dpgcd_jax.privacy import scales
+from dpgcd_jax.privacy import scales_budget
+from dpgcd_jax.privacy import tuning
+from dpgcd_jax.privacy import typical_size
+from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_cd
+from dpgcd_jax.solvers import dp_fw
+from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import dp_iht
+from dpgcd_jax.solvers import dp_sgd
+from dpgcd_jax.solvers import two_stage
+
+ETA = 3.5e-18
+MIN_ACCEPTANCE = 0.24
+
+
+def _laplace_acceptance(t):
+  """P(one CKS Algorithm 2 candidate is accepted): U uniform on [0, 2^ceil(log2 t)) kept when
+  U < t and Bernoulli(e^{-U/t}); -0 (negative sign, U = 0, V = 0) rejected."""
+  u = np.arange(t)
+  return (np.exp(-u / t).sum() - (1 - math.exp(-1)) / 2) / (1 << (t - 1).bit_length())
+
+
+def _gaussian_acceptance(t):
+  """`_laplace_acceptance(t) E[exp(-(|Y| - t)^2 / (2 t^2))]`, `Y` exact discrete Laplace of scale t."""
+  y = np.arange(0, 80 * t)
+  pmf = np.where(y == 0, 1.0, 2.0) * math.tanh(1 / (2 * t)) * np.exp(-y / t)
+  return _laplace_acceptance(t) * np.sum(pmf * np.exp(-((y - t) ** 2) / (2.0 * t * t)))
+
+
+SCALES = sorted(set(range(1, 300)) | {2**k + 1 for k in range(15)} | {discrete_noise.MAX_SCALE})
+
+
+def test_candidate_acceptance_is_at_least_the_bound_used():
+  # The minimum sits just above a power of two (the uniform's rejection), largest at 2^14 + 1.
+  gaussian = [_gaussian_acceptance(t) for t in SCALES]
+  assert min(gaussian) >= MIN_ACCEPTANCE and min(gaussian) < 0.2405  # measured 0.24028
+  assert min(_laplace_acceptance(t) for t in SCALES) >= 0.31
+
+
+@pytest.mark.parametrize("t", [1, 3, 16385])
+def test_closed_form_acceptance_matches_the_sampler(t):
+  n = 200_000
+  _, accepted, ok = jax.jit(discrete_noise._gaussian_round)(jax.random.key(t), np.full((n,), t, np.int32))
+  rate, p = float(np.mean(accepted)), _gaussian_acceptance(t)
+  assert bool(np.all(ok))
+  assert abs(rate - p) < 5 * math.sqrt(p * (1 - p) / n), (rate, p)
+
+
+def test_per_draw_bound_in_exact_arithmetic():
+  F = fractions.Fraction
+  series = discrete_noise._SERIES
+  tie = F(1, 2 ** (30 * discrete_noise._WORDS))
+  comparisons = 2 + 64 + 4 * series  # exp(-q^2/2), exp(-n), the geometric's 64 thresholds, the series
+  e72 = F(1, 10**31)  # > e^-72 = 5.4e-32
+  per_candidate = (2 + F(1, 2**series)) / math.factorial(series) + comparisons * tie + e72
+  a = F(MIN_ACCEPTANCE).limit_denominator(100)
+  rounds = discrete_noise._ROUNDS * discrete_noise._CANDIDATES
+  bound = per_candidate / a + (1 - a) ** rounds
+  assert events.DRAW_TOTAL_VARIATION == ETA
+  assert bound < F(ETA) and bound > F(34, 10**19)  # 3.43e-18: the constant is not loose by much
+
+
+def test_pure_release_reports_exactly_the_charge():
+  # AboveThreshold over the grid 2^{k/4}, k = -64..64: 129 query noises and one threshold noise.
+  ledger = budget.FeatureBoundRelease(0.1).ledger
+  charge = (1 + math.exp(0.1)) * 130 * ETA
+  assert ledger.delta(0.1) == pytest.approx(charge, rel=1e-12) and ledger.delta(0.1) > 0
+  assert Ledger(tuple(e for e in ledger if e.label != "sampler draws")).delta(0.1) == 0.0
+  assert ledger.epsilon(0.9 * charge) == math.inf  # below the charge nothing is certified
+  assert ledger.epsilon(2 * charge) == pytest.approx(0.1, rel=1e-9)  # the route's own rounding aside
+  # a bare ledger composed with a report brings its (pure epsilon, charge) certificate
+  report = Ledger.of(("other", events.PureDp(0.2), 1)).report(1e-9)
+  assert (ledger + report).delta == pytest.approx(1e-9 + charge, rel=1e-12)
+
+
+def _without_draws(ledger):
+  return Ledger(tuple(e for e in ledger if not isinstance(e.event, events.DiscreteDraws)))
+
+
+def _problem(n=200, p=5):
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(n, p))
+  return dg.make_problem(X, np.sign(X[:, 0] + 0.1), loss="logistic", feature_bound=4.0)
+
+
+def test_secure_dp_sgd_fit_reports_the_charge_of_its_draws():
+  problem = _problem()
+  res = dg.fit(dg.dp_sgd, problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2, batch_size=20,
+               secure_noise=True)
+  ledger, eps = res.privacy.ledger, res.privacy.epsilon
+  draws = 2 * (200 // 20) * 5  # T steps, one discrete Gaussian per coordinate of the sum
+  charge = (1 + math.exp(eps)) * draws * ETA
+  assert res.privacy.delta == 1e-5 and eps <= 1.0
+  assert ledger.delta(eps) - _without_draws(ledger).delta(eps) == pytest.approx(charge, rel=1e-6)
+  assert ledger.delta(eps) <= 1e-5
+
+
+def _draws(ledger):
+  return sum(e.event.draws * e.count for e in ledger if isinstance(e.event, events.DiscreteDraws))
+
+
+def _count(ledger, label):
+  (entry,) = [e for e in ledger if e.label == label]
+  return entry.count
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_plans_count_the_draws_of_the_shapes(secure):
+  problem, p, s = _problem(), 5, 2
+  cases = [  # (plan, draws per step as counted from the step's shapes, label of a per-step entry)
+      (dp_sgd.private_plan(problem, passes=2, batch_size=20, secure_noise=secure), p, "step"),
+      (dp_cd.private_plan(problem, passes=2, secure_noise=secure), 1, "update"),
+      (dp_gcd.private_plan(problem, passes=7, secure_noise=secure), p + 1, "update"),
+      (dp_gcd.private_plan(problem, passes=7, secure_noise=secure, curvature="released"), p + 2, "update"),
+      (dp_fw.private_plan(problem, passes=7, radius=1.0, secure_noise=secure), 2 * p, "vertex selection"),
+      (dp_iht.private_plan(problem, passes=7, sparsity=s, secure_noise=secure), (s + 1) * p, "update"),
+  ]
+  for plan, per_step, label in cases:
+    ledger = plan.ledger(0.7)
+    draws = per_step * _count(ledger, label) if secure else 0
+    assert _draws(ledger) == draws, label
+    assert ledger.sampler_charge(1.0) == pytest.approx((1 + math.e) * draws * ETA, rel=1e-12, abs=0.0), label
+  selection, update = ("discrete_laplace", "discrete_laplace") if secure else ("laplace", "laplace")
+  ledger = two_stage.private_plan(problem, passes=7, sparsity=s, runs=3, selection=selection,
+                                  update=update).ledger(0.7)
+  # one peeling of s rounds over p per run; each step a selection over the s columns and one update
+  assert _draws(ledger) == (3 * s * p + 7 * 3 * (s + 1) if secure else 0)
+
+
+def test_noisy_searches_count_one_draw_per_feature_and_round():
+  rounds = math.ceil(math.log2(scales.GRID.size))  # the binary search over the grid
+  assert _draws(scales_budget.scales_ledger(2.0, features=7)) == 7 * rounds
+  assert _draws(scales_budget.scales_ledger(2.0)) == 0  # callers that do not pass p yet
+  assert _draws(typical_size.ledger(2.0)) == 5  # one median over 25 grid points: 5 rounds, 1 query
+
+
+def test_a_private_selection_charges_the_draws_of_its_expected_runs():
+  inner = Ledger.of(("u", events.DiscreteGaussian(30.0), 50), ("d", events.DiscreteDraws(4), 50))
+  bare = Ledger.of(("u", events.DiscreteGaussian(30.0), 50))
+  # Poisson(10) repetitions: E[K] = 10 runs of 200 draws each
+  charged, uncharged = (tuning.repeat_and_select_ledger(x, mean=10.0, shape=math.inf) for x in (inner, bare))
+  eps = charged.epsilon(1e-6)
+  assert charged.delta(eps) - uncharged.delta(eps) == pytest.approx((1 + math.exp(eps)) * 10 * 200 * ETA, rel=1e-6)
+
+
+def test_calibration_aims_at_the_target_delta_minus_the_charge():
+  draws = 10**11  # a charge of (1 + e) 3.5e-7 = 1.3e-6: visible against delta = 1e-5
+  charged = lambda k: Ledger.of(("u", events.DiscreteGaussian(k), 100), ("d", events.DiscreteDraws(draws), 1))
+  bare = lambda k: Ledger.of(("u", events.DiscreteGaussian(k), 100))
+  charge = (1 + math.e) * draws * ETA
+  k, report = calibrate(charged, 1.0, 1e-5)
+  k_bare, _ = calibrate(bare, 1.0, 1e-5 - charge)
+  assert report.epsilon <= 1.0 and report.delta == 1e-5
+  assert bare(k).delta(1.0) + charge <= 1e-5
+  assert k == pytest.approx(k_bare, rel=1e-3)
+  assert k > calibrate(bare, 1.0, 1e-5)[0] * (1 + 1e-3)  # the charge costs noise
+  with pytest.raises(ValueError, match="slack"):
+    calibrate(charged, 1.0, 0.5 * charge)
+
+
+def test_float_ledgers_are_unchanged():
+  # A float DP-CD fit's ledger: no draws, no charge, dp_accounting's Gaussian composition exactly.
+  ledger = dp_cd.private_plan(_problem(), passes=2).ledger(3.0)
+  steps = _count(ledger, "update")
+  assert _draws(ledger) == 0 and ledger.sampler_charge(5.0) == 0.0
+  reference = pld.from_gaussian_mechanism(3.0, value_discretization_interval=1e-4).self_compose(steps)
+  assert ledger.epsilon(1e-6) == pytest.approx(reference.get_epsilon_for_delta(1e-6), rel=1e-3)
