@@ -27,13 +27,13 @@ from dpgcd_jax import _validate
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
 from dpgcd_jax import sparse
+from dpgcd_jax.privacy import bounds
 from dpgcd_jax.problem import Problem
 from dpgcd_jax.problem import SmoothnessSource
 from dpgcd_jax.problem import check_feature_bound
 from dpgcd_jax.problem import check_penalty
 from dpgcd_jax.problem import check_smoothness
 from dpgcd_jax.problem import is_sparse
-from dpgcd_jax.privacy import bounds
 
 Array = jax.Array
 

@@ -45,10 +45,10 @@ from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse as sparse_lib
 from dpgcd_jax.privacy import bounds
-from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scales
 from dpgcd_jax.privacy import scales_budget
+from dpgcd_jax.solvers import budget
 
 AUTO = "auto"
 SCALINGS = (AUTO, "private", "bound")
@@ -190,8 +190,8 @@ class FeatureRelease:
     if self.how == DECLARED:
       return ledger_lib.Ledger()
     if self.how == "private":
-      return scales_budget.scales_ledger(float(self.noise), label="feature bounds")
-    return ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1))
+      return scales_budget.scales_ledger(float(self.noise), label="feature bounds", features=int(self.num_features))
+    return budget.release_ledger("feature bound", self.epsilon)
 
   def finish(self, values: Any) -> Released:
     """The `Released` of the bounds `values` this release gave (host; declared: the declared ones)."""
@@ -266,7 +266,7 @@ class TargetRelease:
     """Its privacy ledger (host; empty when declared)."""
     if self.how == DECLARED:
       return ledger_lib.Ledger()
-    return ledger_lib.Ledger.of(("target bound", events.PureDp(float(self.epsilon)), 1))
+    return budget.release_ledger("target bound", self.epsilon)
 
   def finish(self, value: Any) -> Released:
     """The `Released` of the bound `value` this release gave (host; declared: the declared one)."""

@@ -223,7 +223,8 @@ def train_at(self: Any, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: H
     problem = dataclasses.replace(problem, penalty=penalties.in_target_units(problem.penalty, target_unit))
   selection, update = self._mechanisms()
   r_sel, r_upd = self._share_ratios()
-  params = dp_gcd.Params(hyper.step_size, hyper.clip, noise * r_sel, noise * r_upd, noise * r_upd * dp_gcd.CURVATURE_RATIO)
+  params = dp_gcd.Params(hyper.step_size, hyper.clip, noise * r_sel, noise * r_upd,
+                         noise * r_upd * dp_gcd.CURVATURE_RATIO)
   return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
                                          jax.random.fold_in(key, k), params, passes=hyper.max_iter,
                                          selection=selection, update=update, clipping_mode=self.clipping,

@@ -44,10 +44,12 @@ factor is at most `P(nu_j < rho' - Q'_j)`; and `rho' - 1 - Q_k >= rho' - Q'_k - 
 `P_D(k) <= e^{1 / t_1 + 2 / t_2} P_D'(k) < e^{epsilon} P_D'(k)`; the output "none above"
 (released as the top point) has the bound `e^{1 / t_1}` the same way. Every value is an
 integer, so no float rounding enters (a float Laplace is not pure DP: its finite range makes
-events of probability 0 on one side). A sampler cap (probability `< 1e-18`, independent of
-the data) or a scale out of the sampler's range (`4 / epsilon >= MAX_SCALE`, i.e.
-`epsilon` below about 1.2e-4) releases NaN; the samplers' law deviates from the exact one elsewhere by
-less than `e^-64` per draw (`dpgcd_jax.discrete_noise`), not charged.
+events of probability 0 on one side). A sampler cap (probability `< 3.5e-18` per draw, independent of
+the data) or a scale out of the sampler's range (`4 / epsilon >= MAX_SCALE`, i.e. `epsilon`
+below about 1.2e-4) releases NaN; each of the `K + 1 = 130` draws is within total variation
+`3.5e-18` of its exact law (`dpgcd_jax.discrete_noise`), charged by the ledger entry "sampler
+draws" ([`dpgcd_jax.solvers.budget.release_ledger`][]): the release is
+`(epsilon, (1 + e^epsilon) 130 x 3.5e-18)`-DP.
 """
 
 from __future__ import annotations

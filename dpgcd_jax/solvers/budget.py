@@ -60,6 +60,14 @@ def with_draws(ledger: ledger_lib.Ledger, draws: int, count: int) -> ledger_lib.
   return ledger.add("sampler draws", events.DiscreteDraws(draws), count) if draws else ledger
 
 
+def release_ledger(label: str, epsilon: float) -> ledger_lib.Ledger:
+  """The ledger of one AboveThreshold release at `epsilon` ([`dpgcd_jax.privacy.bounds`][]: the
+  "feature bound", a regressor's "target bound"): `(label, PureDp(epsilon), 1)` and its
+  `GRID.size + 1` discrete Laplace draws, one per grid point and one for the threshold
+  ([`with_draws`][dpgcd_jax.solvers.budget.with_draws])."""
+  return with_draws(ledger_lib.Ledger.of((label, events.PureDp(float(epsilon)), 1)), bounds.GRID.size + 1, 1)
+
+
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,
                      *, uses_smoothness: bool = True, released: bool = False) -> tuple[bool, int | None]:
   """Validates a `fit` call; returns (needs a private feature bound, key batch size or None).
@@ -100,7 +108,8 @@ class FeatureBoundRelease:
   """`fit`'s release of a feature bound, a [`Prelude`][dpgcd_jax.solvers.base.Prelude] of its run.
 
   `split(key)`: the first half releases an `epsilon`-DP bound `B` on the features
-  ([`dpgcd_jax.privacy.bounds`][], on each record's 0.9-quantile of its nonzero `|x_ij|`), the second is the run's key; the run
+  ([`dpgcd_jax.privacy.bounds`][], on each record's 0.9-quantile of its nonzero `|x_ij|`), the
+  second is the run's key; the run
   sees the features clipped to `[-B, B]` and `M_j = beta B^2`; `released` is `B`. `epsilon`
   is traced: a new budget compiles nothing.
   """
@@ -110,14 +119,13 @@ class FeatureBoundRelease:
 
   @property
   def ledger(self) -> ledger_lib.Ledger:
-    # AboveThreshold draws one discrete Laplace per grid point and one for the threshold.
-    return with_draws(ledger_lib.Ledger.of(("feature bound", events.PureDp(float(self.epsilon)), 1)),
-                      bounds.GRID.size + 1, 1)
+    return release_ledger("feature bound", self.epsilon)
 
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:
     key_bound, key_run = jax.random.split(key)
-    statistic = layout_lib.record_statistic(problem.XT, problem.XT.shape[0] if problem.columns is None else problem.columns)
+    true_features = problem.XT.shape[0] if problem.columns is None else problem.columns
+    statistic = layout_lib.record_statistic(problem.XT, true_features)
     bound = bounds.private_feature_bound(key_bound, statistic, self.epsilon)
     bounded = layout_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
     return bounded, key_run, targets, bound
