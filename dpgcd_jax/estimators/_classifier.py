@@ -69,7 +69,8 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   true curvature `beta mean_i x_ij^2` is `q` times that, so the step `1 / M_j` is `1 / q` too
   short. DP-GCD therefore releases the selected feature's curvature at each step
   (`solver_params={"curvature": "released"}`, the default; [`dpgcd_jax.curvature`][]) and steps
-  by `gamma / hat M_j`. "auto" then takes `T = sqrt(n epsilon / 80)` greedy steps in [5, 100]
+  by `gamma / hat M_j`, spending 0.7 of each step's budget on the selection
+  (`AUTO_SELECTION_SHARE`). "auto" then takes `T = sqrt(n epsilon / 40)` greedy steps in [5, 100]
   ([`auto_greedy_steps`][dpgcd_jax.estimators._defaults.auto_greedy_steps]: steps past the
   features that matter add noise, so `T` follows the budget, not `p`) and
   `step_size = min(2, 0.5 / clip)` ([`released_step_size`][dpgcd_jax.estimators._defaults.released_step_size]).
@@ -155,7 +156,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       `radius` (the l1 radius in units of the feature bounds, and of `T` for a regressor;
       default `AUTO_RADIUS` = 5); "dp_iht": `sparsity` (coordinates kept, the
       intercept counting as one; default `min(10, p + 1)`) and `selection_share`;
-      "two_stage": `sparsity` and `support_share`; "dp_gcd", "dp_cd": none. With
+      "two_stage": `sparsity` and `support_share`; "dp_gcd": `curvature` ("released", the
+      default, or "public") and `selection_share` (the selection's share of each step's budget,
+      default `AUTO_SELECTION_SHARE` = 0.7); "dp_cd": none. With
       "dp_iht", `step_size="auto"` is DP-GCD's divided by `sparsity`.
     random_state: None (default: a fresh key from the operating system's entropy), an int
       (reproducibility only: the same int replays the same noise), a NumPy `RandomState` /
