@@ -55,6 +55,7 @@ from dpgcd_jax import discrete_grid
 from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import accountant as accountant_lib
+from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 
 DEFAULT_LOG_LOSS_CLIP = math.log(1000.0)  # probabilities below 1e-3 count as 1e-3
@@ -184,10 +185,15 @@ def noisy_mean(key: jax.Array, terms: np.ndarray, bound: float, multiplier: floa
 
 
 def _report(entries: list[ledger_lib.Entry], note: str) -> ledger_lib.PrivacyReport:
-  """Pure Laplace releases: epsilon the sum of their epsilons (basic composition, exact at
-  delta 0), delta 0."""
+  """Pure Laplace releases: epsilon the sum of their epsilons (basic composition), delta 0; a
+  discrete Laplace release (`secure_noise`) is one sampler draw within total variation `eta` of
+  its exact law, so its delta is `(1 + e^epsilon_i) eta`
+  ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], charged at its own epsilon)."""
+  draws = tuple(ledger_lib.Entry("sampler draws", events.DiscreteDraws(1, release_epsilon=e.event.pure_epsilon), 1)
+                for e in entries if isinstance(e.event, events.DiscreteLaplace))
+  ledger = ledger_lib.Ledger(tuple(entries) + draws)
   epsilon = sum(e.event.pure_epsilon for e in entries)
-  return ledger_lib.PrivacyReport(tuple(entries), epsilon, 0.0, "basic", (note,))
+  return ledger_lib.PrivacyReport(ledger.entries, epsilon, ledger.sampler_charge(epsilon), "basic", (note,))
 
 
 def _name(secure: bool) -> str:

@@ -27,7 +27,9 @@ from dpgcd_jax.estimators._defaults import CLASS_COUNT_SHARE
 from dpgcd_jax.estimators._defaults import known_curvature
 from dpgcd_jax.estimators._inputs import Targets
 from dpgcd_jax.estimators._linear import DPGCDBase
+from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import ledger as ledger_lib
+from dpgcd_jax.solvers import budget
 
 CLASS_COUNT_STREAM = 1 << 29  # fold_in data of their key (from random_state)
 
@@ -312,7 +314,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     `eps_w`-DP, `eps_w = CLASS_COUNT_SHARE * epsilon`, composed in the fit's one ledger (the runs
     are calibrated to what remains). `n` and the label set are public.
     """
-    epsilon_w = CLASS_COUNT_SHARE * float(self.epsilon)
+    epsilon_w = bounds.release_epsilon(CLASS_COUNT_SHARE * float(self.epsilon))
     update = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
     with jax.enable_x64(True):
       noisy = np.asarray(host_release.release(update, jax.random.fold_in(key, CLASS_COUNT_STREAM),
@@ -321,7 +323,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     weights = float(np.sum(counts)) / (len(self.classes_) * np.maximum(noisy, 1.0))
     note = (f"class counts for class_weight='balanced': {update.name} noise on each of {len(self.classes_)} "
             f"counts (multiplier {2.0 / epsilon_w:.4g}, epsilon {epsilon_w:.4g} in all; a record moves two counts)")
-    return weights / weights.max(), ledger_lib.Ledger.of(("class counts", update.event(2.0 / epsilon_w), 2)), (note,)
+    counts_ledger = budget.with_draws(ledger_lib.Ledger.of(("class counts", update.event(2.0 / epsilon_w), 2)),
+                                      len(self.classes_) * int(mechanisms.is_discrete(update)), 1, epsilon_w)
+    return weights / weights.max(), counts_ledger, (note,)
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:
     self.coef_, self.intercept_ = coef, intercept

@@ -231,20 +231,25 @@ class _SearchMixin(_linear.DPGCDBase):
     scorer = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
 
     r_sel, r_upd = self._share_ratios()  # the runs' multipliers per unit of u sqrt(t) (`_train_at`)
+    # The discrete samplers' draws of a run's step (secure_noise: every selection noises the
+    # unpadded width, `_layout_shape`) and of a score.
+    draws = dp_gcd.step_draws(p + bool(self.fit_intercept), selection=selection_name, update=update_name,
+                              curvature="released" if released_curvature else "public")
 
     def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
-      parts = tuple(accounting.gcd_ledger(u * math.sqrt(t) * r_sel, u * math.sqrt(t) * r_upd, steps=t,
-                                          selection=selection_name, update=update_name)
-                    + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
-                        u * math.sqrt(t) * r_upd * dp_gcd.CURVATURE_RATIO), t)) if released_curvature
-                       else ledger_lib.Ledger())
-                    for t in steps)
-      return parts + (ledger_lib.Ledger.of(("score", scorer.event(u / math.sqrt(2.0)), 1)),)
+      parts = tuple(budget.with_draws(
+          accounting.gcd_ledger(u * math.sqrt(t) * r_sel, u * math.sqrt(t) * r_upd, steps=t,
+                                selection=selection_name, update=update_name)
+          + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
+              u * math.sqrt(t) * r_upd * dp_gcd.CURVATURE_RATIO), t)) if released_curvature else ledger_lib.Ledger()),
+          draws, t) for t in steps)
+      score = ledger_lib.Ledger.of(("score", scorer.event(u / math.sqrt(2.0)), 1))
+      return parts + (budget.with_draws(score, int(mechanisms.is_discrete(scorer)), 1),)
 
     u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
         cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature,
-                   dp_gcd.CURVATURE_RATIO, scorer.name, r_sel, r_upd))
+                   dp_gcd.CURVATURE_RATIO, scorer.name, r_sel, r_upd, draws))
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())

@@ -14,7 +14,8 @@ here by an accounted mechanism, whose entry joins the run's ledger (one calibrat
   per-coordinate scaling, so this is exactly a fit on `x_ij / B_j` with `coef_` returned in
   the user's raw units.
 - `scaling="bound"`: one bound for every feature ([`dpgcd_jax.privacy.bounds`][],
-  AboveThreshold on the per-record statistic, the 0.9-quantile of `|x_ij| != 0`, pure `SCALE_SHARE * epsilon`):
+  AboveThreshold on the per-record statistic, the 0.9-quantile of `|x_ij| != 0`, pure `SCALE_SHARE * epsilon`,
+  at most `bounds.MAX_EPSILON`):
   informative from much smaller `n` (measured: on standardized breast_cancer, 398 rows, it
   lands near the 0.9-quantile where the per-feature search, or the same binary search on the
   one statistic, lands far off), but features on a smaller scale than `B` are drowned.
@@ -228,7 +229,7 @@ def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, .
     noise = scales_budget.calibrate_scales(share * epsilon, share * delta)
     default = jax.dtypes.canonicalize_dtype(float)
     return FeatureRelease(how=how, **dict(common, noise=default.type(noise), share=default.type(share)))
-  eps_b = SCALE_SHARE * epsilon
+  eps_b = bounds.release_epsilon(SCALE_SHARE * epsilon)
   return FeatureRelease(how=how, **dict(common, epsilon=np.dtype(dtype).type(eps_b), padding=np.int32(shape[1] - n),
                                         rank=np.int32(math.ceil(bounds.DEFAULT_QUANTILE * n))))
 
@@ -285,7 +286,7 @@ def target_release(*, num_examples: int, size: int, dtype: Any, target_bound: An
   accounted); host only."""
   if target_bound is not None:  # a float64 on the host (exact in `finish`)
     return TargetRelease(DECLARED, np.float64(check_positive_bound("target_bound", target_bound)), None, None, None)
-  return TargetRelease("private", None, np.dtype(dtype).type(TARGET_SHARE * epsilon),
+  return TargetRelease("private", None, np.dtype(dtype).type(bounds.release_epsilon(TARGET_SHARE * epsilon)),
                        np.int32(math.ceil(TARGET_QUANTILE * num_examples)), np.int32(size - num_examples))
 
 

@@ -241,10 +241,19 @@ def calibrate(
   probe = factory(guess)
   if not isinstance(probe, Ledger):
     raise ValueError(f"Expected factory to return a Ledger, got factory({guess})={probe!r}.")
-  slack = probe.slack + probe.sampler_charge(epsilon)
-  if slack >= delta:
-    raise ValueError(f"Expected delta above the ledger's slack {slack}, got "
-                     f"delta={delta}.")
+  if probe.slack + probe.sampler_charge(epsilon) >= delta:
+    # The samplers' charge grows like e^epsilon: aim at the largest epsilon' <= epsilon whose
+    # charge takes at most half of what the slack leaves (a report at epsilon' meets epsilon).
+    room = 0.5 * (delta - probe.slack)
+    if room <= 0.0 or probe.sampler_charge(0.0) > room:
+      raise ValueError(f"Expected delta above the ledger's slack {probe.slack} plus the discrete samplers' "
+                       f"charge {probe.sampler_charge(0.0):.3g} (dpgcd_jax.privacy.events.DiscreteDraws), got "
+                       f"delta={delta}.")
+    low, high = 0.0, epsilon
+    for _ in range(100):
+      middle = 0.5 * (low + high)
+      low, high = (middle, high) if probe.sampler_charge(middle) <= room else (low, middle)
+    return calibrate(factory, low, delta, guess=guess, route=route, key=key, rel_tol=rel_tol)
   names = probe._candidates(route)  # pylint: disable=protected-access
   # The first route from the guess, then the others near its solution (the set of routes
   # in "best" may depend on the scale: it is taken at that solution).

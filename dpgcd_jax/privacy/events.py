@@ -336,13 +336,35 @@ class DiscreteDraws(PrivacyEvent):
   `P[M'(D) in S] <= P[M(D) in S] + N eta <= e^epsilon P[M(D') in S] + delta + N eta
   <= e^epsilon P[M'(D') in S] + delta + (1 + e^epsilon) N eta`. The count `N` is fixed by the
   shapes (public), never by the data. No route sees this event.
+
+  `release_epsilon`: the draws of one pure `release_epsilon`-DP release (AboveThreshold, noisy
+  counts, a score), charged on their own at `(1 + e^release_epsilon) draws eta` when that is
+  less than at the whole ledger's epsilon. Proof: by the argument above that release alone is
+  `(e_r, d_r)`-DP with `e_r = release_epsilon`, `d_r = (1 + e^e_r) draws eta`; an `(e_r,
+  d_r)`-DP mechanism is dominated by `d_r` times a full leak plus `(1 - d_r)` times randomized
+  response of `e_r` (Kairouz, Oh & Viswanath 2015; the dominating pair of
+  `dp_accounting`'s `from_privacy_parameters`), whose pure part is the `PureDp(e_r)` the routes
+  compose, so the ledger's delta grows by at most `d_r` (adaptive composition of dominating
+  pairs, Zhu, Dong & Wang 2022). A large budget then no longer multiplies these draws' charge by
+  `e^epsilon` of the whole fit.
   """
 
   draws: int
+  release_epsilon: float | None = None
 
   def __post_init__(self):
     _validate.check_int("draws", self.draws, low=0)
     object.__setattr__(self, "draws", int(self.draws))
+    if self.release_epsilon is not None:
+      _validate.check_number("release_epsilon", self.release_epsilon, low=0.0)
+      object.__setattr__(self, "release_epsilon", float(self.release_epsilon))
+
+  def charge(self, epsilon: float) -> float:
+    """The delta these draws add to an `(epsilon, .)` certificate: `(1 + e^e) draws eta`,
+    `e = min(epsilon, release_epsilon)`."""
+    if self.release_epsilon is not None:
+      epsilon = min(epsilon, self.release_epsilon)
+    return (1.0 + math.exp(min(epsilon, 700.0))) * self.total_variation
 
   @property
   def pure_epsilon(self) -> float:

@@ -127,11 +127,14 @@ class Ledger:
     return sum(e.event.total_variation * e.count for e in self.entries)
 
   def sampler_charge(self, epsilon: float) -> float:
-    """`(1 + e^epsilon) total_variation`: the delta the secure samplers' deviation adds to an
-    `(epsilon, .)` certificate (the proof is in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]);
+    """The delta the secure samplers' deviation adds to an `(epsilon, .)` certificate: `(1 +
+    e^epsilon) TV` over all the draws, except the draws of a pure release, charged at its own
+    epsilon when smaller (the proofs are in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]);
     0 without sampler draws."""
-    tv = self.total_variation
-    return (1.0 + math.exp(min(epsilon, 700.0))) * tv if tv else 0.0
+    own = [e for e in self.entries if isinstance(e.event, ev.DiscreteDraws) and e.event.release_epsilon is not None]
+    tv = self.total_variation - sum(e.event.total_variation * e.count for e in own)
+    rest = (1.0 + math.exp(min(epsilon, 700.0))) * tv if tv > 0 else 0.0
+    return rest + sum(e.event.charge(epsilon) * e.count for e in own)
 
   def aggregated(self) -> _routes.Entries:
     """Identical events merged (counts summed), slack, draw counts and empty entries dropped."""
@@ -165,8 +168,11 @@ class Ledger:
     With `DiscreteDraws` entries, the best route's epsilon `e = h(c)` at
     `delta - slack - sampler_charge(c)` is certified once `e <= c` (`sampler_charge(e) <=
     sampler_charge(c)`); `c` starts just above the uncharged epsilon and follows
-    `c <- h(c) (1 + 1e-6) + 1e-6` (`h` increases, slowly: one step in practice); `inf` if that
-    has not settled in 8 steps.
+    `c <- h(c) (1 + 1e-6) + 1e-6` (`h` increases, slowly: one step in practice). Where the
+    charge is a real share of `delta` that can take many steps: after 8, the certified delta
+    `f(c)` (route, slack and charge at `c`) is minimized by golden-section search up to where
+    the charge alone exceeds `delta`, and the smallest `c` left of the minimum with `f(c) <=
+    delta` is bisected for (any such `c` is certified); `inf` if `f` stays above `delta`.
     """
     delta = check_budget_delta(delta)
     names = self._candidates(route)
@@ -174,12 +180,35 @@ class Ledger:
     eps, name = self._route_epsilon(agg, names, delta - slack)
     if not self.sampler_charge(0.0):
       return eps, name
+    h = lambda c: self._route_epsilon(agg, [name], delta - slack - self.sampler_charge(c))[0]
     for _ in range(8):
       cap = eps * (1.0 + 1e-6) + 1e-6
-      eps = self._route_epsilon(agg, [name], delta - slack - self.sampler_charge(cap))[0]
+      eps = h(cap)
       if eps <= cap:
         return eps, name
-    return math.inf, name
+    # f(c), the certified delta at c, falls with the route's delta and rises with the charge:
+    # golden-section search for its least value up to where the charge alone exceeds delta, then
+    # the smallest c left of it with f(c) <= delta (any such c is certified).
+    f = lambda c: self.delta_and_route(c, name)[0]
+    low, high = cap, 2.0 * cap
+    for _ in range(64):
+      if self.sampler_charge(high) >= delta - slack:
+        break
+      high *= 2.0
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = low, high
+    for _ in range(100):
+      c, d = b - ratio * (b - a), a + ratio * (b - a)
+      a, b = (a, d) if f(c) <= f(d) else (c, b)
+    best = 0.5 * (a + b)
+    if f(best) > delta:
+      return math.inf, name
+    for _ in range(100):
+      if best - low <= 1e-12 * best:
+        break
+      middle = 0.5 * (low + best)
+      low, best = (low, middle) if f(middle) <= delta else (middle, best)
+    return best, name
 
   @staticmethod
   def _route_epsilon(agg: _routes.Entries, names: list[str], delta: float) -> tuple[float, str]:

@@ -217,10 +217,13 @@ class RepeatAndSelect(ev.PrivacyEvent):
 
   @property
   def total_variation(self) -> float:
-    """`E[K]` times the largest total variation of one repetition's sampler draws: the draws of
-    all `K` runs deviate with probability at most `E[K] max_i TV_i` (a union bound over the draws,
-    `K` drawn apart from the data), which the outer ledger charges like its own draws."""
-    return self.expected_runs * max(p.total_variation for p in self.parts)
+    """`E[K]` times the total variation of one repetition's sampler draws, summed over its parts:
+    the draws of all `K` repetitions deviate with probability at most `E[K] sum_i TV_i` (a union
+    bound over the draws, `K` drawn apart from the data), which the outer ledger charges like its
+    own draws. The sum, not the largest part: parts on disjoint rows (a run and its score) all
+    draw, whereas their privacy losses compose in parallel (`slack` and the routes take the
+    largest); for alternative parts the sum is an upper bound."""
+    return self.expected_runs * sum(p.total_variation for p in self.parts)
 
   def describe(self) -> str:
     kind = {0.0: "logarithmic", 1.0: "geometric", math.inf: "Poisson"}.get(

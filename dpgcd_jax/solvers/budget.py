@@ -53,19 +53,22 @@ DEFAULT_BOUND_SHARE = 0.1
 # ----------------------------------------------------------------------------------------
 
 
-def with_draws(ledger: ledger_lib.Ledger, draws: int, count: int) -> ledger_lib.Ledger:
+def with_draws(ledger: ledger_lib.Ledger, draws: int, count: int, release_epsilon: float | None = None
+               ) -> ledger_lib.Ledger:
   """`ledger` with the entry "sampler draws": `count` releases of `draws` draws of the discrete
-  samplers each ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], a delta charge);
-  the same ledger when `draws` is 0 (float noise: no entry)."""
-  return ledger.add("sampler draws", events.DiscreteDraws(draws), count) if draws else ledger
+  samplers each ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], a delta charge; the
+  draws of one pure `release_epsilon`-DP release charged at that epsilon); the same ledger when
+  `draws` is 0 (float noise: no entry)."""
+  return ledger.add("sampler draws", events.DiscreteDraws(draws, release_epsilon), count) if draws else ledger
 
 
 def release_ledger(label: str, epsilon: float) -> ledger_lib.Ledger:
   """The ledger of one AboveThreshold release at `epsilon` ([`dpgcd_jax.privacy.bounds`][]: the
   "feature bound", a regressor's "target bound"): `(label, PureDp(epsilon), 1)` and its
-  `GRID.size + 1` discrete Laplace draws, one per grid point and one for the threshold
-  ([`with_draws`][dpgcd_jax.solvers.budget.with_draws])."""
-  return with_draws(ledger_lib.Ledger.of((label, events.PureDp(float(epsilon)), 1)), bounds.GRID.size + 1, 1)
+  `GRID.size + 1` discrete Laplace draws, one per grid point and one for the threshold, charged
+  at the release's own epsilon ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws])."""
+  epsilon = float(epsilon)
+  return with_draws(ledger_lib.Ledger.of((label, events.PureDp(epsilon), 1)), bounds.GRID.size + 1, 1, epsilon)
 
 
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,
@@ -296,7 +299,7 @@ def private_fit(
   needs_bound, batch = check_fit_inputs(problem, key, epsilon, delta, bound_share,
                                         uses_smoothness=solver.uses_smoothness, released=prelude is not None)
   if needs_bound:  # its epsilon as the mechanism runs it (in the features' dtype), and so as it is accounted
-    prelude = FeatureBoundRelease(problem.XT.dtype.type(float(epsilon) * float(bound_share)))
+    prelude = FeatureBoundRelease(problem.XT.dtype.type(bounds.release_epsilon(float(epsilon) * float(bound_share))))
   spent = ledger_lib.Ledger() if prior is None else prior
   if prelude is not None:
     spent = spent + prelude.ledger

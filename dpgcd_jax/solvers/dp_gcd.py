@@ -319,6 +319,15 @@ def fit(
                     curvature=curvature, curvature_ratio=curvature_ratio)
 
 
+def step_draws(coordinates: int, *, selection: str, update: str, curvature: str) -> int:
+  """The discrete sampler draws of one DP-GCD iteration (the ledger's "sampler draws"): `coordinates`
+  for a discrete selection (one noise per score), one for a discrete update and one more for its
+  released curvature (the same mechanism); 0 with float noise."""
+  discrete = lambda mechanism: int(mechanisms.is_discrete(mechanism))
+  updates = 1 + (curvature == "released")
+  return coordinates * discrete(mechanisms.selection(selection)) + updates * discrete(mechanisms.update(update))
+
+
 def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, selection: str, update: str,
                     selection_share: float | None, curvature: str = "public",
                     curvature_ratio: float = CURVATURE_RATIO) -> budget.Plan:
@@ -334,9 +343,7 @@ def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, 
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
   r_curv = float(curvature_ratio) * r_upd if curvature == "released" else 0.0
-  discrete = lambda mechanism: int(mechanisms.is_discrete(mechanism))
-  updates = 1 + (curvature == "released")  # the update's draw, and the curvature's (same mechanism)
-  draws = coordinates * discrete(mechanisms.selection(selection)) + updates * discrete(mechanisms.update(update))
+  draws = step_draws(coordinates, selection=selection, update=update, curvature=curvature)
 
   def ledger_of(params: Params) -> Any:
     spent = accounting.gcd_ledger(params.selection_noise, params.update_noise, steps=steps, selection=selection,

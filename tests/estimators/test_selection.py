@@ -115,8 +115,8 @@ def test_selection_is_accounted_in_privacy_():
   model = DPGCDClassifierCV(param_grid={"clip": [0.1, 0.3], "max_iter": [1, 50]}, epsilon=1.0,
                             random_state=0).fit(X, t > 0)
   labels = [e.label for e in model.privacy_.entries]
-  assert labels == ["feature bound", "hyperparameter search"]
-  event = model.privacy_.entries[1].event
+  assert labels == ["feature bound", "sampler draws", "hyperparameter search"]  # the bound's 130 draws
+  event = model.privacy_.entries[2].event
   assert isinstance(event, tuning.RepeatAndSelect) and event.mean == 4.0 and event.shape == 1.0
   assert len(event.parts) == 3  # T = 1, T = 50, the score
   assert 0.99 <= model.privacy_.epsilon <= 1.0

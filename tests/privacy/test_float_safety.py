@@ -119,11 +119,16 @@ def test_the_scales_ledger_holds_discrete_events_only():
   release = _released.feature_release(num_examples=50_000, num_features=30, shape=(32, 65536), dtype=np.float32,
                                       feature_bound=None, scaling="private", epsilon=1.0, delta=1e-9)
   assert release.how == "private"
-  assert {type(e.event) for e in release.ledger.entries} == {events.DiscreteGaussian}
-  # One bound (AboveThreshold): exact pure DP.
+  # Discrete Gaussian rounds, and their draws: one per searched feature and round.
+  assert [(type(e.event), e.count) for e in release.ledger.entries] == [
+      (events.DiscreteGaussian, scales.num_rounds()), (events.DiscreteDraws, scales.num_rounds())]
+  assert release.ledger.entries[1].event.draws == 30
+  # One bound (AboveThreshold): exact pure DP, and its 130 draws charged at its own epsilon.
   release = _released.feature_release(num_examples=500, num_features=30, shape=(32, 512), dtype=np.float32,
                                       feature_bound=None, scaling="bound", epsilon=1.0, delta=1e-6)
-  assert [type(e.event) for e in release.ledger.entries] == [events.PureDp]
+  assert [type(e.event) for e in release.ledger.entries] == [events.PureDp, events.DiscreteDraws]
+  draws = release.ledger.entries[1].event
+  assert draws.draws == 130 and draws.release_epsilon == release.ledger.entries[0].event.epsilon
 
 
 @pytest.mark.slow

@@ -264,13 +264,16 @@ def test_secure_scores_draw_discrete_laplace_on_a_grid():
     values.append(score.value)
   nominal = 1.0 / 4000
   assert nominal < score.noise_scale < 1.01 * nominal  # the integer scale on the grid, just above
-  assert [type(e.event).__name__ for e in score.report.entries] == ["DiscreteLaplace"]
+  assert [type(e.event).__name__ for e in score.report.entries] == ["DiscreteLaplace", "DiscreteDraws"]
   assert score.report.epsilon == pytest.approx(1.0) and "discrete Laplace" in score.report.notes[0]
+  # One sampler draw, its deviation charged at the release's epsilon (not pure: the sampler's tail is capped).
+  assert score.report.delta == pytest.approx((1.0 + math.e ** score.report.epsilon) * 3.5e-18, rel=1e-12)
   noise = np.asarray(values) - 0.75
   assert abs(np.mean(noise)) < 4 * score.noise_scale * np.sqrt(2.0 / 300)
   assert 0.8 < np.std(noise) / (np.sqrt(2.0) * score.noise_scale) < 1.2  # Laplace: std sqrt(2) b
   r2 = private_r2(Y_REAL, Y_REAL_HAT, epsilon=1.0, key=KEY, target_bound=4.0, secure_noise=True)
-  assert {type(e.event).__name__ for e in r2.report.entries} == {"DiscreteLaplace"}
+  assert {type(e.event).__name__ for e in r2.report.entries} == {"DiscreteLaplace", "DiscreteDraws"}
+  assert 0.0 < r2.report.delta < 2 * (1.0 + math.e) * 3.5e-18  # two draws, at epsilons summing to 1
 
 
 def test_a_bad_secure_noise_flag_raises_before_anything_is_charged():
