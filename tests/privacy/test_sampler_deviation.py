@@ -184,3 +184,63 @@ def test_float_ledgers_are_unchanged():
   assert _draws(ledger) == 0 and ledger.sampler_charge(5.0) == 0.0
   reference = pld.from_gaussian_mechanism(3.0, value_discretization_interval=1e-4).self_compose(steps)
   assert ledger.epsilon(1e-6) == pytest.approx(reference.get_epsilon_for_delta(1e-6), rel=1e-3)
+
+
+def test_a_pure_release_charges_its_draws_at_its_own_epsilon():
+  bare = Ledger.of(("update", events.Gaussian(0.7), 10))  # a large budget: about epsilon 20 at 1e-5
+  with_bound = budget.release_ledger("feature bound", 0.5) + bare
+  eps = with_bound.epsilon(1e-5)
+  assert 15.0 < eps < math.inf
+  own = (1 + math.exp(0.5)) * 130 * ETA  # at the whole ledger's epsilon it would be e^15 = 3e6 times more
+  assert with_bound.delta(eps) == pytest.approx(_without_draws(with_bound).delta(eps) + own, rel=1e-9)
+  # without its release epsilon the same draws would cost (1 + e^eps) 130 eta
+  global_draws = bare + Ledger.of(("feature bound", events.PureDp(0.5), 1), ("d", events.DiscreteDraws(130), 1))
+  assert global_draws.delta(eps) - _without_draws(global_draws).delta(eps) == pytest.approx(
+      (1 + math.exp(eps)) * 130 * ETA, rel=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the raw-data diagnostics of small n
+def test_a_fit_at_a_huge_budget_with_released_bounds_is_certified():
+  rng = np.random.default_rng(3)
+  X = rng.normal(size=(300, 4))
+  model = dg.DPGCDRegressor(epsilon=1e4, feature_bound=4.0, random_state=0).fit(X, X[:, 0] + 0.1 * rng.normal(size=300))
+  report = model.privacy_  # the target bound's release, at 0.1 of 1e4, spends 10: its draws' charge stays 2e-11
+  assert report.epsilon <= 1e4 and report.delta <= 1.0 / 300**2
+  released = {e.label: e.event for e in report.entries if isinstance(e.event, events.PureDp)}
+  assert released["target bound"].epsilon == pytest.approx(10.0)
+  assert model.score(X, X[:, 0]) > 0.9
+
+
+def _drawing(k, draws=10**6):
+  return Ledger.of(("u", events.DiscreteGaussian(k), 100), ("s", events.PureDp(0.01 / k), 50),
+                   ("d", events.DiscreteDraws(draws), 1))
+
+
+def test_the_certificate_is_found_when_the_charge_is_a_real_share_of_delta():
+  # At epsilon 14 the charge (1 + e^14) 1e6 eta = 4.2e-6 is 42% of delta: the fixed-point steps
+  # alone returned inf (found by an independent review).
+  ledger = _drawing(4.097456175191863)
+  assert ledger.delta(14.0) <= 1e-5
+  assert 13.99 < ledger.epsilon(1e-5) <= 14.0 + 1e-9
+  assert ledger.delta(ledger.epsilon(1e-5)) <= 1e-5 * (1 + 1e-9)
+
+
+def test_calibration_aims_below_a_budget_whose_charge_does_not_fit():
+  assert (1 + math.exp(16.0)) * 10**6 * ETA > 1e-5  # the charge at the target alone exceeds delta
+  k, report = calibrate(_drawing, 16.0, 1e-5)
+  assert report.epsilon < 16.0 and report.delta <= 1e-5
+  assert _drawing(k).delta(report.epsilon) <= 1e-5
+  assert _drawing(k).sampler_charge(report.epsilon) <= 0.5 * 1e-5 * (1 + 1e-9)  # the aim: half of delta at most
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_secure_search_charges_the_draws_of_its_runs_and_scores():
+  rng = np.random.default_rng(0)
+  X = rng.normal(size=(400, 3))
+  model = dg.DPGCDClassifierCV(param_grid={"max_iter": [2, 4]}, secure_noise=True, feature_bound=4.0, epsilon=2.0,
+                               classes=[0, 1], random_state=0).fit(X, X[:, 0] > 0)
+  search = next(e.event for e in model.privacy_.entries if isinstance(e.event, tuning.RepeatAndSelect))
+  per_step = (3 + 1) + 2  # a selection over 3 features and the intercept, an update, a released curvature
+  draws = search.expected_runs * (2 * per_step + 4 * per_step + 1)  # two run lengths and a score
+  assert search.total_variation == pytest.approx(draws * ETA, rel=1e-12)
+  assert model.privacy_.delta <= 1.0 / 400**2
