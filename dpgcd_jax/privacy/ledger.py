@@ -131,11 +131,10 @@ class Ledger:
     e^epsilon) TV` over all the draws, except the draws of a pure release, charged at its own
     epsilon when smaller (the proofs are in [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]);
     0 without sampler draws."""
-    own = [(e.event, e.count) for e in self.entries
-           if isinstance(e.event, ev.DiscreteDraws) and e.event.release_epsilon is not None]
-    tv = self.total_variation - sum(event.total_variation * count for event, count in own)
+    own = lambda event: isinstance(event, ev.DiscreteDraws) and event.release_epsilon is not None
+    tv = sum(e.event.total_variation * e.count for e in self.entries if not own(e.event))
     rest = (1.0 + math.exp(min(epsilon, 700.0))) * tv if tv > 0 else 0.0
-    return rest + sum(event.charge(epsilon) * count for event, count in own)
+    return rest + sum(e.event.charge(epsilon) * e.count for e in self.entries if own(e.event))  # type: ignore[attr-defined]
 
   def aggregated(self) -> _routes.Entries:
     """Identical events merged (counts summed), slack, draw counts and empty entries dropped."""
