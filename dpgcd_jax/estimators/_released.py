@@ -226,7 +226,7 @@ def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, .
   how = resolve_scaling(scaling, n, p, epsilon, delta)
   if how == "private":
     share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
-    noise = scales_budget.calibrate_scales(share * epsilon, share * delta)
+    noise = scales_budget.calibrate_scales(share * epsilon, share * delta, features=p)
     default = jax.dtypes.canonicalize_dtype(float)
     return FeatureRelease(how=how, **dict(common, noise=default.type(noise), share=default.type(share)))
   eps_b = bounds.release_epsilon(SCALE_SHARE * epsilon)

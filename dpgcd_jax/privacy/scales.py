@@ -88,12 +88,12 @@ Examples:
   >>> from dpgcd_jax.privacy import scales, scales_budget
   >>> rng = np.random.default_rng(0)
   >>> X = rng.normal(size=(20_000, 3)) * np.array([0.01, 1.0, 100.0])
-  >>> noise = scales_budget.calibrate_scales(0.5, 1e-8)
+  >>> noise = scales_budget.calibrate_scales(0.5, 1e-8, features=3)
   >>> B = scales.private_feature_scales(jax.random.key(0), X.T, noise)
   >>> ratio = np.asarray(B) / np.quantile(abs(X), 0.9, axis=0)   # B_j rounds up to the grid
   >>> bool(np.all((ratio >= 0.5) & (ratio <= 2.0)))
   True
-  >>> ledger = scales_budget.scales_ledger(noise)   # compose with the run's ledger
+  >>> ledger = scales_budget.scales_ledger(noise, features=3)   # compose with the run's ledger
   >>> round(ledger.epsilon(1e-8), 3)
   0.5
 

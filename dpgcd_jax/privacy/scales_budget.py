@@ -52,16 +52,14 @@ INFORMATIVE_RATIO = 2.0
 """`(1 - q) n >= INFORMATIVE_RATIO * sigma` is the informative regime (measured; see module)."""
 
 
-def scales_ledger(noise: float, *, grid: Any = scales.GRID, label: str = LABEL,
-                  features: int = 0) -> ledger_lib.Ledger:
+def scales_ledger(noise: float, *, features: int, grid: Any = scales.GRID, label: str = LABEL) -> ledger_lib.Ledger:
   """The ledger of one release at multiplier `noise`: `(label, DiscreteGaussian(noise), L)`, and
   `(f"{label} draws", DiscreteDraws(features), L)`: each round draws one discrete Gaussian per
   searched feature (the samplers' delta charge, [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]).
 
-  Add it to the ledger of the run that uses the scales (`solver_ledger + scales_ledger(s)`):
-  the ledger composes both by the best valid route (RDP: the discrete Gaussian has no GDP claim).
-  `features` is the number of features searched; 0 (the default, for callers that do not pass
-  it yet) leaves the draws uncharged.
+  Add it to the ledger of the run that uses the scales (`solver_ledger + scales_ledger(s,
+  features=p)`): the ledger composes both by the best valid route (RDP: the discrete Gaussian has
+  no GDP claim). `features`: the number of features searched (required: the draws it charges).
   """
   rounds = scales.num_rounds(grid)
   spent = ledger_lib.Ledger.of((label, events.DiscreteGaussian(noise), rounds))
@@ -81,8 +79,9 @@ def noise_for_rho(rho: float, *, grid: Any = scales.GRID) -> float:
   return math.sqrt(scales.num_rounds(grid) / (2.0 * float(rho)))
 
 
-def calibrate_scales(epsilon: float, delta: float, *, grid: Any = scales.GRID) -> float:
-  """The smallest multiplier `s` at which the release ALONE is `(epsilon, delta)`-DP.
+def calibrate_scales(epsilon: float, delta: float, *, features: int, grid: Any = scales.GRID) -> float:
+  """The smallest multiplier `s` at which the release ALONE, on `features` features (its draws
+  charged), is `(epsilon, delta)`-DP.
 
   Composed with a run in one ledger the total is smaller than the sum of the parts; an
   estimator that gives the scales a share of its budget calibrates `s` here at that share,
@@ -91,16 +90,19 @@ def calibrate_scales(epsilon: float, delta: float, *, grid: Any = scales.GRID) -
   _validate.check_positive("epsilon", epsilon)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   rounds = scales.num_rounds(grid)
-  scale, _ = calibration.calibrate(lambda s: scales_ledger(s, grid=grid), float(epsilon), float(delta),
-                                   key=("feature scales", "discrete_gaussian", rounds))
+  scale, _ = calibration.calibrate(lambda s: scales_ledger(s, features=features, grid=grid), float(epsilon),
+                                   float(delta), key=("feature scales", "discrete_gaussian", rounds, int(features)))
   return float(scale)
 
 
 def count_noise(p: int, epsilon: float, delta: float, *, grid: Any = scales.GRID) -> float:
   """`s sqrt(p)`: the standard deviation of every released count at this budget (before the
-  rounding up to the integer [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma])."""
+  rounding up to the integer [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma]); `inf` where the
+  samplers' charge of the `L p` draws alone exceeds half of `delta`."""
   p = _validate.check_int("p", p)
-  return calibrate_scales(epsilon, delta, grid=grid) * math.sqrt(p)
+  if scales_ledger(1.0, features=p, grid=grid).sampler_charge(0.0) > 0.5 * float(delta):
+    return math.inf  # the draws' charge alone would take more than half of delta (`calibrate`'s aim)
+  return calibrate_scales(epsilon, delta, features=p, grid=grid) * math.sqrt(p)
 
 
 def scales_informative(n: int, p: int, epsilon: float, delta: float | None = None, *,

@@ -99,7 +99,7 @@ def informative(n: int, noise: float) -> bool:
 
 def noise_at(epsilon: float, delta: float) -> float:
   """The multiplier at which the release ALONE is `(epsilon, delta)`-DP."""
-  return scales_budget.calibrate_scales(epsilon, delta, grid=GRID)
+  return scales_budget.calibrate_scales(epsilon, delta, features=1, grid=GRID)
 
 
 def ledger(noise: float) -> ledger_lib.Ledger:

@@ -61,7 +61,7 @@ def test_per_feature_scales_are_the_mechanism_on_the_raw_data_with_the_first_key
   model = dg.estimators.DPGCDClassifier(classes=[0, 1], epsilon=epsilon, delta=delta, scaling="private",
                                         random_state=key).fit(X, y)
   share = _released.scale_share(700, 29, epsilon, delta) or _released.SCALE_SHARES[-1]
-  noise = np.float32(scales_budget.calibrate_scales(share * epsilon, share * delta))
+  noise = np.float32(scales_budget.calibrate_scales(share * epsilon, share * delta, features=29))
   want = scales.private_feature_scales(jax.random.split(key, 3)[0], X.astype(np.float32).T, noise)
   np.testing.assert_array_equal(model.feature_bound_, np.asarray(want, float))
   assert np.unique(model.feature_bound_).size > 3  # per feature: the features' scales span 100x

@@ -114,8 +114,9 @@ def test_noise_scales_are_rounded_up_from_the_accounted_reals():
 
 
 def test_the_scales_ledger_holds_discrete_events_only():
-  ledger = scales_budget.scales_ledger(5.0)
-  assert [(type(e.event), e.count) for e in ledger.entries] == [(events.DiscreteGaussian, scales.num_rounds())]
+  ledger = scales_budget.scales_ledger(5.0, features=4)
+  assert [(type(e.event), e.count) for e in ledger.entries] == [
+      (events.DiscreteGaussian, scales.num_rounds()), (events.DiscreteDraws, scales.num_rounds())]
   release = _released.feature_release(num_examples=50_000, num_features=30, shape=(32, 65536), dtype=np.float32,
                                       feature_bound=None, scaling="private", epsilon=1.0, delta=1e-9)
   assert release.how == "private"
@@ -141,9 +142,12 @@ def test_out_of_range_scales_fail_closed_and_are_not_informative():
   for epsilon in (1e-4, 0.0, -1.0, np.nan):  # 4 / 1e-4 > MAX_SCALE
     assert np.isnan(float(bounds.bound_at_rank(jax.random.key(0), statistic, epsilon, 90)))
   # A count noise beyond the sampler's range is not informative, however large n.
-  assert scales_budget.count_noise(10**6, 0.1, 1e-12) > dn.MAX_SCALE
+  assert scales_budget.count_noise(10**6, 0.1, 1e-10) > dn.MAX_SCALE
+  assert not scales_budget.scales_informative(10**9, 10**6, 0.1, 1e-10)
+  assert scales_budget.min_informative_n(10**6, 0.1, 1e-10) < 10**9  # the noise rule alone
+  # At delta = 1e-12 the 7 x 10^6 draws' charge (5e-11) alone exceeds half of delta: no release.
+  assert scales_budget.count_noise(10**6, 0.1, 1e-12) == np.inf
   assert not scales_budget.scales_informative(10**9, 10**6, 0.1, 1e-12)
-  assert scales_budget.min_informative_n(10**6, 0.1, 1e-12) < 10**9  # the noise rule alone
 
 
 @pytest.mark.slow

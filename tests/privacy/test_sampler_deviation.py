@@ -149,7 +149,6 @@ def test_plans_count_the_draws_of_the_shapes(secure):
 def test_noisy_searches_count_one_draw_per_feature_and_round():
   rounds = math.ceil(math.log2(scales.GRID.size))  # the binary search over the grid
   assert _draws(scales_budget.scales_ledger(2.0, features=7)) == 7 * rounds
-  assert _draws(scales_budget.scales_ledger(2.0)) == 0  # callers that do not pass p yet
   assert _draws(typical_size.ledger(2.0)) == 5  # one median over 25 grid points: 5 rounds, 1 query
 
 

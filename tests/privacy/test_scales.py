@@ -223,9 +223,9 @@ def test_bad_input_names_the_argument():
   with pytest.raises(ValueError, match="key"):
     scales.private_feature_scales(0, X.T, 1.0)
   with pytest.raises(ValueError, match="epsilon"):
-    scales_budget.calibrate_scales(0.0, 1e-6)
+    scales_budget.calibrate_scales(0.0, 1e-6, features=5)
   with pytest.raises(ValueError, match="delta"):
-    scales_budget.calibrate_scales(1.0, 1.0)
+    scales_budget.calibrate_scales(1.0, 1.0, features=5)
   with pytest.raises(ValueError, match="rho"):
     scales_budget.noise_for_rho(-1.0)
   with pytest.raises(ValueError, match="n"):
@@ -246,7 +246,7 @@ def _gdp_epsilon(mu, delta):
 
 @pytest.mark.parametrize("noise, delta", [(5.0, 1e-6), (20.0, 1e-9), (60.0, 4e-10)])
 def test_ledger_is_the_discrete_gaussians_rdp_and_matches_dp_accounting(noise, delta):
-  ledger = scales_budget.scales_ledger(noise)
+  ledger = scales_budget.scales_ledger(noise, features=5)
   assert ledger.entries[0].event == events.DiscreteGaussian(noise) and ledger.entries[0].count == L == 7
   eps, route = ledger.epsilon_and_route(delta)
   assert route == "rdp"  # no GDP / PLD claim for the discrete Gaussian
@@ -266,19 +266,19 @@ def test_ledger_is_the_discrete_gaussians_rdp_and_matches_dp_accounting(noise, d
 
 @pytest.mark.parametrize("epsilon, delta", [(0.1, 1e-8), (0.2, 4e-10), (1.0, 1e-6)])
 def test_calibrate_scales_is_tight(epsilon, delta):
-  s = scales_budget.calibrate_scales(epsilon, delta)
-  assert scales_budget.scales_ledger(s).epsilon(delta) <= epsilon
-  assert scales_budget.scales_ledger(s * 0.99).epsilon(delta) > epsilon
-  np.testing.assert_allclose(scales_budget.count_noise(200, epsilon, delta), s * math.sqrt(200))
+  s = scales_budget.calibrate_scales(epsilon, delta, features=5)
+  assert scales_budget.scales_ledger(s, features=5).epsilon(delta) <= epsilon
+  assert scales_budget.scales_ledger(s * 0.99, features=5).epsilon(delta) > epsilon
+  np.testing.assert_allclose(scales_budget.count_noise(5, epsilon, delta), s * math.sqrt(5))
 
 
 def test_composes_with_a_dp_gcd_run_in_one_ledger():
   delta = 1e-7
-  scale_noise = scales_budget.calibrate_scales(0.2, delta)
+  scale_noise = scales_budget.calibrate_scales(0.2, delta, features=5)
   run = accounting.gcd_ledger(30.0, 40.0, steps=50, selection="gumbel", update="gaussian")
-  both = run + scales_budget.scales_ledger(scale_noise)
+  both = run + scales_budget.scales_ledger(scale_noise, features=5)
   eps_run, eps_both = run.epsilon(delta / 2), both.epsilon(delta)
-  assert [e.label for e in both.entries][-1] == scales_budget.LABEL
+  assert [e.label for e in both.entries][-2:] == [scales_budget.LABEL, scales_budget.LABEL + " draws"]
   assert eps_both < eps_run + 0.2  # composition is better than adding the parts ...
   assert eps_both > max(run.epsilon(delta), 0.2)  # ... and costs something
 
@@ -321,7 +321,7 @@ def _released_scales_mechanism(noise):
 def test_audit_of_the_transcript_stays_below_the_claim(claim):
   delta = 1e-6
   D, D2 = _audit_pair()
-  noise = scales_budget.calibrate_scales(claim, delta)
+  noise = scales_budget.calibrate_scales(claim, delta, features=5)
   res = auditing.audit(_transcript_mechanism(noise), D, D2, key=jax.random.key(1), runs=AUDIT_RUNS,
                        delta=delta, statistic=lambda s: s)
   assert res.epsilon_lower_bound < claim, res
@@ -334,7 +334,7 @@ def test_audit_of_the_transcript_stays_below_the_claim(claim):
 def test_audit_of_the_released_scales_stays_below_the_claim():
   delta = 1e-6
   D, D2 = _audit_pair()
-  noise = scales_budget.calibrate_scales(1.0, delta)
+  noise = scales_budget.calibrate_scales(1.0, delta, features=5)
   res = auditing.audit(_released_scales_mechanism(noise), D, D2, key=jax.random.key(3),
                        runs=AUDIT_RUNS, delta=delta, statistic=lambda s: s)
   assert res.epsilon_lower_bound < 1.0, res
@@ -345,7 +345,7 @@ def test_audit_of_the_released_scales_stays_below_the_claim():
 def test_audit_detects_noise_divided_by_4(mechanism):
   delta = 1e-6
   D, D2 = _audit_pair()
-  noise = scales_budget.calibrate_scales(1.0, delta) / 4  # the claim is still 1
+  noise = scales_budget.calibrate_scales(1.0, delta, features=5) / 4  # the claim is still 1
   res = auditing.audit(mechanism(noise), D, D2, key=jax.random.key(2), runs=AUDIT_RUNS, delta=delta,
                        statistic=lambda s: s)
   assert res.epsilon_lower_bound > 1.0, res
@@ -362,7 +362,7 @@ def test_scales_over_five_decades_at_epsilon_0_2():
   s = 10.0 ** rng.uniform(-2.5, 2.5, size=p)
   XT = rng.normal(size=(p, n)).astype(np.float32) * s[:, None].astype(np.float32)
   true = np.quantile(np.abs(XT), 0.9, axis=1)
-  noise = scales_budget.calibrate_scales(0.2, 1.0 / n**2)
+  noise = scales_budget.calibrate_scales(0.2, 1.0 / n**2, features=5)
   B = np.asarray(scales.private_feature_scales(jax.random.key(0), jnp.asarray(XT), noise))
   ratio = B / true
   assert np.all((ratio >= 1 / 4) & (ratio <= 4)), np.sort(ratio)[[0, -1]]
