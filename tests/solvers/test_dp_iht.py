@@ -304,7 +304,7 @@ def test_fit_releases_a_feature_bound_when_the_smoothness_is_not_public():
   result = dp_iht.fit(dg.make_problem(X, y, "squared"), jax.random.key(1), epsilon=1.0, delta=DELTA,
                       passes=10, sparsity=3, selection_share=0.3)
   entries = {e.label: e for e in result.privacy.entries}
-  assert sorted(entries) == ["feature bound", "support selection", "update"]
+  assert sorted(entries) == ["feature bound", "sampler draws", "support selection", "update"]
   assert entries["feature bound"].event == PureDp(0.1)
   b, sigma = 2.0 / entries["support selection"].event.epsilon, entries["update"].event.noise
   rho_sel, rho_upd = 3 * 0.5 / b**2, 0.5 / sigma**2  # 3 rounds of (2 / b)^2 / 8, one Gaussian

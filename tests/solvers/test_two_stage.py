@@ -195,7 +195,7 @@ def test_fit_releases_a_feature_bound_when_the_smoothness_is_not_public():
   result = two_stage.fit(dg.make_problem(X, y, "squared"), jax.random.key(2), epsilon=1.0, delta=DELTA,
                          passes=10, sparsity=3)
   entries = {e.label: e for e in result.privacy.entries}
-  assert sorted(entries) == ["feature bound", "selection", "support selection", "update"]
+  assert sorted(entries) == ["feature bound", "sampler draws", "selection", "support selection", "update"]
   assert entries["feature bound"].event == PureDp(0.1)
   assert entries["support selection"].count == 3 and entries["selection"].count == 10
   assert result.privacy.epsilon <= 1.0 and np.count_nonzero(np.asarray(result.w)) <= 3
@@ -222,7 +222,7 @@ def test_a_discrete_selection_makes_stage_one_secure_peeling(logistic_problem):
   secure_run = two_stage.run(logistic_problem, jax.random.key(0), exact, passes=5, sparsity=3, **secure)
   np.testing.assert_array_equal(np.asarray(secure_run.w), np.asarray(float_run.w))
   fit = two_stage.fit(logistic_problem, jax.random.key(1), epsilon=1.0, delta=1e-5, passes=5, sparsity=3, **secure)
-  assert {type(e.event).__name__ for e in fit.privacy.entries} == {"PureDp", "DiscreteGaussian"}
+  assert {type(e.event).__name__ for e in fit.privacy.entries} == {"PureDp", "DiscreteGaussian", "DiscreteDraws"}
   assert np.all(np.isfinite(np.asarray(fit.w)))
   too_large = two_stage.Params(0.8, 1.0, 1e9, 1.0, 1.0)  # support noise beyond MAX_SCALE grid steps
   failed = two_stage.run(logistic_problem, jax.random.key(0), too_large, passes=2, sparsity=3, **secure)
