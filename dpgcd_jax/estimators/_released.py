@@ -20,7 +20,8 @@ here by an accounted mechanism, whose entry joins the run's ledger (one calibrat
   lands near the 0.9-quantile where the per-feature search, or the same binary search on the
   one statistic, lands far off), but features on a smaller scale than `B` are drowned.
 - `scaling="auto"` (default): "private" when [`dpgcd_jax.privacy.scales_budget.scales_informative`][]
-  holds at the share (public `n`, `p`, `epsilon`, `delta` only), else "bound".
+  holds at the share and the scales' sampler draws are cheap at `epsilon` (`SCALES_CHARGE_SHARE`;
+  public `n`, `p`, `epsilon`, `delta` only), else "bound".
 - the regressor's target: `target_bound=` declared, or `T` released by AboveThreshold on
   `|y_i|` (quantile `TARGET_QUANTILE`, pure `TARGET_SHARE * epsilon`);
   `y` is clipped to `[-T, T]` and fitted in units of `T`.
@@ -108,9 +109,19 @@ def _is_numeric(x: Any) -> bool:
     return False
 
 
+# The per-feature scales' L p discrete draws are charged to delta at the whole fit's epsilon
+# (`dpgcd_jax.privacy.events.DiscreteDraws`): "auto" releases them only where that charge is at
+# most this share of delta (else the one bound, whose draws are charged at its own epsilon). At
+# epsilon = 1 that holds up to p = 1e4 features per 1e-10 of delta; at epsilon = 100 nowhere.
+SCALES_CHARGE_SHARE = 0.1
+
+
 def scale_share(n: int, p: int, epsilon: float, delta: float) -> float | None:
   """The smallest share of `SCALE_SHARES` at which per-feature private scales are
-  informative ([`dpgcd_jax.privacy.scales_budget.scales_informative`][]), or None: public only."""
+  informative ([`dpgcd_jax.privacy.scales_budget.scales_informative`][]) and their draws'
+  charge at `epsilon` is at most `SCALES_CHARGE_SHARE` of `delta`, or None: public only."""
+  if scales_budget.scales_ledger(1.0, features=p).sampler_charge(epsilon) > SCALES_CHARGE_SHARE * delta:
+    return None
   for share in SCALE_SHARES:
     if scales_budget.scales_informative(n, p, share * epsilon, share * delta):
       return share

@@ -2,7 +2,8 @@
 
 * [`dpgcd_jax.privacy.events`][]: what one release of a mechanism costs (`PureDp`,
   `BoundedRange`, `Laplace`, `Gaussian`, `ZCdp`, `PoissonSampledGaussian`,
-  `DeltaSlack`, `DiscreteDraws`: the secure samplers' draws, a delta charge).
+  `DeltaSlack`, `DiscreteDraws`: the secure samplers' draws, a delta charge, `TotalVariation`:
+  another mechanism's distance to the accounted one, charged the same way).
 * [`dpgcd_jax.privacy.ledger`][]: [`Ledger`][dpgcd_jax.privacy.Ledger] composes `(label, event, count)` entries by
   the best valid route, [`PrivacyReport`][dpgcd_jax.privacy.PrivacyReport] is what a fit spent,
   [`calibrate`][dpgcd_jax.privacy.calibrate] bisects
@@ -52,6 +53,7 @@ _EXPORTS = {
     "BoundedRange": "dpgcd_jax.privacy.events",
     "DeltaSlack": "dpgcd_jax.privacy.events",
     "DiscreteDraws": "dpgcd_jax.privacy.events",
+    "TotalVariation": "dpgcd_jax.privacy.events",
     "DiscreteGaussian": "dpgcd_jax.privacy.events",
     "DiscreteLaplace": "dpgcd_jax.privacy.events",
     "Gaussian": "dpgcd_jax.privacy.events",
@@ -108,6 +110,7 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.events import PoissonSampledGaussian  # noqa: F401
   from dpgcd_jax.privacy.events import PrivacyEvent  # noqa: F401
   from dpgcd_jax.privacy.events import PureDp  # noqa: F401
+  from dpgcd_jax.privacy.events import TotalVariation  # noqa: F401
   from dpgcd_jax.privacy.events import ZCdp  # noqa: F401
   from dpgcd_jax.privacy.ledger import Entry  # noqa: F401
   from dpgcd_jax.privacy.ledger import Ledger  # noqa: F401

@@ -318,6 +318,34 @@ class DeltaSlack(PrivacyEvent):
 
 
 @dataclasses.dataclass(frozen=True)
+class TotalVariation(PrivacyEvent):
+  """A mechanism within total variation `distance` of the accounted one, on every input:
+  a delta charge `(1 + e^epsilon) distance` at the reported epsilon, like
+  [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws] (same proof), for deviations that are
+  not sampler draws (DP-SGD's Poisson sampler, `dpgcd_jax.sampling`). Charged at the epsilon of the
+  whole ledger it ends in, so a report composed into a larger total is charged at that total (a
+  fixed `DeltaSlack` taken at the fit's epsilon would not be). No route sees this event.
+  """
+
+  distance: float
+
+  def __post_init__(self):
+    _validate.check_number("distance", self.distance, low=0.0, high=1.0)
+    _set_float(self, "distance", self.distance)
+
+  @property
+  def pure_epsilon(self) -> float:
+    return 0.0
+
+  @property
+  def total_variation(self) -> float:
+    return self.distance
+
+  def rdp(self, orders):
+    return np.zeros(np.shape(orders))
+
+
+@dataclasses.dataclass(frozen=True)
 class DiscreteDraws(PrivacyEvent):
   """`draws` draws of the discrete samplers (`dpgcd_jax.discrete_noise`) per release: a delta charge.
 

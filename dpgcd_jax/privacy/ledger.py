@@ -140,7 +140,7 @@ class Ledger:
     """Identical events merged (counts summed), slack, draw counts and empty entries dropped."""
     counts: dict[ev.PrivacyEvent, int] = {}
     for entry in self.entries:
-      if entry.count > 0 and not isinstance(entry.event, (ev.DeltaSlack, ev.DiscreteDraws)):
+      if entry.count > 0 and not isinstance(entry.event, (ev.DeltaSlack, ev.DiscreteDraws, ev.TotalVariation)):
         counts[entry.event] = counts.get(entry.event, 0) + entry.count
     return tuple(sorted(counts.items(), key=lambda x: (type(x[0]).__name__, repr(x[0]))))
 

@@ -127,8 +127,7 @@ class FeatureBoundRelease:
   def __call__(self, problem: problem_lib.Problem, key: Array, targets: Array | None
                ) -> tuple[problem_lib.Problem, Array, Array | None, Array]:
     key_bound, key_run = jax.random.split(key)
-    true_features = problem.XT.shape[0] if problem.columns is None else problem.columns
-    statistic = layout_lib.record_statistic(problem.XT, true_features)
+    statistic = layout_lib.record_statistic(problem.XT, problem.XT.shape[0])  # fit refuses padded problems here
     bound = bounds.private_feature_bound(key_bound, statistic, self.epsilon)
     bounded = layout_lib.with_feature_bound(problem, jnp.full(problem.num_features, bound))
     return bounded, key_run, targets, bound

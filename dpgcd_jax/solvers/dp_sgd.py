@@ -58,7 +58,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dpgcd_jax import _validate
 from dpgcd_jax import clipping
@@ -75,8 +74,8 @@ from dpgcd_jax.solvers import guards
 
 Array = jax.Array
 # Per-step total-variation distance of the sampler to exact Poisson(q) (no batch is truncated any
-# more; the name is kept for its callers). fit adds (1 + e^epsilon) T TRUNCATION_PROBABILITY to
-# the delta it calibrates for; see dpgcd_jax.sampling for the bound (eta <= 2^-64 for n < 2^30).
+# more; the name is kept for its callers). The ledger charges (1 + e^epsilon) T TRUNCATION_PROBABILITY
+# at its epsilon (events.TotalVariation); see dpgcd_jax.sampling for the bound (eta <= 2^-64 for n < 2^30).
 TRUNCATION_PROBABILITY = sampling.MAX_STEP_TOTAL_VARIATION
 
 
@@ -238,19 +237,20 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   """DP-SGD's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at noise scale `s`, each of the
   `passes * (n // batch_size)` steps of each of the `runs` runs is a Poisson(`q = batch_size / n`)
   subsampled Gaussian of multiplier `s` (`secure_noise`: a `PoissonSampledDiscreteGaussian(s, q)`,
-  RDP only), and the sampler's total-variation distance adds the delta slack
-  `(1 + e^epsilon) T eta` (`T` all steps, [`dpgcd_jax.sampling`][]); `secure_noise` also charges
+  RDP only), and the sampler's total-variation distance `T eta` (`T` all steps,
+  [`dpgcd_jax.sampling`][]) is charged at the ledger's epsilon, `(1 + e^epsilon) T eta`
+  (`events.TotalVariation`; `epsilon` is not used); `secure_noise` also charges
   the `p` discrete Gaussian draws of each step (`budget.with_draws`)."""
   secure_noise = _check_secure(secure_noise)
   guards.check_dense(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
   steps = base.total_steps(SOLVER, problem, passes, batch_size=batch_size) * runs
+  del epsilon
   q = batch_size / problem.num_examples
-  slack = (1.0 + np.exp(min(float(epsilon), 700.0))) * steps * TRUNCATION_PROBABILITY
 
   def ledger_of(params: Params) -> Any:  # secure: one discrete Gaussian per coordinate of the sum, per step
     spent = baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q, secure_noise=secure_noise).add(
-        "sampling (total variation)", events.DeltaSlack(slack), 1)
+        "sampling (total variation)", events.TotalVariation(steps * TRUNCATION_PROBABILITY), 1)
     return budget.with_draws(spent, problem.num_features if secure_noise else 0, steps)
 
   return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of,

@@ -218,3 +218,16 @@ def test_run_on_a_layout_without_its_bounds_raises_naming_the_cause():
     warnings.simplefilter("ignore", dg.PrivacyLeakWarning)
     with pytest.raises(ValueError, match="smoothness is NaN.*from_columns"):
       dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(0.5, 1.0, 1.0, 1.0), passes=2)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the raw-data diagnostics of small n
+def test_auto_scaling_releases_one_bound_where_the_scales_draws_would_cost_delta():
+  # At epsilon 100 the scales' L p draws would be charged (1 + e^100) L p eta: far above any
+  # delta, so the fit would have to aim far below its budget (it reported 24.8 for 100).
+  assert _released.resolve_scaling("auto", 300, 4, 3.0, 1.0 / 300**2) == "private"
+  assert _released.resolve_scaling("auto", 300, 4, 100.0, 1.0 / 300**2) == "bound"
+  rng = np.random.default_rng(3)
+  X = rng.normal(size=(300, 4))
+  for epsilon in (100.0, 1000.0):
+    model = dg.DPGCDRegressor(epsilon=epsilon, random_state=0).fit(X, X[:, 0] + 0.1 * rng.normal(size=300))
+    assert 0.99 * epsilon <= model.privacy_.epsilon <= epsilon and model.privacy_.delta <= 1.0 / 300**2

@@ -243,3 +243,17 @@ def test_a_secure_search_charges_the_draws_of_its_runs_and_scores():
   draws = search.expected_runs * (2 * per_step + 4 * per_step + 1)  # two run lengths and a score
   assert search.total_variation == pytest.approx(draws * ETA, rel=1e-12)
   assert model.privacy_.delta <= 1.0 / 400**2
+
+
+def test_dp_sgd_sampling_deviation_is_charged_at_the_total_it_ends_in():
+  # The Poisson sampler is within 2^-64 of exact per step: a TotalVariation event, charged at the
+  # epsilon of whatever ledger the fit's ends in (a DeltaSlack fixed at the fit's epsilon was not).
+  plan = dp_sgd.private_plan(_problem(), passes=2, batch_size=20)
+  ledger = plan.ledger(1.0)
+  sampling = [e.event for e in ledger if e.label == "sampling (total variation)"]
+  steps = 2 * (200 // 20)
+  assert sampling == [events.TotalVariation(steps * 2.0**-64)]
+  total = ledger + Ledger.of(("a later release", events.PureDp(20.0), 1))
+  eps = total.epsilon(1e-5)
+  without = Ledger(tuple(e for e in total if e.label != "sampling (total variation)"))
+  assert total.delta(eps) - without.delta(eps) == pytest.approx((1 + math.exp(eps)) * steps * 2.0**-64, rel=1e-6)
