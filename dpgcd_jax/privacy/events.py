@@ -319,13 +319,9 @@ class DeltaSlack(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class TotalVariation(PrivacyEvent):
-  """A mechanism within total variation `distance` of the accounted one, on every input:
-  a delta charge `(1 + e^epsilon) distance` at the reported epsilon, like
-  [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws] (same proof), for deviations that are
-  not sampler draws (DP-SGD's Poisson sampler, `dpgcd_jax.sampling`). Charged at the epsilon of the
-  whole ledger it ends in, so a report composed into a larger total is charged at that total (a
-  fixed `DeltaSlack` taken at the fit's epsilon would not be). No route sees this event.
-  """
+  """A mechanism within total variation `distance` of the accounted one on every input (DP-SGD's
+  Poisson sampler): charged `(1 + e^epsilon) distance` at the epsilon of the ledger it ends in, as
+  [`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws] (same proof). No route sees it."""
 
   distance: float
 
@@ -365,16 +361,12 @@ class DiscreteDraws(PrivacyEvent):
   <= e^epsilon P[M'(D') in S] + delta + (1 + e^epsilon) N eta`. The count `N` is fixed by the
   shapes (public), never by the data. No route sees this event.
 
-  `release_epsilon`: the draws of one pure `release_epsilon`-DP release (AboveThreshold, noisy
-  counts, a score), charged on their own at `(1 + e^release_epsilon) draws eta` when that is
-  less than at the whole ledger's epsilon. Proof: by the argument above that release alone is
-  `(e_r, d_r)`-DP with `e_r = release_epsilon`, `d_r = (1 + e^e_r) draws eta`; an `(e_r,
-  d_r)`-DP mechanism is dominated by `d_r` times a full leak plus `(1 - d_r)` times randomized
-  response of `e_r` (Kairouz, Oh & Viswanath 2015; the dominating pair of
-  `dp_accounting`'s `from_privacy_parameters`), whose pure part is the `PureDp(e_r)` the routes
-  compose, so the ledger's delta grows by at most `d_r` (adaptive composition of dominating
-  pairs, Zhu, Dong & Wang 2022). A large budget then no longer multiplies these draws' charge by
-  `e^epsilon` of the whole fit.
+  `release_epsilon`: the draws of one pure `e_r`-DP release (AboveThreshold, noisy counts, a
+  score), charged `(1 + e^e_r) draws eta` when less. Proof: that release alone is `(e_r, d_r)`-DP,
+  `d_r = (1 + e^e_r) draws eta`, so it is dominated by `d_r` times a full leak plus randomized
+  response of `e_r` (Kairouz, Oh & Viswanath 2015), whose pure part is the `PureDp(e_r)` the routes
+  compose: the ledger's delta grows by at most `d_r` (joint convexity of the hockey-stick
+  divergence; adaptive composition of dominating pairs, Zhu, Dong & Wang 2022).
   """
 
   draws: int

@@ -301,7 +301,7 @@ def test_toy_data_set_is_registered_and_deterministic(toy):
   np.testing.assert_allclose(np.mean(ds.X**2, axis=0), 1.0)  # standardized columns
   result = toy["solver"].fit(dg.make_problem(ds.X, ds.y, ds.loss, penalty=ds.penalty), jax.random.key(0),
                              epsilon=2.0, delta=1e-5, passes=5)
-  assert [e.label for e in result.privacy.entries] == ["feature bound", "sampler draws", "step"]  # the bound's 130 draws
+  assert [e.label for e in result.privacy.entries] == ["feature bound", "sampler draws", "step"]  # 130 draws
   assert result.privacy.epsilon <= 2.0
 
 
