@@ -115,7 +115,8 @@ def dp_greedy_coordinate(
     secure_noise: floating-point-safe noise: `selection` and `update` become their discrete
       counterparts on a public grid ("laplace" -> "discrete_laplace", "gaussian" ->
       "discrete_gaussian"; `dpgcd_jax.discrete_noise`), accounted with the same
-      multipliers (`calibrate_gcd(..., selection="discrete_laplace", ...)`).
+      multipliers, whose ledger charges the discrete draws
+      (`calibrate_gcd(..., selection="discrete_laplace", update="discrete_laplace", features=p)`).
 
   Returns:
     An `optax.GradientTransformation`; chain it with `optax.scale(-step_size)`.

@@ -29,7 +29,6 @@ from dpgcd_jax.estimators._inputs import Targets
 from dpgcd_jax.estimators._linear import DPGCDBase
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import ledger as ledger_lib
-from dpgcd_jax.solvers import budget
 
 CLASS_COUNT_STREAM = 1 << 29  # fold_in data of their key (from random_state)
 
@@ -323,8 +322,8 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     weights = float(np.sum(counts)) / (len(self.classes_) * np.maximum(noisy, 1.0))
     note = (f"class counts for class_weight='balanced': {update.name} noise on each of {len(self.classes_)} "
             f"counts (multiplier {2.0 / epsilon_w:.4g}, epsilon {epsilon_w:.4g} in all; a record moves two counts)")
-    counts_ledger = budget.with_draws(ledger_lib.Ledger.of(("class counts", update.event(2.0 / epsilon_w), 2)),
-                                      len(self.classes_) * int(mechanisms.is_discrete(update)), 1, epsilon_w)
+    counts_ledger = ledger_lib.Ledger.of(("class counts", update.event(2.0 / epsilon_w), 2)).with_draws(
+        len(self.classes_) * int(mechanisms.is_discrete(update)), 1, epsilon_w)
     return weights / weights.max(), counts_ledger, (note,)
 
   def _store(self, coef: np.ndarray, intercept: np.ndarray) -> None:

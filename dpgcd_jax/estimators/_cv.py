@@ -237,14 +237,13 @@ class _SearchMixin(_linear.DPGCDBase):
                               curvature="released" if released_curvature else "public")
 
     def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
-      parts = tuple(budget.with_draws(
-          accounting.gcd_ledger(u * math.sqrt(t) * r_sel, u * math.sqrt(t) * r_upd, steps=t,
-                                selection=selection_name, update=update_name)
-          + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
-              u * math.sqrt(t) * r_upd * dp_gcd.CURVATURE_RATIO), t)) if released_curvature else ledger_lib.Ledger()),
-          draws, t) for t in steps)
+      parts = tuple((accounting.gcd_ledger(u * math.sqrt(t) * r_sel, u * math.sqrt(t) * r_upd, steps=t,
+                                           selection=selection_name, update=update_name)
+                     + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
+                         u * math.sqrt(t) * r_upd * dp_gcd.CURVATURE_RATIO), t)) if released_curvature
+                        else ledger_lib.Ledger())).with_draws(draws, t) for t in steps)
       score = ledger_lib.Ledger.of(("score", scorer.event(u / math.sqrt(2.0)), 1))
-      return parts + (budget.with_draws(score, int(mechanisms.is_discrete(scorer)), 1),)
+      return parts + (score.with_draws(int(mechanisms.is_discrete(scorer)), 1),)
 
     u, report = budget.search_scale(
         repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,

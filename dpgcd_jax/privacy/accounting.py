@@ -178,6 +178,24 @@ def gcd_ledger(selection_noise: float, update_noise: float, *, steps: int,
                               ("update", update_event(update, update_noise), steps))
 
 
+def gcd_draws(selection: Any, update: Any, features: int | None, method: str = "best") -> int:
+  """The discrete sampler draws of one DP-GCD iteration (the ledger's "sampler draws",
+  [`Ledger.with_draws`][dpgcd_jax.privacy.ledger.Ledger.with_draws]): `features` (`p`, one noise per
+  score) for a discrete selection and one for a discrete update; 0 with float noise. ValueError
+  naming `features` when a discrete selection lacks it, or `method` when it is "closed_form" (a
+  route that cannot charge the draws)."""
+  discrete = lambda cost: bool(getattr(cost, "discrete", False))
+  draws = int(discrete(costs.update(update)))
+  if discrete(costs.selection(selection)):
+    if features is None:
+      raise ValueError("Expected features (the number of coordinates p, each drawing one discrete noise per "
+                       f"selection) with the discrete selection {selection!r}, got features=None.")
+    draws += _validate.check_int("features", features)
+  if draws and method == "closed_form":
+    raise ValueError(f"Expected a route that charges the sampler draws of discrete noise, got method={method!r}.")
+  return draws
+
+
 def _gcd_methods(update: str, selection: str = "gumbel") -> tuple[str, ...]:
   """The methods "best" chooses from (plus "best" and, for a Laplace update, closed_form).
 
@@ -217,6 +235,7 @@ def gcd_epsilon(
     selection: str = "laplace",
     update: str = "laplace",
     method: str = "best",
+    features: int | None = None,
 ) -> float:
   """Epsilon of `steps` DP-GCD iterations (one selection + one update each).
 
@@ -236,6 +255,8 @@ def gcd_epsilon(
     method: "best" (min over the valid routes), or a route: "pld", "bounded_range"
       (selection "gumbel"), "rdp", "dp_accounting_pld" (cross-check), or "closed_form"
       (update "laplace"; for comparison only).
+    features: `p`, needed with a discrete selection: the ledger charges the `p + 1` sampler
+      draws of each iteration (`gcd_draws`; a discrete update alone draws one).
 
   Returns:
     The epsilon of the (epsilon, delta)-DP guarantee for replace-one neighbours.
@@ -256,9 +277,10 @@ def gcd_epsilon(
   costs.update(update)
   _validate.check_choice("method", method,
                          _gcd_valid_methods(costs.update(update).name, costs.selection(selection).name))
+  draws = gcd_draws(selection, update, features, method)
   if method == "closed_form":
     return _closed_form(b_sel, b_upd, steps, float(delta))
-  ledger = gcd_ledger(b_sel, b_upd, steps=steps, selection=selection, update=update)
+  ledger = gcd_ledger(b_sel, b_upd, steps=steps, selection=selection, update=update).with_draws(draws, steps)
   return ledger.epsilon(float(delta), route=method)
 
 
@@ -287,6 +309,7 @@ def calibrate_gcd(
     update: str = "laplace",
     selection_share: float | None = None,
     method: str = "best",
+    features: int | None = None,
 ) -> Calibration:
   """Smallest DP-GCD noise multipliers meeting (epsilon, delta)-DP over `steps` iterations.
 
@@ -314,6 +337,9 @@ def calibrate_gcd(
     update: "laplace" or "gaussian".
     selection_share: see above.
     method: see [`gcd_epsilon`][dpgcd_jax.privacy.accounting.gcd_epsilon].
+    features: `p`, needed with a discrete selection (as in `gcd_epsilon`): the calibrated ledger
+      charges the sampler draws of the discrete mechanisms, so the multipliers suit a run that
+      draws them (`dp_gcd.run(..., secure_noise=True)`, `transforms.dp_greedy_coordinate`).
 
   Returns:
     A [`Calibration`][dpgcd_jax.privacy.accounting.Calibration]; `gcd_epsilon` at its multipliers (same method) is
@@ -336,17 +362,18 @@ def calibrate_gcd(
   share = check_share(selection_share)
   _validate.check_choice("method", method,
                          _gcd_valid_methods(costs.update(update).name, costs.selection(selection).name))
-  return _calibrate_gcd(float(epsilon), float(delta), steps, selection, update, share, method)
+  draws = gcd_draws(selection, update, features, method)
+  return _calibrate_gcd(float(epsilon), float(delta), steps, selection, update, share, method, draws)
 
 
 @functools.lru_cache(maxsize=256)
-def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method) -> Calibration:
+def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method, draws) -> Calibration:
   r_sel, r_upd = share_ratios(selection, update, share)
   # Initial guess from zCDP: rho_step ~ c / k^2, eps ~ rho + 2 sqrt(rho log(1/delta)).
   rho_total = (epsilon / (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0)) ** 2
   guess = math.sqrt(2.0 * steps / rho_total) * max(r_sel, r_upd)
   factory = lambda k: gcd_ledger(k * r_sel, k * r_upd, steps=steps, selection=selection,
-                                 update=update)
+                                 update=update).with_draws(draws, steps)
   if method == "closed_form":
     k = calibration.bisect_scale(
         lambda k: _closed_form(k * r_sel, k * r_upd, steps, delta) <= epsilon, guess, calibration.REL_TOL)
@@ -356,7 +383,7 @@ def _calibrate_gcd(epsilon, delta, steps, selection, update, share, method) -> C
                        report=factory(k).report(delta).with_notes(
                            "calibrated by advanced composition (closed form)"))
   k, report = calibration.calibrate(factory, epsilon, delta, guess=guess, route=method,
-                                   key=("gcd", steps, selection, update, share))
+                                   key=("gcd", steps, selection, update, share, draws))
   return Calibration(selection_noise=k * r_sel, update_noise=k * r_upd, epsilon=report.epsilon,
                      delta=delta, steps=steps, method=report.route,
                      report=report)

@@ -100,17 +100,31 @@ def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
 # DP-SGD.
 
 _SGD_METHODS = ("best", "fft_pld", "dp_accounting_pld", "rdp")
+# The per-step total-variation distance of the library's Poisson sampler to exact Poisson(q):
+# the bound `dpgcd_jax.sampling` proves (`MAX_STEP_TOTAL_VARIATION`, the same value; a test
+# checks that they agree). The accounting never imports the sampler, so it is restated here.
+POISSON_STEP_TOTAL_VARIATION = 2.0**-64
 
 
 def sgd_ledger(noise: float, *, steps: int, sampling_rate: float,
-               secure_noise: bool = False) -> ledger_lib.Ledger:
-  """The ledger of `steps` DP-SGD steps (Poisson sampling + Gaussian noise on the sum);
-  `secure_noise`: discrete Gaussian noise on the integer sum, `PoissonSampledDiscreteGaussian`
-  (RDP route only, [`dpgcd_jax.solvers.dp_sgd`][])."""
+               secure_noise: bool = False, features: int | None = None) -> ledger_lib.Ledger:
+  """The ledger of `steps` DP-SGD steps as `dp_sgd.run` draws them: Poisson sampling + Gaussian
+  noise on the sum ("step"), and the sampler's deviation from exact Poisson sampling, `T eta`
+  with `eta = POISSON_STEP_TOTAL_VARIATION` (`events.TotalVariation`, charged at the ledger's
+  epsilon). `secure_noise`: discrete Gaussian noise on the integer sum,
+  `PoissonSampledDiscreteGaussian` (RDP route only, [`dpgcd_jax.solvers.dp_sgd`][]), and its
+  `features` (`p`, required) discrete Gaussian draws per step
+  ([`Ledger.with_draws`][dpgcd_jax.privacy.ledger.Ledger.with_draws])."""
   if not isinstance(secure_noise, bool):
     raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  if secure_noise and features is None:
+    raise ValueError("Expected features (the number of coordinates p, each drawing one discrete Gaussian per "
+                     "step) with secure_noise=True, got features=None.")
+  draws = _validate.check_int("features", features) if secure_noise else 0
   event = ev.PoissonSampledDiscreteGaussian if secure_noise else ev.PoissonSampledGaussian
-  return ledger_lib.Ledger.of(("step", event(noise, sampling_rate), steps))
+  return ledger_lib.Ledger.of(("step", event(noise, sampling_rate), steps),
+                              ("sampling (total variation)", ev.TotalVariation(steps * POISSON_STEP_TOTAL_VARIATION),
+                               1)).with_draws(draws, steps)
 
 
 def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
@@ -146,11 +160,13 @@ def sgd_epsilon(noise: float, *, steps: int, sampling_rate: float, delta: float,
 
 
 def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: float,
-                  method: str = "best", secure_noise: bool = False) -> Calibration:
+                  method: str = "best", secure_noise: bool = False, features: int | None = None) -> Calibration:
   """Smallest DP-SGD multiplier `s` (units of `C`) meeting (epsilon, delta)-DP.
 
   `secure_noise=True`: the multiplier of the secure step (discrete Gaussian on the integer sum,
-  `PoissonSampledDiscreteGaussian`), accounted by RDP only (`method` "best" or "rdp").
+  `PoissonSampledDiscreteGaussian`), accounted by RDP only (`method` "best" or "rdp"); it needs
+  `features`, `p`: the ledger charges the `p` discrete Gaussian draws of each step
+  ([`Ledger.with_draws`][dpgcd_jax.privacy.ledger.Ledger.with_draws]), as `dp_sgd.fit` does.
 
   Args:
     epsilon: target epsilon > 0 (finite).
@@ -169,16 +185,16 @@ def calibrate_sgd(epsilon: float, delta: float, *, steps: int, sampling_rate: fl
   steps = _validate.check_int("steps", steps)
   q = check_rate(sampling_rate)
   _validate.check_choice("method", method, ("best", "rdp") if secure_noise is True else _SGD_METHODS)
-  sgd_ledger(1.0, steps=1, sampling_rate=q, secure_noise=secure_noise)  # validates secure_noise
-  return _calibrate_sgd(float(epsilon), float(delta), steps, q, method, secure_noise)
+  sgd_ledger(1.0, steps=1, sampling_rate=q, secure_noise=secure_noise, features=features)  # validates them
+  return _calibrate_sgd(float(epsilon), float(delta), steps, q, method, secure_noise, features)
 
 
 @functools.lru_cache(maxsize=256)
-def _calibrate_sgd(epsilon, delta, steps, q, method, secure_noise=False) -> Calibration:
+def _calibrate_sgd(epsilon, delta, steps, q, method, secure_noise, features) -> Calibration:
   guess = q * math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
   s, report = calibration.calibrate(
-      lambda s: sgd_ledger(s, steps=steps, sampling_rate=q, secure_noise=secure_noise), epsilon, delta,
-      guess=max(guess, 0.5), route=method, key=("sgd", steps, q, secure_noise),
+      lambda s: sgd_ledger(s, steps=steps, sampling_rate=q, secure_noise=secure_noise, features=features),
+      epsilon, delta, guess=max(guess, 0.5), route=method, key=("sgd", steps, q, secure_noise, features),
       rel_tol=calibration.REL_TOL)
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=report.route, report=report)

@@ -44,11 +44,15 @@ class Cost:
     name: the mechanism's name (`selection=` / `update=` of the solvers).
     event_of: `multiplier -> PrivacyEvent` of one use.
     zcdp_per_unit: `rho` of one use times `multiplier^2`.
+    discrete: its sampler draws integers on the public grid (`dpgcd_jax.discrete_noise`), whose
+      deviation from their exact law the ledger charges per draw
+      ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]).
   """
 
   name: str
   event_of: Callable[[float], events.PrivacyEvent]
   zcdp_per_unit: float
+  discrete: bool = False
 
   def event(self, multiplier: float) -> events.PrivacyEvent:
     """The ledger event of one use at noise multiplier `multiplier`."""
@@ -58,13 +62,13 @@ class Cost:
 SELECTIONS = {c.name: c for c in (
     Cost("laplace", lambda b: events.PureDp(pure_epsilon(2.0, b)), 2.0),  # (2 / b)^2 / 2
     Cost("gumbel", lambda b: events.BoundedRange(pure_epsilon(2.0, b)), 0.5),  # (2 / b)^2 / 8
-    Cost("discrete_laplace", lambda b: events.PureDp(pure_epsilon(2.0, b)), 2.0),
+    Cost("discrete_laplace", lambda b: events.PureDp(pure_epsilon(2.0, b)), 2.0, discrete=True),
 )}
 UPDATES = {c.name: c for c in (
     Cost("laplace", lambda b: events.Laplace(pure_epsilon(1.0, b)), 0.5),  # (1 / b)^2 / 2
     Cost("gaussian", events.Gaussian, 0.5),
-    Cost("discrete_laplace", lambda b: events.DiscreteLaplace(pure_epsilon(1.0, b)), 0.5),
-    Cost("discrete_gaussian", events.DiscreteGaussian, 0.5),
+    Cost("discrete_laplace", lambda b: events.DiscreteLaplace(pure_epsilon(1.0, b)), 0.5, discrete=True),
+    Cost("discrete_gaussian", events.DiscreteGaussian, 0.5, discrete=True),
 )}
 
 

@@ -93,6 +93,13 @@ class Ledger:
     """A new ledger with one more entry."""
     return Ledger(self.entries + (Entry(label, event, count),))
 
+  def with_draws(self, draws: int, count: int, release_epsilon: float | None = None) -> Ledger:
+    """A new ledger with the entry "sampler draws": `count` releases of `draws` draws of the
+    discrete samplers each ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], a delta
+    charge; the draws of one pure `release_epsilon`-DP release charged at that epsilon); the same
+    ledger when `draws` is 0 (float noise: no entry)."""
+    return self.add("sampler draws", ev.DiscreteDraws(draws, release_epsilon), count) if draws else self
+
   @overload
   def __add__(self, other: Ledger) -> Ledger: ...
 

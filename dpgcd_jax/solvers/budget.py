@@ -53,22 +53,13 @@ DEFAULT_BOUND_SHARE = 0.1
 # ----------------------------------------------------------------------------------------
 
 
-def with_draws(ledger: ledger_lib.Ledger, draws: int, count: int, release_epsilon: float | None = None
-               ) -> ledger_lib.Ledger:
-  """`ledger` with the entry "sampler draws": `count` releases of `draws` draws of the discrete
-  samplers each ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], a delta charge; the
-  draws of one pure `release_epsilon`-DP release charged at that epsilon); the same ledger when
-  `draws` is 0 (float noise: no entry)."""
-  return ledger.add("sampler draws", events.DiscreteDraws(draws, release_epsilon), count) if draws else ledger
-
-
 def release_ledger(label: str, epsilon: float) -> ledger_lib.Ledger:
   """The ledger of one AboveThreshold release at `epsilon` ([`dpgcd_jax.privacy.bounds`][]: the
   "feature bound", a regressor's "target bound"): `(label, PureDp(epsilon), 1)` and its
   `GRID.size + 1` discrete Laplace draws, one per grid point and one for the threshold, charged
   at the release's own epsilon ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws])."""
   epsilon = float(epsilon)
-  return with_draws(ledger_lib.Ledger.of((label, events.PureDp(epsilon), 1)), bounds.GRID.size + 1, 1, epsilon)
+  return ledger_lib.Ledger.of((label, events.PureDp(epsilon), 1)).with_draws(bounds.GRID.size + 1, 1, epsilon)
 
 
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,

@@ -148,7 +148,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   """DP-CD's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at noise scale `s`, every one of the
   `passes * p` steps of each of the `runs` runs releases one coordinate gradient with Gaussian noise of
   multiplier `s` (discrete Gaussian with `secure_noise`), charged as one Gaussian (`DiscreteGaussian`)
-  event per step, plus its one sampler draw per step (`budget.with_draws`; `epsilon` is not used)."""
+  event per step, plus its one sampler draw per step (`Ledger.with_draws`; `epsilon` is not used)."""
   del epsilon
   update = _update(secure_noise)
   steps = base.total_steps(SOLVER, problem, passes) * runs
@@ -157,8 +157,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
     if update == "gaussian":
       return baseline_accounting.cd_ledger(params.noise, steps=steps)
     # secure: one discrete Gaussian draw per step
-    return budget.with_draws(ledger_lib.Ledger.of(("update", mechanisms.update(update).event(params.noise), steps)),
-                             1, steps)
+    return ledger_lib.Ledger.of(("update", mechanisms.update(update).event(params.noise), steps)).with_draws(1, steps)
 
   return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, dict(update=update))
 

@@ -324,7 +324,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   """DP-FW's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]): at noise scale `b`, each of the
   `passes` steps of each of the `runs` runs selects a vertex by report-noisy-max at multiplier `b`
   ([`fw_ledger`][dpgcd_jax.solvers.dp_fw.fw_ledger]: `BoundedRange(2 / b)`, or `PureDp(2 / b)` with
-  `secure_noise` and its `2p` sampler draws, `budget.with_draws`; `epsilon` is not used)."""
+  `secure_noise` and its `2p` sampler draws, `Ledger.with_draws`; `epsilon` is not used)."""
   del epsilon
   if not isinstance(secure_noise, bool):
     raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
@@ -334,8 +334,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   steps = base.total_steps(SOLVER, problem, passes) * runs
   draws = 2 * problem.num_features if secure_noise else 0  # a discrete Laplace per vertex, per step
   return budget.Plan(lambda scale: Params(radius, clip, scale),
-                     lambda params: budget.with_draws(fw_ledger(params.selection_noise, steps, selection), draws,
-                                                      steps),
+                     lambda params: fw_ledger(params.selection_noise, steps, selection).with_draws(draws, steps),
                      dict(clipping_mode=clipping_mode, selection=selection))
 
 

@@ -320,12 +320,11 @@ def fit(
 
 
 def step_draws(coordinates: int, *, selection: str, update: str, curvature: str) -> int:
-  """The discrete sampler draws of one DP-GCD iteration (the ledger's "sampler draws"): `coordinates`
-  for a discrete selection (one noise per score), one for a discrete update and one more for its
-  released curvature (the same mechanism); 0 with float noise."""
-  discrete = lambda mechanism: int(mechanisms.is_discrete(mechanism))
-  updates = 1 + (curvature == "released")
-  return coordinates * discrete(mechanisms.selection(selection)) + updates * discrete(mechanisms.update(update))
+  """The discrete sampler draws of one DP-GCD iteration (the ledger's "sampler draws"):
+  [`gcd_draws`][dpgcd_jax.privacy.accounting.gcd_draws] (`coordinates` for a discrete selection, one
+  for a discrete update) and one more for a released curvature (the update's mechanism)."""
+  released = int(curvature == "released" and mechanisms.is_discrete(mechanisms.update(update)))
+  return accounting.gcd_draws(selection, update, coordinates) + released
 
 
 def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, selection: str, update: str,
@@ -337,7 +336,7 @@ def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, 
   [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update` are the mechanisms
   actually run (after `secure_noise`); `coordinates` is `p`, the number of scores a selection
   noises (a discrete selection draws `p` discrete Laplaces per step, a discrete update one, and a
-  released curvature one more: the ledger's "sampler draws", `budget.with_draws`); the other
+  released curvature one more: the ledger's "sampler draws", `Ledger.with_draws`); the other
   arguments are `fit`'s."""
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
@@ -350,7 +349,7 @@ def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, 
                                   update=update)
     if curvature == "released":
       spent = spent.add("curvature", mechanisms.update(update).event(params.curvature_noise), steps)
-    return budget.with_draws(spent, draws, steps)
+    return spent.with_draws(draws, steps)
 
   def params_at(scale: float) -> Params:  # a callable step size stays unevaluated: the ledger never reads it
     return Params(step_size, clip, scale * r_sel, scale * r_upd, scale * r_curv)

@@ -313,7 +313,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   [`multipliers`][dpgcd_jax.solvers.dp_iht.multipliers] `(k, sparsity, selection_share)`, and each of
   the `passes` steps of each of the `runs` runs charged as its peeling and its values
   ([`iht_ledger`][dpgcd_jax.solvers.dp_iht.iht_ledger]; with `secure_noise`, its `(sparsity + 1) p`
-  sampler draws, `budget.with_draws`; `epsilon` is not used)."""
+  sampler draws, `Ledger.with_draws`; `epsilon` is not used)."""
   del epsilon
   if not isinstance(secure_noise, bool):
     raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
@@ -327,8 +327,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   draws = (sparsity + 1) * problem.num_features if secure_noise else 0
   return budget.Plan(
       lambda scale: Params(step_size, clip, *multipliers(scale, sparsity, share)),
-      lambda params: budget.with_draws(iht_ledger(params.selection_noise, params.update_noise, steps, sparsity,
-                                                  selection), draws, steps),
+      lambda params: iht_ledger(params.selection_noise, params.update_noise, steps, sparsity,
+                                                  selection).with_draws(draws, steps),
       dict(sparsity=sparsity, clipping_mode=clipping_mode, selection=selection))
 
 

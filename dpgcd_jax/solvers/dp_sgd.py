@@ -67,16 +67,11 @@ from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sampling
 from dpgcd_jax.privacy import baseline_accounting
-from dpgcd_jax.privacy import events
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import guards
 
 Array = jax.Array
-# Per-step total-variation distance of the sampler to exact Poisson(q) (no batch is truncated any
-# more; the name is kept for its callers). The ledger charges (1 + e^epsilon) T TRUNCATION_PROBABILITY
-# at its epsilon (events.TotalVariation); see dpgcd_jax.sampling for the bound (eta <= 2^-64 for n < 2^30).
-TRUNCATION_PROBABILITY = sampling.MAX_STEP_TOTAL_VARIATION
 
 
 class Params(NamedTuple):
@@ -240,7 +235,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   RDP only), and the sampler's total-variation distance `T eta` (`T` all steps,
   [`dpgcd_jax.sampling`][]) is charged at the ledger's epsilon, `(1 + e^epsilon) T eta`
   (`events.TotalVariation`; `epsilon` is not used); `secure_noise` also charges
-  the `p` discrete Gaussian draws of each step (`budget.with_draws`)."""
+  the `p` discrete Gaussian draws of each step (`Ledger.with_draws`)."""
   secure_noise = _check_secure(secure_noise)
   guards.check_dense(problem)
   batch_size = _check_batch_size(batch_size, problem.num_examples)
@@ -249,9 +244,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   q = batch_size / problem.num_examples
 
   def ledger_of(params: Params) -> Any:  # secure: one discrete Gaussian per coordinate of the sum, per step
-    spent = baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q, secure_noise=secure_noise).add(
-        "sampling (total variation)", events.TotalVariation(steps * TRUNCATION_PROBABILITY), 1)
-    return budget.with_draws(spent, problem.num_features if secure_noise else 0, steps)
+    return baseline_accounting.sgd_ledger(params.noise, steps=steps, sampling_rate=q, secure_noise=secure_noise,
+                                          features=problem.num_features)
 
   return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of,
                      dict(batch_size=batch_size, secure_noise=secure_noise))
@@ -275,7 +269,7 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
     batch_size: expected batch size, 1 <= batch_size <= n (static); `q = batch_size / n`.
     store_objective: record the (NOT private) objective after every pass.
     secure_noise: discrete Gaussian noise on the exact integer sum (module docstring, "Secure
-      mode"; calibrate with `calibrate_sgd(..., secure_noise=True)`).
+      mode"; calibrate with `calibrate_sgd(..., secure_noise=True, features=p)`).
 
   Returns:
     A [`dpgcd_jax.Result`][] (`trace.coordinates` is None: every step moves all coordinates).

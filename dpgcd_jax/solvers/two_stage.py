@@ -294,7 +294,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   [`multipliers`][dpgcd_jax.solvers.two_stage.multipliers] `(k, ...)`; each of the `runs` runs is
   charged its peeling once and its `passes` DP-GCD iterations
   ([`two_stage_ledger`][dpgcd_jax.solvers.two_stage.two_stage_ledger]), plus the discrete mechanisms'
-  sampler draws (`budget.with_draws`; `epsilon` is not used)."""
+  sampler draws (`Ledger.with_draws`; `epsilon` is not used)."""
   del epsilon
   _validate.check_number("support_share", support_share, low=0.0, high=1.0, low_open=True,
                          high_open=True)
@@ -311,7 +311,7 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   def ledger_of(params: Params) -> ledger_lib.Ledger:
     spent = two_stage_ledger(params.support_noise, params.selection_noise, params.update_noise, steps=steps,
                              sparsity=sparsity, selection=selection, update=update, runs=runs)
-    return budget.with_draws(budget.with_draws(spent, peeling_draws, runs), step_draws, steps)
+    return spent.with_draws(peeling_draws, runs).with_draws(step_draws, steps)
 
   return budget.Plan(
       lambda scale: Params(step_size, clip, *multipliers(scale, sparsity=sparsity, passes=passes,

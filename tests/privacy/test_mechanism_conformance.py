@@ -130,3 +130,12 @@ def test_a_selection_at_its_charged_epsilon_prefers_the_top_score(name):
 def test_the_float_noise_scale_fails_closed():
   assert np.isnan(float(clipping.noise_scale(jnp.asarray(-1.0), jnp.asarray(0.1))))
   assert float(clipping.noise_scale(jnp.asarray(0.0), jnp.asarray(jnp.inf))) == 0.0  # the non-private limit
+
+
+@pytest.mark.parametrize("name,table", [(n, mechanisms.UPDATES) for n in UPDATES]
+                         + [(n, mechanisms.SELECTIONS) for n in SELECTIONS])
+def test_a_mechanism_and_its_cost_agree_on_discrete_draws(name, table):
+  # The accounting counts a mechanism's sampler draws from its cost (privacy.costs), the plans
+  # from the mechanism: they must agree, or a discrete draw goes uncharged.
+  mechanism = table[name]
+  assert mechanisms.is_discrete(mechanism) == mechanism.cost.discrete == name.startswith("discrete_")

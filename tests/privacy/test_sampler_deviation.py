@@ -260,3 +260,43 @@ def test_dp_sgd_sampling_deviation_is_charged_at_the_total_it_ends_in():
   eps = total.epsilon(1e-5)
   without = Ledger(tuple(e for e in total if e.label != "sampling (total variation)"))
   assert total.delta(eps) - without.delta(eps) == pytest.approx((1 + math.exp(eps)) * steps * 2.0**-64, rel=1e-6)
+
+
+def test_hand_called_gcd_calibration_charges_the_draws_of_discrete_noise():
+  # calibrate_gcd / gcd_epsilon with discrete mechanisms charge p + 1 draws per iteration (they
+  # charged none): more features, more draws, larger multipliers; a discrete selection needs p.
+  names = dict(selection="discrete_laplace", update="discrete_laplace")
+  with pytest.raises(ValueError, match="features"):
+    dg.privacy.calibrate_gcd(1.0, 1e-9, steps=100, **names)
+  with pytest.raises(ValueError, match="features"):
+    dg.privacy.gcd_epsilon(50.0, 50.0, steps=100, delta=1e-9, **names)
+  with pytest.raises(ValueError, match="method"):
+    dg.privacy.calibrate_gcd(1.0, 1e-9, steps=100, features=10, method="closed_form", **names)
+  few = dg.privacy.calibrate_gcd(1.0, 1e-9, steps=100, features=1, **names)
+  many = dg.privacy.calibrate_gcd(1.0, 1e-9, steps=100, features=100_000, **names)
+  assert _draws(many.report.ledger) == 100 * 100_001 and _count(many.report.ledger, "sampler draws") == 100
+  assert many.update_noise > few.update_noise * (1 + 1e-3)
+  at = lambda cal, p: dg.privacy.gcd_epsilon(cal.selection_noise, cal.update_noise, steps=100, delta=1e-9,
+                                             features=p, **names)
+  assert at(many, 100_000) <= 1.0 < at(few, 100_000)
+  # A discrete update alone draws one noise per iteration, with no `features` needed.
+  upd = dg.privacy.calibrate_gcd(1.0, 1e-9, steps=100, update="discrete_gaussian")
+  assert _draws(upd.report.ledger) == 100
+  # Float mechanisms: no entry, the multipliers as before.
+  assert _draws(dg.privacy.calibrate_gcd(1.0, 1e-9, steps=100).report.ledger) == 0
+
+
+def test_hand_called_sgd_calibration_charges_the_draws_and_the_sampler():
+  with pytest.raises(ValueError, match="features"):
+    dg.privacy.calibrate_sgd(1.0, 1e-9, steps=1000, sampling_rate=0.01, secure_noise=True)
+  few = dg.privacy.calibrate_sgd(1.0, 1e-9, steps=1000, sampling_rate=0.01, secure_noise=True, features=1)
+  many = dg.privacy.calibrate_sgd(1.0, 1e-9, steps=1000, sampling_rate=0.01, secure_noise=True, features=10**4)
+  assert _draws(many.report.ledger) == 1000 * 10**4 and many.update_noise > few.update_noise * (1 + 1e-3)
+  # The float calibration charges the Poisson sampler's deviation as dp_sgd's fit does.
+  plain = dg.privacy.calibrate_sgd(1.0, 1e-9, steps=1000, sampling_rate=0.01)
+  assert [e.event for e in plain.report.ledger if e.label == "sampling (total variation)"] == [
+      events.TotalVariation(1000 * 2.0**-64)]
+  # One path: the fit's plan charges the same ledger at the same multiplier.
+  plan = dp_sgd.private_plan(_problem(), passes=2, batch_size=20, secure_noise=True)
+  expected = dg.privacy.sgd_ledger(1.5, steps=20, sampling_rate=0.1, secure_noise=True, features=5)
+  assert plan.ledger(1.5) == expected

@@ -208,11 +208,11 @@ def test_secure_fit_ledger_holds_the_discrete_events():
 def test_secure_epsilon_matches_closed_forms():
   # One discrete Laplace update, free selection: eps = 1 / b' exactly (pure DP).
   eps = accounting.gcd_epsilon(math.inf, 4.0, steps=1, delta=1e-6,
-                               selection="discrete_laplace", update="discrete_laplace")
+                               selection="discrete_laplace", update="discrete_laplace", features=10)
   assert eps == pytest.approx(0.25, rel=1e-3)
   # T discrete Gaussian updates: zCDP T / (2 s^2), the same RDP curve as the float Gaussian's.
   eps_d = accounting.gcd_epsilon(math.inf, 20.0, steps=50, delta=1e-6,
-                                 selection="discrete_laplace", update="discrete_gaussian")
+                                 selection="discrete_laplace", update="discrete_gaussian", features=10)
   eps_rdp = accounting.gcd_epsilon(math.inf, 20.0, steps=50, delta=1e-6, update="gaussian",
                                    method="rdp")
   assert eps_d == pytest.approx(eps_rdp, rel=1e-6)

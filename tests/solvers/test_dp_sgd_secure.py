@@ -62,17 +62,18 @@ def test_bound_covers_exact_one_dimensional_discrete_gaussian_both_directions(si
 
 def test_secure_calibration_and_event():
   float_cal = baseline_accounting.calibrate_sgd(1.0, 1e-5, steps=1000, sampling_rate=0.01)
-  secure = baseline_accounting.calibrate_sgd(1.0, 1e-5, steps=1000, sampling_rate=0.01, secure_noise=True)
+  secure = baseline_accounting.calibrate_sgd(1.0, 1e-5, steps=1000, sampling_rate=0.01, secure_noise=True, features=4)
   assert secure.method == "rdp"
   # dp_accounting's own RDP -> (eps, delta) conversion of the same curve: the calibrated multiplier meets eps = 1
   orders = _rdp.psdg_orders(secure.update_noise, 0.01)
   eps, _ = rdp_lib.compute_epsilon(orders, 1000 * _rdp.psdg_rdp(secure.update_noise, 0.01, orders), 1e-5)
   assert 0.99 <= eps <= 1.0, eps
   assert 1.0 < secure.update_noise / float_cal.update_noise < 1.4  # measured 1.31
-  ledger = baseline_accounting.sgd_ledger(2.0, steps=10, sampling_rate=0.01, secure_noise=True)
+  ledger = baseline_accounting.sgd_ledger(2.0, steps=10, sampling_rate=0.01, secure_noise=True, features=4)
   assert ledger.routes() == ("rdp",)
   with pytest.raises(ValueError, match="method"):
-    baseline_accounting.calibrate_sgd(1.0, 1e-5, steps=10, sampling_rate=0.01, method="fft_pld", secure_noise=True)
+    baseline_accounting.calibrate_sgd(1.0, 1e-5, steps=10, sampling_rate=0.01, method="fft_pld", secure_noise=True,
+                                      features=4)
   with pytest.raises(ValueError, match="secure_noise"):
     baseline_accounting.sgd_ledger(2.0, steps=10, sampling_rate=0.01, secure_noise=1)
 

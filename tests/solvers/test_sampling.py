@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from dpgcd_jax import sampling
+from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.solvers import dp_sgd
 
 P_MIN = 1e-4  # fixed keys: the tests are deterministic; this is the level they reject at
@@ -235,7 +236,7 @@ def test_total_variation_bounds_and_dp_sgd_slack():
   eta = sampling.step_total_variation(10_000, 0.01)
   assert sampling.total_variation_slack(10_000, 0.01, 1000) == pytest.approx(1000 * eta, rel=1e-12)
   assert sampling.total_variation_slack(10_000, 0.01, 0) == 0.0
-  assert dp_sgd.TRUNCATION_PROBABILITY == sampling.MAX_STEP_TOTAL_VARIATION == 2.0**-64
+  assert baseline_accounting.POISSON_STEP_TOTAL_VARIATION == sampling.MAX_STEP_TOTAL_VARIATION == 2.0**-64
   # A float q >= 2^-75 is a multiple of 2^-128: the tail Bernoulli is exact.
   assert sampling.plan(50, 0.3).inclusion_total_variation == 0.0
 
