@@ -32,13 +32,31 @@ DECLARED = {"binary": 1.0, "text": 1.0}
 INFORMATIVE = 10
 
 
-def make_set(name: str, seed: int, n: int, p: int) -> tuple[Any, np.ndarray]:
-  """`(X, y)` of the set `name` (module docstring) with `n` records and `p` features."""
+def _design(name: str, seed: int, p: int) -> tuple[np.random.Generator, np.ndarray, np.ndarray]:
+  """The generator of set `name` at `seed`, after its first draws: the support and the signs."""
   if name not in SETS:
     raise ValueError(f"Expected name in {SETS}, got name={name!r}.")
   rng = np.random.default_rng(seed)
-  support = rng.choice(p, size=INFORMATIVE, replace=False)
-  signs = rng.choice([-1.0, 1.0], INFORMATIVE)
+  return rng, rng.choice(p, size=INFORMATIVE, replace=False), rng.choice([-1.0, 1.0], INFORMATIVE)
+
+
+def _scales(name: str, rng: np.random.Generator, p: int) -> np.ndarray:
+  return 10.0 ** rng.uniform(-1.0, 1.0, size=p) if name == "dense" else np.ones(p)
+
+
+def feature_scales(name: str, seed: int, p: int) -> np.ndarray:
+  """The standard deviations of the features of a dense set (`"dense"`: `10^U[-1, 1]`;
+  `"dense_std"`: 1), as `make_set` draws them: the generator's truth, for oracle (NOT private)
+  stand-ins in benchmarks."""
+  if name not in ("dense", "dense_std"):
+    raise ValueError(f"Expected name in ('dense', 'dense_std'), got name={name!r}.")
+  rng, _, _ = _design(name, seed, p)
+  return _scales(name, rng, p)
+
+
+def make_set(name: str, seed: int, n: int, p: int) -> tuple[Any, np.ndarray]:
+  """`(X, y)` of the set `name` (module docstring) with `n` records and `p` features."""
+  rng, support, signs = _design(name, seed, p)
   if name in ("binary", "text"):
     rare = name == "text"
     freq = np.minimum(rng.lognormal(np.log(0.01 if rare else 0.03), 1.0, size=p), 0.5)
@@ -52,7 +70,7 @@ def make_set(name: str, seed: int, n: int, p: int) -> tuple[Any, np.ndarray]:
     w[support] = signs * rng.uniform(2.0, 4.0, INFORMATIVE) * (1.0 if rare else 0.5)
     z = X @ w
   else:
-    scales = 10.0 ** rng.uniform(-1.0, 1.0, size=p) if name == "dense" else np.ones(p)
+    scales = _scales(name, rng, p)
     Z = rng.standard_normal((n, p)).astype(np.float32)
     w = np.zeros(p)
     w[support] = signs * rng.uniform(0.5, 1.0, INFORMATIVE)
