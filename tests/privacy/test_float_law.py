@@ -335,9 +335,12 @@ def sampler_row(first):
   return [f"`-({cap}t - 1)`", f"`{cap}t - 1`", *map(_figure, [value(0.1), value(1.0), index(0.1), index(1.0)])]
 
 
+P_FIT = 1000  # the secure rows' p: their draws' charge (docs/secure_noise.md), negligible at delta = 1e-6
+
+
 def fit_row(first, passes):
   selection, update, value, index = FITS[first]
-  cal = accounting.calibrate_gcd(1.0, 1e-6, steps=passes, selection=selection, update=update)
+  cal = accounting.calibrate_gcd(1.0, 1e-6, steps=passes, selection=selection, update=update, features=P_FIT)
   assert cal.selection_noise == cal.update_noise  # equal multipliers, the default split
   per_pass = [index(1 / cal.selection_noise), value(1 / cal.update_noise)]
   return [f"{cal.update_noise:.1f}", *map(_figure, per_pass + [passes * sum(per_pass)])]
