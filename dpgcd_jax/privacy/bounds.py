@@ -68,7 +68,7 @@ Array = jax.Array
 GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
 DEFAULT_QUANTILE = 0.9  # of the records (the rank of the release)
 # The largest budget a release spends (`release_epsilon`): at 10 the count noise's scales are
-# 0.2 and 0.4 records, already exact in effect, and the samplers' charge stays below 1e-11
+# 0.2 and 0.4 records, already exact in effect, and the samplers' charge stays about 1e-11
 # (`dpgcd_jax.privacy.events.DiscreteDraws`); a larger share of a large budget goes to the run.
 MAX_EPSILON = 10.0
 

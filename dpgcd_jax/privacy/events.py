@@ -37,8 +37,8 @@ from dpgcd_jax import _validate
 from dpgcd_jax.privacy import _rdp
 
 DRAW_TOTAL_VARIATION = 3.5e-18
-"""Total variation between one draw of the discrete samplers and its exact law, at every scale: the
-proof is in `dpgcd_jax.discrete_noise` ("Total variation per draw"), beside the caps it counts."""
+"""Total variation of one discrete sampler draw to its exact law, at every scale in `[1, MAX_SCALE]`
+(the proof: `dpgcd_jax.discrete_noise`, "Total variation per draw", beside the caps it counts)."""
 
 
 class PrivacyEvent:
@@ -292,11 +292,8 @@ class PoissonSampledDiscreteGaussian(PrivacyEvent):
 
 @dataclasses.dataclass(frozen=True)
 class DeltaSlack(PrivacyEvent):
-  """A fixed `delta` added to the total (a total-variation or truncation slack).
-
-  Used when a mechanism is within total variation `delta` of an accounted one: the
-  privacy profile of the whole composition moves up by at most `delta` per such release.
-  """
+  """A fixed `delta` added to the total (a total-variation or truncation slack): the privacy
+  profile of the whole composition moves up by at most `delta` per such release."""
 
   delta: float
 
@@ -314,7 +311,6 @@ class DeltaSlack(PrivacyEvent):
 
   def rdp(self, orders):
     return np.zeros(np.shape(orders))
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,24 +345,22 @@ class DiscreteDraws(PrivacyEvent):
   `DiscreteGaussian`, `PureDp`, `PoissonSampledDiscreteGaussian`), and this entry beside it
   counts the sampler draws the release makes. Each draw's law is within total variation
   `eta = DRAW_TOTAL_VARIATION = 3.5e-18` of the exact one, at every scale and independently
-  of the data (`dpgcd_jax.discrete_noise`, "Total variation per draw"); the ledger adds
-  `(1 + e^epsilon) N eta` to its delta, `N` the draws of all its `DiscreteDraws` entries
-  (`Ledger.sampler_charge`).
+  of the data; the ledger adds `(1 + e^epsilon) N eta` to its delta, `N` the draws of all its
+  `DiscreteDraws` entries (`Ledger.sampler_charge`).
 
-  Proof. Coupling the `N` draws one at a time, each conditionally on the run so far (the
-  per-draw bound holds whatever the history), the real run `M'` and the exact one `M` differ
-  with probability at most `N eta`: `TV(M'(D), M(D)) <= N eta` for every data set `D`. If `M`
-  is `(epsilon, delta)`-DP, for every event `S` and neighbours `D, D'`:
-  `P[M'(D) in S] <= P[M(D) in S] + N eta <= e^epsilon P[M(D') in S] + delta + N eta
-  <= e^epsilon P[M'(D') in S] + delta + (1 + e^epsilon) N eta`. The count `N` is fixed by the
-  shapes (public), never by the data. No route sees this event.
+  Proof. Coupling the `N` draws one at a time, each given the run so far, `TV(M'(D), M(D)) <=
+  N eta` for every `D`; if the exact `M` is `(epsilon, delta)`-DP, `P[M'(D) in S] <= P[M(D) in S]
+  + N eta <= e^epsilon P[M'(D') in S] + delta + (1 + e^epsilon) N eta`. `N` is fixed by the
+  shapes and counts every draw that can reach a released value (one whose row is discarded
+  whatever its value, e.g. the scales' intercept row, cannot). A scale outside `[1, MAX_SCALE]`
+  fails with probability 1: a constant NaN, dominated by any event. No route sees this event.
 
   `release_epsilon`: the draws of one pure `e_r`-DP release (AboveThreshold, noisy counts, a
-  score), charged `(1 + e^e_r) draws eta` when less. Proof: that release alone is `(e_r, d_r)`-DP,
-  `d_r = (1 + e^e_r) draws eta`, so it is dominated by `d_r` times a full leak plus randomized
-  response of `e_r` (Kairouz, Oh & Viswanath 2015), whose pure part is the `PureDp(e_r)` the routes
-  compose: the ledger's delta grows by at most `d_r` (joint convexity of the hockey-stick
-  divergence; adaptive composition of dominating pairs, Zhu, Dong & Wang 2022).
+  score) cost `(1 + e^e) draws eta`, `e = min(epsilon, e_r)`. Proof, for an exact pair `P <=
+  e^e_r Q` within `tau` of the real one under any prefix and adaptive suffix: in the composed
+  hockey-stick sum at `e^epsilon`, moving mass `d_x` off `Q(x)` raises its term by at most
+  `min(e^epsilon, e^e_r) d_x` times the other factors (summing to at most 1), and mass added to
+  `P` by that mass: `(1 + e^e) tau` in all, whatever event composes the exact release.
   """
 
   draws: int
@@ -384,7 +378,7 @@ class DiscreteDraws(PrivacyEvent):
     `e = min(epsilon, release_epsilon)`."""
     if self.release_epsilon is not None:
       epsilon = min(epsilon, self.release_epsilon)
-    return (1.0 + math.exp(min(epsilon, 700.0))) * self.total_variation
+    return tv_charge(epsilon, self.total_variation)
 
   @property
   def pure_epsilon(self) -> float:
@@ -397,3 +391,10 @@ class DiscreteDraws(PrivacyEvent):
 
   def rdp(self, orders):
     return np.zeros(np.shape(orders))
+
+
+def tv_charge(epsilon: float, total_variation: float) -> float:
+  """`(1 + e^epsilon) tv`, the delta a total variation adds at `epsilon` (inf above 700)."""
+  if total_variation <= 0.0:
+    return 0.0
+  return math.inf if epsilon > 700.0 else (1.0 + math.exp(epsilon)) * total_variation

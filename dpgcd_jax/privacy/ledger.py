@@ -140,7 +140,7 @@ class Ledger:
     0 without sampler draws."""
     own = lambda event: isinstance(event, ev.DiscreteDraws) and event.release_epsilon is not None
     tv = sum(e.event.total_variation * e.count for e in self.entries if not own(e.event))
-    rest = (1.0 + math.exp(min(epsilon, 700.0))) * tv if tv > 0 else 0.0
+    rest = ev.tv_charge(epsilon, tv)
     return rest + sum(e.event.charge(epsilon) * e.count for e in self.entries if own(e.event))  # type: ignore[attr-defined]
 
   def aggregated(self) -> _routes.Entries:

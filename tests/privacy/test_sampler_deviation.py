@@ -300,3 +300,12 @@ def test_hand_called_sgd_calibration_charges_the_draws_and_the_sampler():
   plan = dp_sgd.private_plan(_problem(), passes=2, batch_size=20, secure_noise=True)
   expected = dg.privacy.sgd_ledger(1.5, steps=20, sampling_rate=0.1, secure_noise=True, features=5)
   assert plan.ledger(1.5) == expected
+
+
+def test_the_charge_does_not_vanish_where_its_exponential_overflows():
+  # exp(epsilon) was capped at exp(700): a tiny total variation at epsilon > 700 was undercharged.
+  assert events.tv_charge(701.0, 1e-300) == math.inf and events.tv_charge(701.0, 0.0) == 0.0
+  assert events.tv_charge(2.0, 1e-9) == pytest.approx((1 + math.exp(2.0)) * 1e-9, rel=1e-15)
+  ledger = Ledger.of(("x", events.PureDp(1.0), 1)).with_draws(5, 1)
+  assert ledger.sampler_charge(800.0) == math.inf
+  assert Ledger.of(("x", events.PureDp(1.0), 1)).with_draws(5, 1, 1.0).sampler_charge(800.0) < 1e-15
