@@ -155,7 +155,8 @@ CASES = [
 KINDS = (("predictions", "reads only the predictions returned"),
          ("zero", "every coefficient is 0"), ("box", "within the feature bounds"),
          ("ellipsoid", "most likely for every row"), ("flat", "nearly constant"),
-         ("feature bound noise", "released feature bound"), ("target bound noise", "released target bound"))
+         ("feature bound noise", "released feature bound"), ("target bound noise", "released target bound"),
+         ("budget below the planning rule", "ln p ="))
 
 
 def _kinds(messages: list[str]) -> list[str]:

@@ -25,6 +25,13 @@ FLAT_FRACTION = 0.05
 NOISE_CAP = 0.5
 NOISE_RELEASE = 0.5  # `noise_probability` from which a released bound is flagged
 REFERENCE_BOUND = 1.0  # `noise_probability`'s least reference value
+# The planning rule of docs/high_dim.md: the defaults learned where `n eps r* / ln p` was above a
+# band of 25-39 and stayed near the majority class below it. With `r* <= 1` (an effect in units
+# of its bound), `n eps < 25 ln p` is below the band for every feature the data could hold. The
+# rule was measured with p in the thousands, where the search among p dominates; at p = 13
+# (wine, eps = 0.3) fits below it learned, so it warns from FEASIBILITY_MIN_FEATURES on.
+FEASIBILITY_FLOOR = 25.0
+FEASIBILITY_MIN_FEATURES = 1000
 
 
 def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray, how: str, *,
@@ -49,7 +56,10 @@ def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray,
     `2 T` over the clipped inputs;
   - a bound released by AboveThreshold that may be its noise: with no record at or below
     `max(B, 1)`, the release's noise alone stops there or lower with probability
-    `>= NOISE_RELEASE` (`noise_probability`): features (or targets) above it were clipped.
+    `>= NOISE_RELEASE` (`noise_probability`): features (or targets) above it were clipped;
+  - a budget below the planning rule for every feature the data could hold, `n epsilon <
+    FEASIBILITY_FLOOR ln p` with `p >= FEASIBILITY_MIN_FEATURES` (public `n`, `epsilon`, `p`
+    only; docs/high_dim.md): the model is likely no better than `w = 0`, whatever it released.
 
   The model can still answer one class on the rows while none of these fires: when the
   rows sit in a corner of the bounds (e.g. non-negative features with bounds `[-B, B]`)
@@ -85,6 +95,15 @@ def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray,
                 f"released at epsilon={epsilon:g}, so one bound B = {np.max(bound):.3g} was released for every "
                 f"feature: features on a much smaller scale than B are drowned in the noise")
   declare = "declare feature_bound= per feature (public ranges, e.g. from the data's documentation)"
+  p = coef.shape[1]
+  if p >= FEASIBILITY_MIN_FEATURES and n * epsilon < FEASIBILITY_FLOOR * math.log(p):
+    messages.append(
+        f"n * epsilon = {n * epsilon:.4g} is below {FEASIBILITY_FLOOR:g} ln p = {FEASIBILITY_FLOOR * math.log(p):.4g} "
+        f"(p = {p} features): private learning pays from n epsilon r* / ln p of about 25-39 (r*: the "
+        f"strongest feature's effect in units of its bound, at most 1; docs/high_dim.md, 'Where private "
+        f"learning pays'), so even the strongest possible feature stays within the noise of a private "
+        f"selection among p, and the model is likely no better than w = 0 (a loss at or above it, R^2 at "
+        f"or below 0). Fix: {more}; fewer features (a public pre-selection).")
   if not np.any(coef):
     answer = (f"predicts {intercept[0]:.4g} for every input" if regressor else
               f"predicts the same class, {_label(classes, _zero_model_class(intercept))!r}, for every input")

@@ -245,3 +245,27 @@ def test_a_regressor_with_flat_predictions_warns_at_predict():
   _, messages = _predict_warnings(model, X)
   (message,) = messages
   assert "standard deviation" in message and "target bound T = 4" in message and "target_bound=" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# A budget below the planning rule (docs/high_dim.md), from public n, epsilon and p only.
+def test_a_budget_below_the_planning_rule_warns_whatever_the_model():
+  coef, intercept, bound = np.full((1, 1000), 0.01), np.zeros(1), np.ones(1000)
+  below = _diagnostics.diagnose(coef, intercept, bound, "declared", n=150, epsilon=1.0, target_bound=3.0)
+  assert len(below) == 1 and "25 ln p = 172.7" in below[0] and "p = 1000" in below[0] and "w = 0" in below[0]
+  # Just above the floor, or below the dimension where the rule was measured (p = 13, as wine at
+  # epsilon = 0.3, whose fits learned below it): no warning.
+  assert _diagnostics.diagnose(coef, intercept, bound, "declared", n=173, epsilon=1.0, target_bound=3.0) == []
+  assert _diagnostics.diagnose(np.full((1, 13), 0.5), intercept, np.ones(13), "declared", n=124, epsilon=0.3,
+                               target_bound=3.0) == []
+
+
+def test_a_fit_at_the_paper_permeability_budget_says_it_cannot_pay():
+  # n = 165, p = 1107 at epsilon = 1 (the paper's permeability set, whose defaults land above the
+  # loss at w = 0): the fit names the rule.
+  rng = np.random.default_rng(0)
+  X = (rng.uniform(size=(165, 1107)) < 0.1).astype(float)
+  y = X[:, :5] @ np.ones(5) + rng.normal(size=165)
+  _, messages = _fit_warnings(DPGCDRegressor(epsilon=1.0, feature_bound=1.0, target_bound=3.0, random_state=0),
+                              X, y - y.mean())
+  assert any("25 ln p" in m and "p = 1107" in m for m in messages), messages
