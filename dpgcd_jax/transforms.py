@@ -116,7 +116,8 @@ def dp_greedy_coordinate(
       counterparts on a public grid ("laplace" -> "discrete_laplace", "gaussian" ->
       "discrete_gaussian"; `dpgcd_jax.discrete_noise`), accounted with the same
       multipliers, whose ledger charges the discrete draws
-      (`calibrate_gcd(..., selection="discrete_laplace", update="discrete_laplace", features=p)`).
+      (`calibrate_gcd(..., selection="discrete_laplace", update="discrete_laplace", features=p)`,
+      `p` the total number of parameters, every leaf flattened).
 
   Returns:
     An `optax.GradientTransformation`; chain it with `optax.scale(-step_size)`.

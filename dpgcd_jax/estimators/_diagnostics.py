@@ -99,10 +99,10 @@ def diagnose(coef: np.ndarray, intercept: np.ndarray, feature_bound: np.ndarray,
   if p >= FEASIBILITY_MIN_FEATURES and n * epsilon < FEASIBILITY_FLOOR * math.log(p):
     messages.append(
         f"n * epsilon = {n * epsilon:.4g} is below {FEASIBILITY_FLOOR:g} ln p = {FEASIBILITY_FLOOR * math.log(p):.4g} "
-        f"(p = {p} features): private learning pays from n epsilon r* / ln p of about 25-39 (r*: the "
-        f"strongest feature's effect in units of its bound, at most 1; docs/high_dim.md, 'Where private "
-        f"learning pays'), so even the strongest possible feature stays within the noise of a private "
-        f"selection among p, and the model is likely no better than w = 0 (a loss at or above it, R^2 at "
+        f"(p = {p} features): in the planning rule measured for DP-GCD (docs/high_dim.md), private "
+        f"learning pays from n epsilon r* / ln p of about 25-39 (r*: the strongest feature's effect in "
+        f"units of its bound, at most 1), so even the strongest possible feature stays within the noise "
+        f"of a search among p, and the model is likely no better than w = 0 (a loss at or above it, R^2 at "
         f"or below 0). Fix: {more}; fewer features (a public pre-selection).")
   if not np.any(coef):
     answer = (f"predicts {intercept[0]:.4g} for every input" if regressor else

@@ -255,8 +255,8 @@ def gcd_epsilon(
     method: "best" (min over the valid routes), or a route: "pld", "bounded_range"
       (selection "gumbel"), "rdp", "dp_accounting_pld" (cross-check), or "closed_form"
       (update "laplace"; for comparison only).
-    features: `p`, needed with a discrete selection: the ledger charges the `p + 1` sampler
-      draws of each iteration (`gcd_draws`; a discrete update alone draws one).
+    features: `p`, needed with a discrete selection: the ledger charges the sampler draws of
+      each iteration (`gcd_draws`: `p` for a discrete selection, one for a discrete update).
 
   Returns:
     The epsilon of the (epsilon, delta)-DP guarantee for replace-one neighbours.

@@ -33,9 +33,14 @@ from dpgcd_jax.privacy.accounting import check_rate
 
 # DP-CD.
 
-def cd_ledger(noise: float, *, steps: int) -> ledger_lib.Ledger:
-  """The ledger of `steps` DP-CD Gaussian coordinate updates."""
-  return ledger_lib.Ledger.of(("update", ev.Gaussian(noise), steps))
+def cd_ledger(noise: float, *, steps: int, secure_noise: bool = False) -> ledger_lib.Ledger:
+  """The ledger of `steps` DP-CD Gaussian coordinate updates as `dp_cd.run` draws them;
+  `secure_noise`: discrete Gaussian updates (`DiscreteGaussian`, RDP route only) and their one
+  sampler draw per step ([`Ledger.with_draws`][dpgcd_jax.privacy.ledger.Ledger.with_draws])."""
+  if not isinstance(secure_noise, bool):
+    raise ValueError(f"Expected secure_noise to be a bool, got secure_noise={secure_noise!r}.")
+  event = ev.DiscreteGaussian(noise) if secure_noise else ev.Gaussian(noise)
+  return ledger_lib.Ledger.of(("update", event, steps)).with_draws(int(secure_noise), steps)
 
 
 def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") -> float:
@@ -65,7 +70,7 @@ def cd_epsilon(noise: float, *, steps: int, delta: float, method: str = "best") 
   return cd_ledger(noise, steps=steps).epsilon(float(delta), route=route)
 
 
-def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "best"
+def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "best", secure_noise: bool = False
                  ) -> Calibration:
   """Smallest DP-CD Gaussian multiplier `s` meeting (epsilon, delta)-DP over `steps`.
 
@@ -73,7 +78,9 @@ def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "bes
     epsilon: target epsilon > 0 (finite).
     delta: target delta in (0, 1).
     steps: number of coordinate updates `T >= 1` (`passes * p` for `dp_cd.run(passes=...)`).
-    method: "best" (= "pld", exact), "pld" or "rdp".
+    method: "best" (= "pld", exact), "pld" or "rdp"; with `secure_noise`, "best" or "rdp".
+    secure_noise: the multiplier of `dp_cd.run(..., secure_noise=True)` (`cd_ledger`: discrete
+      Gaussian updates, RDP route, and their sampler draws charged).
 
   Returns:
     A [`Calibration`][dpgcd_jax.privacy.Calibration] with `selection_noise=None`.
@@ -83,16 +90,17 @@ def calibrate_cd(epsilon: float, delta: float, *, steps: int, method: str = "bes
   """
   check_budget(epsilon, delta)
   steps = _validate.check_int("steps", steps)
-  _validate.check_choice("method", method, ("best", "pld", "rdp"))
-  return _calibrate_cd(float(epsilon), float(delta), steps, method)
+  cd_ledger(1.0, steps=1, secure_noise=secure_noise)  # validates secure_noise
+  _validate.check_choice("method", method, ("best", "rdp") if secure_noise else ("best", "pld", "rdp"))
+  return _calibrate_cd(float(epsilon), float(delta), steps, method, secure_noise)
 
 
 @functools.lru_cache(maxsize=256)
-def _calibrate_cd(epsilon, delta, steps, method) -> Calibration:
-  route = "pld" if method == "best" else method
+def _calibrate_cd(epsilon, delta, steps, method, secure_noise) -> Calibration:
+  route = ("rdp" if secure_noise else "pld") if method == "best" else method
   guess = math.sqrt(steps) * (2.0 * math.sqrt(math.log(1.0 / delta)) + 1.0) / epsilon
-  s, report = calibration.calibrate(lambda s: cd_ledger(s, steps=steps), epsilon, delta,
-                                   guess=guess, route=route, key=("cd", steps))
+  s, report = calibration.calibrate(lambda s: cd_ledger(s, steps=steps, secure_noise=secure_noise), epsilon, delta,
+                                   guess=guess, route=route, key=("cd", steps, secure_noise))
   return Calibration(selection_noise=None, update_noise=s, epsilon=report.epsilon, delta=delta,
                      steps=steps, method=report.route, report=report)
 

@@ -33,7 +33,6 @@ import numpy as np
 
 from dpgcd_jax import clipping
 from dpgcd_jax import kernels
-from dpgcd_jax import mechanisms
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax.privacy import baseline_accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
@@ -123,7 +122,8 @@ def run(problem: problem_lib.Problem, key: Array, params: Params, *, passes: int
     problem: from [`dpgcd_jax.make_problem`][].
     key: a JAX PRNG key (required).
     params: [`Params`][dpgcd_jax.solvers.dp_cd.Params] (the noise multiplier from `dpgcd_jax.privacy.calibrate_cd`
-      with `steps = passes * p`, or use [`fit`][dpgcd_jax.solvers.dp_cd.fit] with a budget).
+      with `steps = passes * p` and the same `secure_noise`, or use [`fit`][dpgcd_jax.solvers.dp_cd.fit] with a
+      budget).
     passes: number of passes over the data (a runtime value: a new one does not recompile);
       steps = passes * p.
     store_objective: record the (NOT private) objective after every pass.
@@ -153,11 +153,8 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   update = _update(secure_noise)
   steps = base.total_steps(SOLVER, problem, passes) * runs
 
-  def ledger_of(params: Params) -> ledger_lib.Ledger:
-    if update == "gaussian":
-      return baseline_accounting.cd_ledger(params.noise, steps=steps)
-    # secure: one discrete Gaussian draw per step
-    return ledger_lib.Ledger.of(("update", mechanisms.update(update).event(params.noise), steps)).with_draws(1, steps)
+  def ledger_of(params: Params) -> ledger_lib.Ledger:  # secure: one discrete Gaussian draw per step
+    return baseline_accounting.cd_ledger(params.noise, steps=steps, secure_noise=update != "gaussian")
 
   return budget.Plan(lambda scale: Params(step_size, clip, scale), ledger_of, dict(update=update))
 

@@ -201,7 +201,11 @@ def run(
     secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their
       exact discrete counterparts on a public grid ("laplace" -> "discrete_laplace",
       "gaussian" -> "discrete_gaussian"; "gumbel" raises), see `dpgcd_jax.mechanisms`.
-      The multipliers keep their meaning (the same events bound the discrete mechanisms).
+      The multipliers keep their meaning (the same events bound the discrete mechanisms); calibrate
+      them by hand with the discrete names and `features=problem.num_features`, which charges the
+      draws (`calibrate_gcd(..., selection="discrete_laplace", update="discrete_laplace" or
+      "discrete_gaussian", features=p)`; `curvature="released"` adds one release and one draw per
+      iteration that `calibrate_gcd` does not know: use `fit`).
     curvature: "public" (steps `gamma / M_j` from the problem's public smoothness) or
       "released": each iteration also releases the second moment of the selected feature with
       the update mechanism at `params.curvature_noise` and steps by `gamma / hat M_j`

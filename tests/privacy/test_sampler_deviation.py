@@ -309,3 +309,17 @@ def test_the_charge_does_not_vanish_where_its_exponential_overflows():
   ledger = Ledger.of(("x", events.PureDp(1.0), 1)).with_draws(5, 1)
   assert ledger.sampler_charge(800.0) == math.inf
   assert Ledger.of(("x", events.PureDp(1.0), 1)).with_draws(5, 1, 1.0).sampler_charge(800.0) < 1e-15
+
+
+def test_hand_called_cd_calibration_has_the_secure_mode_its_run_draws():
+  # dp_cd.run(secure_noise=True) draws discrete Gaussians: calibrate_cd had no secure mode, and
+  # its float multiplier reads epsilon 1.09 > 1 on the secure ledger (review helper-37).
+  secure = dg.privacy.calibrate_cd(1.0, 1e-5, steps=1000, secure_noise=True)
+  plain = dg.privacy.calibrate_cd(1.0, 1e-5, steps=1000)
+  assert secure.method == "rdp" and _draws(secure.report.ledger) == 1000
+  assert dg.privacy.cd_ledger(plain.update_noise, steps=1000, secure_noise=True).epsilon(1e-5) > 1.05
+  assert dg.privacy.cd_ledger(secure.update_noise, steps=1000, secure_noise=True).epsilon(1e-5) <= 1.0
+  with pytest.raises(ValueError, match="method"):
+    dg.privacy.calibrate_cd(1.0, 1e-5, steps=10, method="pld", secure_noise=True)
+  plan = dp_cd.private_plan(_problem(), passes=2, secure_noise=True)  # one path with the fit
+  assert plan.ledger(7.0) == dg.privacy.cd_ledger(7.0, steps=2 * 5, secure_noise=True)
