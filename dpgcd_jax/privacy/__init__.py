@@ -42,6 +42,7 @@ _EXPORTS = {
     "calibrate_sgd": "dpgcd_jax.privacy.baseline_accounting",
     "cd_epsilon": "dpgcd_jax.privacy.baseline_accounting",
     "cd_ledger": "dpgcd_jax.privacy.baseline_accounting",
+    "gcd_draws": "dpgcd_jax.privacy.accounting",
     "gcd_epsilon": "dpgcd_jax.privacy.accounting",
     "gcd_ledger": "dpgcd_jax.privacy.accounting",
     "sgd_epsilon": "dpgcd_jax.privacy.baseline_accounting",
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
   from dpgcd_jax.privacy.accountant import current_accountant  # noqa: F401
   from dpgcd_jax.privacy.accounting import Calibration  # noqa: F401
   from dpgcd_jax.privacy.accounting import calibrate_gcd  # noqa: F401
+  from dpgcd_jax.privacy.accounting import gcd_draws  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_epsilon  # noqa: F401
   from dpgcd_jax.privacy.accounting import gcd_ledger  # noqa: F401
   from dpgcd_jax.privacy.audit_neighbours import adversarial_neighbour  # noqa: F401
