@@ -12,7 +12,7 @@ same on unit scales), `n = 4000`, `p = 5000`, eps = 1, `DPGCDClassifier` default
   scale off by a random factor `2^U[-a, a]` (NOT private): how precise per-feature scales
   must be for the gap to close.
 
-Run: ``python benchmarks/bench_raw_dense.py`` (about 3 minutes on 2 cores). Writes
+Run: ``python benchmarks/bench_raw_dense.py`` (31 s on 2 cores). Writes
 `benchmarks/results/raw_dense.md` and `raw_dense.json`.
 """
 
