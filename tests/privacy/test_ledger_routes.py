@@ -122,6 +122,25 @@ def test_bounded_range_target_at_one_thousand_steps():
   assert _non_adaptive_optimum(1.0, 2.0 / b, 1000, math.sqrt(1000) / b) < DELTA
 
 
+@pytest.mark.parametrize("br_eps, steps", [(6.4, 100), (2.0, 1000)])
+def test_bounded_range_profile_is_consistent_where_the_walk_drifts(br_eps, steps):
+  """At large `eps sqrt(T)` the worst walk drifts by `T KL` below its start: a window without
+  the drift clamped it to 1 and `delta(eps)` stalled (0.048 from eps = 800 to 1100 at
+  eps = 6.4, T = 100), so a calibration searching on delta left budget unspent (a regressor
+  at epsilon = 1000 reported 865). The profile is now decreasing and agrees with `epsilon`."""
+  parts = (br_eps, steps, [], 25.0)
+  eps = _br.epsilon(DELTA, *parts)
+  assert _br.delta(eps, *parts) <= DELTA * (1 + 1e-6)
+  assert _br.delta(eps * 0.99, *parts) > DELTA  # the root, not a loose point above it
+  profile = [_br.delta(eps * f, *parts) for f in (1.02, 1.05, 1.2)]
+  assert profile[0] < DELTA and np.all(np.diff(profile) < 0)
+  # The calibration on this route spends the whole budget.
+  target = 1.3 * eps
+  led = lambda s: Ledger.of(("g", BoundedRange(br_eps * 10.0 / s), steps), ("u", Gaussian(s), steps))
+  scale, report = privacy.calibrate(led, target, DELTA)
+  assert report.route == "bounded_range" and 0.99 * target <= report.epsilon <= target
+
+
 def test_bounded_range_route_is_monotone_and_mixed_with_pure_steps():
   eps = [_br.delta(1.0, 2.0 / b, 100, [(0.05, 1)], math.sqrt(100) / b)
          for b in (40.0, 50.0, 60.0, 70.0)]
