@@ -57,6 +57,7 @@ from dpgcd_jax.estimators import _training
 from dpgcd_jax.estimators._defaults import AUTO
 from dpgcd_jax.estimators._defaults import AUTO_CLIP
 from dpgcd_jax.estimators._defaults import AUTO_CLIP_RELEASED
+from dpgcd_jax.estimators._defaults import AUTO_MARGIN_STEP
 from dpgcd_jax.estimators._defaults import AUTO_RADIUS
 from dpgcd_jax.estimators._defaults import AUTO_STEPS_UNIT
 from dpgcd_jax.estimators._defaults import Hyper
@@ -70,6 +71,7 @@ from dpgcd_jax.estimators._solvers import Adapter
 from dpgcd_jax.estimators._solvers import solver_params
 from dpgcd_jax.privacy import accountant as accountant_lib
 from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import typical_size
 
 
 class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
@@ -82,7 +84,7 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
   _curvature = 1.0
   _auto_clip = AUTO_CLIP
   _auto_clip_released = AUTO_CLIP_RELEASED
-  _clip_follows_data = False  # the classifier's "auto" clip from the typical feature size
+  _clip_follows_data = False  # the "auto" clip from a typical size (`_size_records`)
   _steps_unit = AUTO_STEPS_UNIT
   _noise_cap: float | None = None
   _searches = False  # the CV estimators' fit is a private search
@@ -157,9 +159,25 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     return intercept_bound(hyper.clip) if self.fit_intercept and self._steps_by_released_curvature() else 1.0
 
   def _follows_data(self) -> bool:
-    """Whether the clip is the data-following "auto" one (the classifier's DP-GCD with the
-    released curvature; with declared bounds)."""
+    """Whether the clip is the data-following "auto" one (DP-GCD with the released curvature;
+    it follows the records of `_size_records` when they are declared)."""
     return self._clip_follows_data and isinstance(self.clip, str) and self._steps_by_released_curvature()
+
+  # The classifier's clip follows the typical feature size (in units of declared bounds).
+  _size_label = typical_size.LABEL
+  _clip_rule = f"max({AUTO_CLIP_RELEASED:g}, {AUTO_MARGIN_STEP:g} x the typical feature size in units of the bounds)"
+
+  def _size_records(self, X: Any, feature_bound: Any, target_units: Any) -> tuple[Any, Any] | None:
+    """The records and public bounds whose typical size ([`dpgcd_jax.privacy.typical_size`][]) the
+    "auto" clip follows, or None: the features `X` under their declared `feature_bound` (None:
+    released bounds). `target_units`: a regressor's centred targets in units of a declared
+    `T`, or None."""
+    del target_units
+    return None if feature_bound is None else (X, feature_bound)
+
+  def _clip_at_size(self, size: float) -> float:
+    """The "auto" clip at the released typical size `size` (`_clip_rule`)."""
+    return max(self._auto_clip_released, AUTO_MARGIN_STEP * size)
 
   def _solver_params(self, num_coordinates: int) -> dict[str, Any]:
     """`solver_params` completed by the public defaults (`solver_params`)."""

@@ -137,9 +137,13 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
     targets = targets.weigh(_class_counts(read, self.classes_, n), key)
   prior, notes = targets.prior, ()
   if self._follows_data():  # the data-following clip, from the counts of one more pass
+    def records(X: Any, y: Any) -> Any:  # fit's `_size_records`: a regressor's targets in units of T, in float64
+      units = None if targets.unit is None else targets.encode(column_or_1d(y), np.float64)[0]
+      return self._size_records(X, bound, units)
+
     hyper, prior, notes = self._follow_data(
         jax.random.fold_in(key, _training.TYPICAL_SIZE_STREAM),
-        lambda k, noise: typical_size.release_counts(k, _grid_counts(read, bound, n), n, noise), p, hyper, n=n,
+        lambda k, noise: typical_size.release_counts(k, _grid_counts(read, records, n), n, noise), p, hyper, n=n,
         epsilon=epsilon, delta=delta, prior=prior)
   width = p + bool(self.fit_intercept)
   bounds = np.append(bound, self._intercept_bound(hyper)) if self.fit_intercept else bound
@@ -232,13 +236,14 @@ def scaled(centre: float, bound: float) -> Callable[[Any, Any], np.ndarray]:
   return encode
 
 
-def _grid_counts(read: row_chunks.Chunks, bound: np.ndarray, n: int) -> np.ndarray:
-  """The typical size's exact counts over one pass of the chunks (`typical_size.grid_counts`), of
-  every process's chunks under `jax.distributed` (int64, added across the processes)."""
+def _grid_counts(read: row_chunks.Chunks, records: Callable[[Any, Any], Any], n: int) -> np.ndarray:
+  """The typical size's exact counts over one pass of the chunks (`typical_size.grid_counts` of
+  `records(X, y)`, the records and bounds of each chunk), of every process's chunks under
+  `jax.distributed` (int64, added across the processes)."""
   counts: Any = 0
   rows = 0
-  for X, _ in read():
-    counts, rows = counts + typical_size.grid_counts(X, bound), rows + np.shape(X)[0]
+  for X, y in read():
+    counts, rows = counts + typical_size.grid_counts(*records(X, y)), rows + np.shape(X)[0]
   counts, rows = row_chunks.across_processes(counts, rows)  # several hosts: every process's rows, exactly
   if rows != n:
     raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows}.")

@@ -29,7 +29,6 @@ from dpgcd_jax import penalties
 from dpgcd_jax import problem as problem_lib
 from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _released
-from dpgcd_jax.estimators._defaults import AUTO_MARGIN_STEP
 from dpgcd_jax.estimators._defaults import TYPICAL_SIZE_SHARE
 from dpgcd_jax.estimators._defaults import Hyper
 from dpgcd_jax.privacy import ledger as ledger_lib
@@ -130,10 +129,12 @@ def train(self: Any, layout: Any, n: int, targets: np.ndarray, features: _releas
   # radius is in units of the bounds; the weights come back in raw units (post-processing).
   unit = self._adapter().unit_features
   notes: tuple[str, ...] = ()
-  if features.declared is not None and self._follows_data():
-    declared = np.asarray(features.declared)[:p]
+  declared_target = target is not None and target.how == _released.DECLARED
+  records = self._size_records(rows, None if features.declared is None else np.asarray(features.declared)[:p],
+                               np.asarray(targets[0], np.float64) / float(target.declared) if declared_target else None)
+  if records is not None and self._follows_data():
     hyper, prior, notes = self._follow_data(
-        jax.random.fold_in(key, TYPICAL_SIZE_STREAM), lambda k, noise: typical_size.release(k, rows, declared, noise),
+        jax.random.fold_in(key, TYPICAL_SIZE_STREAM), lambda k, noise: typical_size.release(k, *records, noise),
         p, hyper, n=n, epsilon=epsilon, delta=delta, prior=prior)
   intercept = self._intercept_bound(hyper)
   released = None
@@ -163,13 +164,16 @@ def train(self: Any, layout: Any, n: int, targets: np.ndarray, features: _releas
 def follow_data(self: Any, key: jax.Array, release_size: Callable[[jax.Array, float], float | None], p: int,
                 hyper: Hyper, *, n: int, epsilon: float, delta: float, prior: ledger_lib.Ledger
                 ) -> tuple[Hyper, ledger_lib.Ledger, tuple[str, ...]]:
-  """The "auto" clip `max(AUTO_CLIP_RELEASED, AUTO_MARGIN_STEP * s)`, `s` the typical feature
-  size of the `n` records of `p` features in units of their public bounds
-  (`dpgcd_jax.privacy.typical_size`, `release_size(key, noise)`: in memory or over row chunks,
-  released at `TYPICAL_SIZE_SHARE` of epsilon and delta), its ledger added to `prior`, and the
-  `privacy_` note. The step ("auto") follows the clip (`released_step_size`). A failed draw
-  (independent of the data) keeps the fixed clip, and so does a release that would not be
-  informative at this `n` and budget (`typical_size.informative`, public: nothing is spent).
+  """The "auto" clip `self._clip_at_size(s)`, `s` the typical size of the `n` records of
+  `self._size_records` in units of their public bounds (`dpgcd_jax.privacy.typical_size`,
+  `release_size(key, noise)`: in memory or over row chunks, released at `TYPICAL_SIZE_SHARE` of
+  epsilon and delta), its ledger added to `prior`, and the `privacy_` note. The classifier's
+  rule is `max(AUTO_CLIP_RELEASED, AUTO_MARGIN_STEP * s)` on the features (below); the
+  regressor's `min(AUTO_CLIP_REGRESSION, TARGET_CLIP_RATIO * s)` on its target under a declared
+  bound (`_defaults.target_clip`). The step ("auto") follows the clip (`released_step_size`). A
+  failed draw (independent of the data) keeps the fixed clip, and so does a release that would
+  not be informative at this `n` and budget (`typical_size.informative`, public: nothing is
+  spent).
 
   Why the floor: the intercept's terms are `phi'` itself (its bound is 1), so a clip below
   `|phi'(0)| = 0.5` shrinks its steps by `clip / 0.5`, and `gamma <= 2` undoes at most half of
@@ -184,19 +188,17 @@ def follow_data(self: Any, key: jax.Array, release_size: Callable[[jax.Array, fl
   0.51 with the intercept clipped alike; clip 0.15 0.58, 0.1 0.51)."""
   noise = typical_size.noise_at(TYPICAL_SIZE_SHARE * epsilon, TYPICAL_SIZE_SHARE * delta)
   if not typical_size.informative(n, noise):  # public: n and the budget; nothing is spent
-    return hyper, prior, (f"clip: the fixed {hyper.clip:g} (the typical feature size's release would not be "
+    return hyper, prior, (f"clip: the fixed {hyper.clip:g} (the {self._size_label}'s release would not be "
                           f"informative at n = {n}, epsilon = {epsilon:g}: nothing spent on it)",)
   size = release_size(key, noise)
-  how = (f"clip: max({self._auto_clip_released:g}, {AUTO_MARGIN_STEP:g} x the typical feature size in units of "
-         f"the bounds), the size released privately "
-         f"(dpgcd_jax.privacy.typical_size, a share {TYPICAL_SIZE_SHARE:g} of the budget, noise multiplier "
-         f"{noise:.4g})")
+  how = (f"clip: {self._clip_rule}, the size released privately (dpgcd_jax.privacy.typical_size, a share "
+         f"{TYPICAL_SIZE_SHARE:g} of the budget, noise multiplier {noise:.4g})")
   if size is not None:
-    hyper = self._hyper(n, p, epsilon, clip=max(self._auto_clip_released, AUTO_MARGIN_STEP * size))
+    hyper = self._hyper(n, p, epsilon, clip=self._clip_at_size(size))
     how += f": size {size:.4g}, clip {hyper.clip:.4g}"
   else:
     how += f": the sampler failed (independent of the data), the fixed clip {hyper.clip:g} ran"
-  return hyper, typical_size.ledger(noise) + prior, (how,)
+  return hyper, typical_size.ledger(noise, self._size_label) + prior, (how,)
 
 
 def run_solver(self: Any, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper,

@@ -15,8 +15,14 @@ $$
 
 the mean size of the record's nonzero features in units of their bounds (`s_i = 1` for a record
 with no nonzero feature: it adds nothing to any gradient, and 1 is the value of a tight bound,
-the fixed rule's; a low value would clip every other record's terms). The estimators clip at
+the fixed rule's; a low value would clip every other record's terms). The classifier clips at
 `phi'(0)` times it ([`dpgcd_jax.estimators`][]).
+
+A regressor's residual at `w = 0` is its target `y_i - c` in units of the declared bound `T`:
+the same statistic of the one column `y - c` under the bound `T`, `s_i = min(|y_i - c| / T, 1)`
+(`1` for `y_i = c`), released the same way under the label
+[`TARGET_LABEL`][dpgcd_jax.privacy.typical_size.TARGET_LABEL]; the regressor clips at a fixed
+multiple of it (`DPGCDRegressor`).
 
 Mechanism: the noisy binary search of [`dpgcd_jax.privacy.scales`][] on one "feature", the
 counts `N_k = #{i : s_i <= g_k}` on the public grid [`GRID`][dpgcd_jax.privacy.typical_size.GRID]
@@ -48,6 +54,7 @@ GRID = 2.0 ** (np.arange(-24, 1) / 4.0)
 """The public grid: quarter octaves from `2^-6` to 1 (25 points, 5 rounds)."""
 QUANTILE = 0.5
 LABEL = "typical feature size"
+TARGET_LABEL = "typical target size"
 ROW_BLOCK = 4096  # rows per block of the dense statistic: a (block, p) temporary, not a copy of X
 
 
@@ -102,9 +109,11 @@ def noise_at(epsilon: float, delta: float) -> float:
   return scales_budget.calibrate_scales(epsilon, delta, features=1, grid=GRID)
 
 
-def ledger(noise: float) -> ledger_lib.Ledger:
-  """The release's ledger: `(LABEL, DiscreteGaussian(noise), 5)` and its one sampler draw per round."""
-  return scales_budget.scales_ledger(noise, grid=GRID, label=LABEL, features=1)
+def ledger(noise: float, label: str = LABEL) -> ledger_lib.Ledger:
+  """The release's ledger: `(label, DiscreteGaussian(noise), 5)` and its one sampler draw per round
+  (`label`: [`LABEL`][dpgcd_jax.privacy.typical_size.LABEL] for the features,
+  [`TARGET_LABEL`][dpgcd_jax.privacy.typical_size.TARGET_LABEL] for a regressor's target)."""
+  return scales_budget.scales_ledger(noise, grid=GRID, label=label, features=1)
 
 
 def release(key: jax.Array, X: Any, bound: Any, noise: float) -> float | None:

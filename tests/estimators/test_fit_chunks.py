@@ -98,6 +98,7 @@ def test_the_regressor_over_chunks_is_the_in_memory_regressor(kwargs):
   _same(memory, chunked)
   assert (memory.target_bound_, memory.target_centre_) == (chunked.target_bound_, chunked.target_centre_)
   assert chunked.score(X, y) > 0.5
+  assert any(e.label == typical_size.TARGET_LABEL for e in chunked.privacy_.entries)  # the clip followed y
 
 
 def _unread():
