@@ -58,7 +58,8 @@ def main() -> None:
            "relative error, median [min, max] over 5 seeds, against the paper column's best mean over its "
            "passes (NOT a private choice). Target: at most `1 - (1 - paper) / 2` where the paper column "
            "decreases by 0.1 or more. `python benchmarks/bench_full_defaults.py`.", "",
-           "| data set | T | defaults (private) | paper column (best) | target | verdict |", "|---|---|---|---|---|---|"]
+           "| data set | T | defaults (private) | paper column (best) | target | verdict |",
+           "|---|---|---|---|---|---|"]
   for name in names:
     r = row(name, best)
     lines.append(f"| {name} | {r['steps']} | {r['median']:.3g} [{r['min']:.3g}, {r['max']:.3g}] | {r['paper']:.3g} | "
