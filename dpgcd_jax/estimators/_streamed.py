@@ -137,13 +137,13 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
     targets = targets.weigh(_class_counts(read, self.classes_, n), key)
   prior, notes = targets.prior, ()
   if self._follows_data():  # the data-following clip, from the counts of one more pass
-    def records(X: Any, y: Any) -> Any:  # fit's `_size_records`: a regressor's targets in units of T, in float64
+    def size_records(X: Any, y: Any) -> Any:  # fit's `_size_records`: a regressor's targets in units of T, in float64
       units = None if targets.unit is None else targets.encode(column_or_1d(y), np.float64)[0]
       return self._size_records(X, bound, units)
 
     hyper, prior, notes = self._follow_data(
         jax.random.fold_in(key, _training.TYPICAL_SIZE_STREAM),
-        lambda k, noise: typical_size.release_counts(k, _grid_counts(read, records, n), n, noise), p, hyper, n=n,
+        lambda k, noise: typical_size.release_counts(k, _grid_counts(read, size_records, n), n, noise), p, hyper, n=n,
         epsilon=epsilon, delta=delta, prior=prior)
   width = p + bool(self.fit_intercept)
   bounds = np.append(bound, self._intercept_bound(hyper)) if self.fit_intercept else bound

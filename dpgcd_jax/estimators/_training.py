@@ -129,12 +129,16 @@ def train(self: Any, layout: Any, n: int, targets: np.ndarray, features: _releas
   # radius is in units of the bounds; the weights come back in raw units (post-processing).
   unit = self._adapter().unit_features
   notes: tuple[str, ...] = ()
-  declared_target = target is not None and target.how == _released.DECLARED
+  target_units = None  # the centred targets in units of a declared target bound
+  if target is not None and target.how == _released.DECLARED:
+    target_units = np.asarray(targets[0], np.float64) / float(target.declared)
   records = self._size_records(rows, None if features.declared is None else np.asarray(features.declared)[:p],
-                               np.asarray(targets[0], np.float64) / float(target.declared) if declared_target else None)
+                               target_units)
   if records is not None and self._follows_data():
+    size_rows, size_bound = records
     hyper, prior, notes = self._follow_data(
-        jax.random.fold_in(key, TYPICAL_SIZE_STREAM), lambda k, noise: typical_size.release(k, *records, noise),
+        jax.random.fold_in(key, TYPICAL_SIZE_STREAM),
+        lambda k, noise: typical_size.release(k, size_rows, size_bound, noise),
         p, hyper, n=n, epsilon=epsilon, delta=delta, prior=prior)
   intercept = self._intercept_bound(hyper)
   released = None
