@@ -52,7 +52,7 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
   lie well inside their bounds). Under a declared target bound the "auto" clip follows the
   target: `min(0.15, s)`, `s` the typical `|y - c| / T` released privately (a share 0.05
   of the budget, the ledger entry "typical target size";
-  [`target_clip`][dpgcd_jax.estimators._defaults.target_clip]), so that a `T` far above the
+  `dpgcd_jax.estimators._defaults.target_clip`), so that a `T` far above the
   data does not drown the residuals in noise (R^2 0.93-0.96 against 0.49-0.77 at `T` = 26 sd(y),
   `tests/estimators/test_data_following_clip.py`). "auto" also caps `step_size` so that the noise the run
   may add to a prediction stays below `0.5 T` (a function of the public noise multiplier,

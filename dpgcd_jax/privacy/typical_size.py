@@ -21,7 +21,7 @@ the fixed rule's; a low value would clip every other record's terms). The classi
 A regressor's residual at `w = 0` is its target `y_i - c` in units of the declared bound `T`:
 the same statistic of the one column `y - c` under the bound `T`, `s_i = min(|y_i - c| / T, 1)`
 (`1` for `y_i = c`), released the same way under the label
-[`TARGET_LABEL`][dpgcd_jax.privacy.typical_size.TARGET_LABEL]; the regressor clips at a fixed
+`TARGET_LABEL`; the regressor clips at a fixed
 multiple of it (`DPGCDRegressor`).
 
 Mechanism: the noisy binary search of [`dpgcd_jax.privacy.scales`][] on one "feature", the
@@ -111,8 +111,8 @@ def noise_at(epsilon: float, delta: float) -> float:
 
 def ledger(noise: float, label: str = LABEL) -> ledger_lib.Ledger:
   """The release's ledger: `(label, DiscreteGaussian(noise), 5)` and its one sampler draw per round
-  (`label`: [`LABEL`][dpgcd_jax.privacy.typical_size.LABEL] for the features,
-  [`TARGET_LABEL`][dpgcd_jax.privacy.typical_size.TARGET_LABEL] for a regressor's target)."""
+  (`label`: `LABEL` for the features,
+  `TARGET_LABEL` for a regressor's target)."""
   return scales_budget.scales_ledger(noise, grid=GRID, label=label, features=1)
 
 
