@@ -7,7 +7,9 @@ no shape, branch or error depends on a record's value. Each declared column beco
 column per category, in the declared order; a value outside the declared categories (a
 missing one included) encodes as all zeros, as scikit-learn's
 `OneHotEncoder(categories=..., handle_unknown="ignore")`, with no error and no warning (either
-would tell whether the data hold such a value). The other columns stay numeric, in their
+would tell whether the data hold such a value). Values compare with Python's `==`, as in that
+encoder: `True` and `1.0` are the category `1` (and `[True, 1]` is refused as one category
+declared twice), the string `"1"` is not. The other columns stay numeric, in their
 order; the encoded columns are laid out column by column in the input's order.
 
 Bounds: a one-hot entry lies in `[0, 1]`, so its symmetric bound `1` is public and exact.

@@ -55,6 +55,18 @@ def test_the_encoding_is_scikit_learns_one_hot_with_unknown_categories_ignored()
   assert encoding.names_out().tolist() == ["v_c", "v_a", "v_b", "z"]
 
 
+def test_values_compare_as_in_scikit_learn_true_is_one():
+  """Python's `==`, as `OneHotEncoder`: `True` and `1.0` are the category `1`, `"1"` is not."""
+  values = np.array([True, 1, 1.0, "1", 2, False, None, np.nan], dtype=object)
+  frame = pd.DataFrame({"v": values})
+  encoding = _categorical.declared({"v": [1, 2]}, frame)
+  reference = OneHotEncoder(categories=[[1, 2]], handle_unknown="ignore").fit_transform(values[:, None]).toarray()
+  np.testing.assert_array_equal(encoding.encode(frame), reference)
+  np.testing.assert_array_equal(reference[:, 0], [1, 1, 1, 0, 0, 0, 0, 0])
+  with pytest.raises(ValueError, match="distinct"):  # True == 1: one category declared twice
+    _categorical.check({"v": [True, 1]})
+
+
 def test_positions_on_an_array_and_a_regressor():
   rng = np.random.default_rng(2)
   n = 3000
