@@ -54,7 +54,8 @@ class DPGCDRegressor(RegressorMixin, DPGCDBase):
   of the budget, the ledger entry "typical target size";
   `dpgcd_jax.estimators._defaults.target_clip`), so that a `T` far above the
   data does not drown the residuals in noise (R^2 0.93-0.96 against 0.49-0.77 at `T` = 26 sd(y),
-  `tests/estimators/test_data_following_clip.py`). "auto" also caps `step_size` so that the noise the run
+  `tests/estimators/test_data_following_clip.py`; the CV estimator's private search keeps the fixed
+  clip, as the classifier's). "auto" also caps `step_size` so that the noise the run
   may add to a prediction stays below `0.5 T` (a function of the public noise multiplier,
   `n` and the number of steps).
 

@@ -62,7 +62,11 @@ without Gaussian parts) never exceeded this route (closest ratio 1.0001). Roundi
 directed (about 1e-16 relative per operation, negligible against the margins for
 delta >= 1e-12). The window follows the walk's drift (`T` times the largest mean loss of a
 step): without it, the route was loose (even 1) once `eps sqrt(T)` passed about 30 and the
-calibration left budget unspent (a regressor calibrated at epsilon = 1000 reported 865).
+calibration left budget unspent (a regressor calibrated at epsilon = 1000 reported 865). A wider
+window only tightens the bound, up to the undirected rounding (review helper-38: 12% above the
+narrower window's value at delta = 2e-15, both valid; none above delta = 1e-12). Still loose at
+a large per-step `eps` (at 6.4, T = 100: 1 where a lower bound gives 0.027; the cells'
+corrections add up), and `p_br` overflows above a per-step `eps` of 709, as before.
 
 The result is a valid upper bound on the privacy profile of the adaptive composition; it is
 `>=` the non-adaptive optimum `max_t` of `B_t^T` composed with the rest (a lower
