@@ -13,7 +13,7 @@ Private: every column of the estimator's fit (epsilon = 1 in one ledger). NOT pr
 paper column (a grid's best point on standardized data) and the relative errors themselves
 (measured against the non-private optimum). Writes `benchmarks/results/full_defaults.md`.
 
-Run: ``python benchmarks/bench_full_defaults.py`` (about 1 minute on 2 cores).
+Run: ``python benchmarks/bench_full_defaults.py`` (about 30 s on 2 cores).
 """
 
 from __future__ import annotations

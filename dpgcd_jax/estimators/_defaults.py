@@ -134,8 +134,9 @@ def target_clip(size: float) -> float:
   targets, `T` above about 4.5 sd). Measured (the full preset's least-squares sets, n = 1000,
   the estimator's defaults end to end, `T = 3 sd(y)` from the generator's documentation,
   relative error, median of 20 seeds): `log2_ls`, whose heavy tails make the realized `sd(y)`
-  81 against the documented 546 (`T` = 20 realized sd), 1.49 at the fixed clip (worse than
-  `w = 0`), 0.29 at ratio 1 (5 seeds: 0.22 at ratio 0.5, where the other sets lost more).
+  81 against the documented 546 (`T` = 20 realized sd), 0.90 at the fixed clip (1.49, worse
+  than `w = 0`, over the experiments' seeds 0-4), 0.29 at ratio 1 (5 seeds: 0.22 at ratio
+  0.5, where the other sets lost more). `python benchmarks/bench_target_clip.py`.
   The release's share of the budget is the price where `T` is already tight: `square` (`T` =
   2.9 sd) 0.69 -> 0.74, `log1_ls` (`T` = 4.3 sd) 0.69 -> 0.71; spending the share but keeping
   the fixed clip gave 0.75 / 0.71, and ratio 0.5 0.79 / 0.75 (the noisy release at
