@@ -2,12 +2,14 @@
 
 Every export is imported on first use (PEP 562, `dpgcd_jax._lazy`): `import dpgcd_jax`
 loads neither JAX nor SciPy, dp_accounting or scikit-learn. To export a name, add one line
-to `_EXPORTS` (and to the `TYPE_CHECKING` block for type checkers).
+to `_EXPORTS` (and to the `TYPE_CHECKING` block for type checkers). The private solvers come from
+`dpgcd_jax.solvers.REGISTRY`.
 """
 
 from typing import TYPE_CHECKING
 
 from dpgcd_jax import _lazy
+from dpgcd_jax.solvers import SOLVER_EXPORTS
 
 __version__ = "0.1.0"
 
@@ -22,14 +24,9 @@ _EXPORTS = {
     "penalties": "dpgcd_jax.penalties:",
     "privacy": "dpgcd_jax.privacy:",
     "row_chunks": "dpgcd_jax.row_chunks:",
-    "dp_cd": "dpgcd_jax.solvers.dp_cd:",
-    "dp_fw": "dpgcd_jax.solvers.dp_fw:",
-    "dp_gcd": "dpgcd_jax.solvers.dp_gcd:",
-    "dp_iht": "dpgcd_jax.solvers.dp_iht:",
-    "dp_sgd": "dpgcd_jax.solvers.dp_sgd:",
+    **SOLVER_EXPORTS,
     "reference": "dpgcd_jax.solvers.reference:",
     "streamed": "dpgcd_jax.solvers.streamed:",
-    "two_stage": "dpgcd_jax.solvers.two_stage:",
     "scoring": "dpgcd_jax.scoring:",
     "seeding": "dpgcd_jax.seeding:",
     # Names.

@@ -254,26 +254,6 @@ def logistic_problem():
   return dg.make_problem(X, np.where(y > 0, 1.0, -1.0), "logistic", feature_bound=4.0)
 
 
-def test_vmap_over_keys_and_radius_equals_sequential_runs_and_does_not_recompile(logistic_problem):
-  problem = logistic_problem
-  keys = jax.random.split(jax.random.key(0), 4)
-  radii = jnp.array([0.5, 1.0, 2.0, 4.0])
-  run = lambda k, r: dp_fw.run(problem, k, dp_fw.Params(r, 1.0, 3.0), passes=12).w
-  mapped = jax.jit(jax.vmap(run))
-  batched = mapped(keys, radii)
-  size = mapped._cache_size()  # pylint: disable=protected-access
-  for i in range(4):
-    single = run(keys[i], radii[i])
-    np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
-    assert np.abs(np.asarray(single)).sum() <= float(radii[i]) * (1 + 1e-12)
-  programs = base._compiled_passes._cache_size()  # pylint: disable=protected-access
-  mapped(jax.random.split(jax.random.key(9), 4), radii * 3.0)
-  run(jax.random.key(5), 7.0)
-  dp_fw.run(problem, jax.random.key(5), dp_fw.Params(0.3, 2.0, 0.5), passes=7)
-  assert mapped._cache_size() == size  # pylint: disable=protected-access
-  assert base._compiled_passes._cache_size() == programs  # pylint: disable=protected-access
-
-
 def test_same_key_same_output_different_keys_differ(logistic_problem):
   run = lambda k: dp_fw.run(logistic_problem, k, dp_fw.Params(1.0, 1.0, 3.0), passes=15)
   a, b, c = run(jax.random.key(1)), run(jax.random.key(1)), run(jax.random.key(2))
@@ -293,12 +273,6 @@ def test_sparse_features_give_the_dense_run(logistic_problem):
                       jax.random.key(3), params, passes=10)
   np.testing.assert_array_equal(dense.trace.coordinates, sparse_.trace.coordinates)
   np.testing.assert_allclose(dense.w, sparse_.w, rtol=1e-12, atol=1e-14)
-
-
-def test_an_invalid_radius_under_vmap_fails_closed(logistic_problem):
-  out = jax.vmap(lambda r: dp_fw.run(logistic_problem, jax.random.key(0), dp_fw.Params(r, 1.0, 1.0),
-                                     passes=3).w)(jnp.array([1.0, -1.0, jnp.nan]))
-  assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1:]))
 
 
 # ------------------------------------------------------------------------------------------

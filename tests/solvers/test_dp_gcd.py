@@ -82,23 +82,6 @@ def test_raw_uint32_keys_are_accepted(problem):
   assert a.w.shape == (10,)
 
 
-def test_vmap_over_16_keys_equals_a_python_loop(problem):
-  keys = jax.random.split(jax.random.key(0), 16)
-  batched = jax.vmap(lambda k: dg.dp_gcd.run(problem, k, PRIVATE, passes=15).w)(keys)
-  looped = np.stack([dg.dp_gcd.run(problem, k, PRIVATE, passes=15).w for k in keys])
-  np.testing.assert_allclose(batched, looped, rtol=1e-12, atol=1e-14)
-
-
-def test_vmap_over_every_hyperparameter_equals_a_python_loop(problem):
-  grid = dg.dp_gcd.Params(step_size=jnp.array([0.3, 1.0]), clip=jnp.array([0.5, 2.0]),
-                          selection_noise=jnp.array([1.0, 4.0]), update_noise=jnp.array([0.0, 2.0]))
-  key = jax.random.key(5)
-  batched = jax.vmap(lambda prm: dg.dp_gcd.run(problem, key, prm, passes=10).w)(grid)
-  for i in range(2):
-    single = dg.dp_gcd.run(problem, key, jax.tree.map(lambda x: x[i], grid), passes=10).w  # noqa: B023
-    np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
-
-
 def test_new_hyperparameter_values_do_not_retrace():
   X, y = _classification(n=30, p=5)
   traces = []

@@ -323,26 +323,6 @@ def logistic_problem():
   return dg.make_problem(X, np.where(y > 0, 1.0, -1.0), "logistic", feature_bound=4.0)
 
 
-def test_vmap_over_keys_and_hyperparameters_equals_sequential_runs_and_does_not_recompile(logistic_problem):
-  problem = logistic_problem
-  keys = jax.random.split(jax.random.key(0), 4)
-  gammas = jnp.array([0.2, 0.5, 0.8, 1.0])
-  noises = jnp.array([1.0, 2.0, 4.0, 8.0])
-  run = lambda k, g, b: dp_iht.run(problem, k, dp_iht.Params(g, 1.0, b, b), passes=6, sparsity=3).w
-  mapped = jax.jit(jax.vmap(run))
-  batched = mapped(keys, gammas, noises)
-  size = mapped._cache_size()  # pylint: disable=protected-access
-  for i in range(4):
-    single = run(keys[i], gammas[i], noises[i])
-    np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
-    assert np.count_nonzero(np.asarray(single)) <= 3
-  programs = base._compiled_passes._cache_size()  # pylint: disable=protected-access
-  mapped(jax.random.split(jax.random.key(9), 4), gammas / 2, noises * 3)
-  dp_iht.run(problem, jax.random.key(5), dp_iht.Params(0.3, 2.0, 0.5, 0.7), passes=4, sparsity=3)
-  assert mapped._cache_size() == size  # pylint: disable=protected-access
-  assert base._compiled_passes._cache_size() == programs  # pylint: disable=protected-access
-
-
 @pytest.mark.slow
 def test_fit_with_a_batch_of_keys_gives_independent_runs(logistic_problem):
   keys = jax.random.split(jax.random.key(3), 3)
@@ -363,12 +343,6 @@ def test_sparse_features_give_the_dense_run(logistic_problem):
   sparse_ = dp_iht.run(dg.make_problem(sparse.csr_matrix(X), y, "logistic", feature_bound=4.0),
                        jax.random.key(3), params, passes=8, sparsity=3)
   np.testing.assert_allclose(dense.w, sparse_.w, rtol=1e-12, atol=1e-14)
-
-
-def test_an_invalid_step_size_under_vmap_fails_closed(logistic_problem):
-  out = jax.vmap(lambda g: dp_iht.run(logistic_problem, jax.random.key(0), dp_iht.Params(g, 1.0, 1.0, 1.0),
-                                      passes=3, sparsity=2).w)(jnp.array([0.5, -1.0, jnp.nan]))
-  assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1:]))
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver (the registry
-SOLVERS below holds all six: DP-GCD, DP-CD, DP-SGD, DP-FW, DP-IHT, two-stage).
+"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver: SOLVERS below has an entry
+for each name of `dpgcd_jax.solvers.REGISTRY` (a test checks it), and variants of their options.
 
 ``step(key, state, problem, params, **options) -> (State, Info)`` is pure and jittable; a
 hand-written loop of ``init`` / ``step`` equals ``run``; ``run(problem, key, params, *, passes)``
@@ -8,8 +8,12 @@ and ``fit(problem, key, *, epsilon, delta, passes)``; the argument orders of ver
 """
 
 import dataclasses
+import importlib
 import inspect
+import itertools
 import logging
+import pathlib
+import pkgutil
 import warnings
 
 import jax
@@ -37,6 +41,8 @@ SOLVERS = {
     "dp_gcd_gumbel": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0),
                       dict(selection="gumbel", update="gaussian", rule="gs-r"),
                       dict(selection="gumbel", update="gaussian", rule="gs-r")),
+    "dp_gcd_released_curvature": (dg.dp_gcd, dg.dp_gcd.Params(0.8, 1.0, 4.0, 4.0, 4.0), dict(curvature="released"),
+                                  dict(curvature="released")),
     "dp_cd": (dg.dp_cd, dg.dp_cd.Params(0.8, 1.0, 2.0), {}, {}),
     "dp_sgd": (dg.dp_sgd, dg.dp_sgd.Params(0.1, 1.0, 1.0), dict(batch_size=8),
                dict(sampling_rate=8 / 40)),
@@ -61,13 +67,27 @@ def _deprecations(caught):
 
 
 def test_public_modules_and_result_types():
-  assert set(dg.solvers.__all__) == {"base", "budget", "dp_gcd", "dp_cd", "dp_fw", "dp_iht", "dp_sgd", "reference",
-                                     "streamed", "two_stage", "Result", "Trace", "fit"}
+  assert set(dg.solvers.__all__) == {"base", "budget", "reference", "streamed", "Result", "Trace", "fit", "REGISTRY",
+                                     *dg.solvers.REGISTRY}
   assert dg.fit is dg.solvers.fit is dg.solvers.budget.fit
   assert dg.Result is dg.solvers.Result is base.Result
   assert dg.Trace is dg.solvers.Trace is base.Trace
-  for module in (dg.dp_gcd, dg.dp_cd, dg.dp_sgd, dg.dp_fw, dg.dp_iht, dg.two_stage):
+  for name in dg.solvers.REGISTRY:  # one registry line exports the module here and at the top level
+    module = getattr(dg, name)
+    assert module is getattr(dg.solvers, name) and module.__name__ == f"dpgcd_jax.solvers.{name}"
     assert module.SOLVER.params is module.Params and module.SOLVER.init is module.init
+
+
+def test_the_registry_holds_every_solver_module_and_this_suite_covers_each():
+  """A module of `dpgcd_jax.solvers` that defines a `SOLVER` record is in `REGISTRY`, every registered
+  solver has an entry in `SOLVERS` (so every protocol test runs on it), and the API page documents it."""
+  defined = {info.name for info in pkgutil.iter_modules(dg.solvers.__path__)
+             if isinstance(getattr(importlib.import_module(f"dpgcd_jax.solvers.{info.name}"), "SOLVER", None),
+                           base.Solver)}
+  assert defined == set(dg.solvers.REGISTRY)
+  assert {module.__name__.rsplit(".", 1)[1] for module in MODULES.values()} == set(dg.solvers.REGISTRY)
+  api = (pathlib.Path(__file__).parents[2] / "docs" / "api" / "solvers.md").read_text()
+  assert all(f"::: dpgcd_jax.{name}\n" in api for name in dg.solvers.REGISTRY), api
 
 
 @pytest.mark.slow
@@ -163,8 +183,12 @@ def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   sweep = jax.jit(jax.vmap(jax.vmap(lambda prm, k: module.run(problem, k, prm, passes=1, **run_options).w,
                                     in_axes=(None, 0)), in_axes=(0, None)))
   grid = jax.tree.map(lambda x: jnp.array([x, 0.5 * x]), params)
-  first = sweep(grid, jax.random.split(jax.random.key(0), 3))
+  keys = jax.random.split(jax.random.key(0), 3)
+  first = sweep(grid, keys)
   assert first.shape == (2, 3, 6) and np.all(np.isfinite(first))
+  for i, k in itertools.product(range(2), range(3)):  # each entry is the run of its own key and values
+    alone = module.run(problem, keys[k], jax.tree.map(lambda x: x[i], grid), passes=1, **run_options).w  # noqa: B023
+    np.testing.assert_allclose(first[i, k], alone, rtol=1e-10, atol=1e-12)
   after_first = len(traces)
   assert after_first > 0
   sweep(jax.tree.map(lambda x: 1.5 * x, grid), jax.random.split(jax.random.key(1), 3))
@@ -177,7 +201,7 @@ def test_vmapped_run_over_keys_and_params_does_not_recompile(name):
   assert len(traces) == after_run  # the number of passes is a runtime value: no retrace either
 
 
-@pytest.mark.parametrize("name", [n for n in SOLVERS if n != "dp_gcd_gumbel"])
+@pytest.mark.parametrize("name", [n for n in SOLVERS if n in dg.solvers.REGISTRY])
 def test_fit_accounts_for_exactly_the_steps_it_runs(name):
   module, _, options, _ = SOLVERS[name]
   problem = _problem()
@@ -202,7 +226,7 @@ def test_fit_accounts_for_exactly_the_steps_it_runs(name):
     assert accounted * (1 - 1e-12) <= float(result.params.update_noise) <= accounted * (1 + 1e-6)
 
 
-MODULES = {name: entry[0] for name, entry in SOLVERS.items() if name != "dp_gcd_gumbel"}
+MODULES = {name: entry[0] for name, entry in SOLVERS.items() if name in dg.solvers.REGISTRY}  # variants apart
 FIT_ARGUMENTS = {"problem", "key", "epsilon", "delta", "passes", "bound_share", "store_objective", "prior", "targets",
                  "prelude"}  # the generic fit's own; the rest are the solver's hyperparameters
 
@@ -368,3 +392,18 @@ def test_privacy_warning_blames_the_caller_of_run():
   with pytest.warns(dg.PrivacyLeakWarning) as caught:
     dg.dp_gcd.run(problem, jax.random.key(0), SOLVERS["dp_gcd"][1], passes=1)
   assert [w.filename for w in caught if issubclass(w.category, dg.PrivacyLeakWarning)] == [__file__]
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_an_invalid_traced_hyperparameter_fails_closed_under_vmap(name):
+  """Host validation cannot see traced values: a negative or NaN value of any `Params` field, mapped
+  by `vmap`, gives a NaN model for that entry, never a run with less noise than asked."""
+  module, params, run_options, _ = SOLVERS[name]
+  problem = _problem()
+  fields = [f for f in module.Params._fields if getattr(params, f) is not None]
+  assert fields
+  for field in fields:
+    values = jnp.array([float(getattr(params, field)), -1.0, jnp.nan])
+    out = jax.vmap(lambda v: module.run(problem, jax.random.key(0), params._replace(**{field: v}),  # noqa: B023
+                                        passes=1, **run_options).w)(values)
+    assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1:])), field

@@ -4,7 +4,6 @@ import math
 
 import dp_accounting
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
@@ -85,24 +84,6 @@ def test_noisy_run_is_dp_gcd_on_the_selected_columns_dense_and_sparse():
   expected[support] = np.asarray(state.w)
   np.testing.assert_allclose(runs[0].w, expected, rtol=1e-10, atol=1e-12)
   np.testing.assert_array_equal(runs[0].trace.coordinates, coordinates)
-
-
-def test_a_loop_of_init_and_step_equals_run(logistic_problem):
-  problem = logistic_problem
-  params = two_stage.Params(0.8, 1.0, 2.0, 4.0, 4.0)
-  options = dict(sparsity=3)
-  key = jax.random.key(5)
-  result = two_stage.run(problem, key, params, passes=4, **options)
-  cast = base.cast_params(two_stage.SOLVER, problem, params)
-  step = jax.jit(two_stage.step, static_argnames=tuple(options))
-  state, coordinates = two_stage.init(problem), []
-  assert not np.any(state.support)
-  for t in range(4):
-    state, info = step(jax.random.fold_in(key, t), state, problem, cast, **options)
-    coordinates.append(int(info.coordinate))
-    assert np.count_nonzero(state.support) == 3 and state.support[info.coordinate]
-  np.testing.assert_allclose(result.w, state.w, rtol=1e-10, atol=1e-12)
-  np.testing.assert_array_equal(result.trace.coordinates, coordinates)
 
 
 # ------------------------------------------------------------------------------------------
@@ -238,29 +219,6 @@ def test_a_discrete_selection_makes_stage_one_secure_peeling(logistic_problem):
 def logistic_problem():
   X, y = _sparse_regression(n=80, p=10, seed=2)
   return dg.make_problem(X, np.where(y > 0, 1.0, -1.0), "logistic", feature_bound=4.0)
-
-
-@pytest.mark.slow
-def test_vmap_over_keys_and_hyperparameters_equals_sequential_runs_and_does_not_recompile(logistic_problem):
-  problem = logistic_problem
-  keys = jax.random.split(jax.random.key(0), 6)
-  gammas = jnp.array([0.2, 0.5, 0.8, 1.0, 0.5, 0.5])
-  noises = jnp.array([0.5, 1.0, 2.0, 4.0, -1.0, jnp.nan])  # the last two are invalid: NaN (fail closed)
-  run = lambda k, g, b: two_stage.run(problem, k, two_stage.Params(g, 1.0, b, 2 * b, 2 * b), passes=6,
-                                      sparsity=3).w
-  mapped = jax.jit(jax.vmap(run))
-  batched = mapped(keys, gammas, noises)
-  assert np.all(np.isnan(batched[4:]))
-  size = mapped._cache_size()  # pylint: disable=protected-access
-  for i in range(4):
-    single = run(keys[i], gammas[i], noises[i])
-    np.testing.assert_allclose(batched[i], single, rtol=1e-12, atol=1e-14)
-    assert np.count_nonzero(np.asarray(single)) <= 3
-  programs = base._compiled_passes._cache_size()  # pylint: disable=protected-access
-  mapped(jax.random.split(jax.random.key(9), 6), gammas / 2, noises * 3)
-  two_stage.run(problem, jax.random.key(5), two_stage.Params(0.3, 2.0, 0.5, 0.7, 0.9), passes=4, sparsity=3)
-  assert mapped._cache_size() == size  # pylint: disable=protected-access
-  assert base._compiled_passes._cache_size() == programs  # pylint: disable=protected-access
 
 
 # ------------------------------------------------------------------------------------------
