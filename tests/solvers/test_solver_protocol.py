@@ -1,5 +1,5 @@
-"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver (the registry
-SOLVERS below holds all six: DP-GCD, DP-CD, DP-SGD, DP-FW, DP-IHT, two-stage).
+"""The solver protocol of `dpgcd_jax.solvers.base`, the same for every solver (the registry SOLVERS below holds all six:
+DP-GCD, DP-CD, DP-SGD, DP-FW, DP-IHT, two-stage).
 
 ``step(key, state, problem, params, **options) -> (State, Info)`` is pure and jittable; a
 hand-written loop of ``init`` / ``step`` equals ``run``; ``run(problem, key, params, *, passes)``
