@@ -1,4 +1,5 @@
-"""Downloads through pooch, offline: file:// URLs on files the tests write, checksums, ARFF parsing.
+"""`dpgcd_jax.data._cache`, `dpgcd_jax.data._parsers`: downloads through pooch, offline: file:// URLs on files the tests
+write, checksums, ARFF parsing.
 
 No test touches the network: every URL is a local ``file://`` URL, or ``urlopen`` is replaced.
 """

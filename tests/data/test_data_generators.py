@@ -1,4 +1,5 @@
-"""The sparse dorothea-shaped generator, sparse Datasets, and the least-squares readings of log1 / log2."""
+"""`dpgcd_jax.data._synthetic`: the sparse dorothea-shaped generator, sparse Datasets, and the least-squares readings of
+log1 / log2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Dataset.to_problem: the declared smoothness, the objective carried over, dtypes, sparse input."""
+"""`dpgcd_jax.data._dataset` (`Dataset.to_problem`): the declared smoothness, the objective carried over, dtypes, sparse
+input."""
 
 from __future__ import annotations
 

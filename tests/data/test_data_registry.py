@@ -1,4 +1,5 @@
-"""The dataset registry: one decorated function adds a dataset; the deprecated alias still works."""
+"""`dpgcd_jax.data._registry`: the dataset registry: one decorated function adds a dataset; the deprecated alias still
+works."""
 
 from __future__ import annotations
 

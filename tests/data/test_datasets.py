@@ -1,4 +1,4 @@
-"""Tests of dpgcd_jax.data (formerly dpgcd_jax.datasets): generators, offline real data, the cache.
+"""Tests of `dpgcd_jax.data` (formerly dpgcd_jax.datasets): generators, offline real data, the cache.
 
 No test touches the network: ``urllib.request.urlopen`` (the transport under pooch) is
 replaced wherever a download could be attempted, either by a function that fails the test

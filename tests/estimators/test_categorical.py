@@ -1,5 +1,5 @@
-"""`categories=`: publicly declared categorical columns, one-hot inside the estimators
-(`dpgcd_jax.estimators._categorical`)."""
+"""`dpgcd_jax.estimators._categorical` (`categories=`): publicly declared categorical columns, one-hot inside the
+estimators."""
 
 import warnings
 

@@ -1,5 +1,5 @@
-"""class_weight: a PUBLIC dict of class weights, applied to the per-example loss before the
-derivatives are clipped (the sensitivity is the unweighted fit's)."""
+"""`dpgcd_jax.estimators._classifier` (`class_weight`): a PUBLIC dict of class weights, applied to the per-example loss
+before the derivatives are clipped (the sensitivity is the unweighted fit's)."""
 
 import warnings
 

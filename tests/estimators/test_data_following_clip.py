@@ -1,7 +1,6 @@
-"""The "auto" clip follows the data, released privately in the fit's ledger
-(dpgcd_jax.privacy.typical_size): the classifier's `max(0.25, 0.5 s)`, `s` the typical feature size
-in units of the declared bounds; the regressor's `min(0.15, s)`, `s` the typical `|y - c| / T`
-under a declared target bound."""
+"""`dpgcd_jax.estimators._defaults` (the "auto" clip), `dpgcd_jax.privacy.typical_size`: the clip follows the data,
+released privately in the fit's ledger: the classifier's `max(0.25, 0.5 s)`, `s` the typical feature size in units of
+the declared bounds; the regressor's `min(0.15, s)`, `s` the typical `|y - c| / T` under a declared target bound."""
 
 import warnings
 

@@ -1,5 +1,5 @@
-"""The estimators under one budget: `accountant=` (or an active `with accountant:`), and
-`private_score`."""
+"""`dpgcd_jax.estimators`, `dpgcd_jax.privacy.accountant`: the estimators under one budget: `accountant=` (or an active
+`with accountant:`), and `private_score`."""
 
 import jax
 import numpy as np

@@ -1,4 +1,5 @@
-"""The estimators' ``solver=`` argument: DP-FW, DP-IHT, two-stage and DP-CD beside DP-GCD.
+"""`dpgcd_jax.estimators._solvers`: the estimators' ``solver=`` argument: DP-FW, DP-IHT, two-stage and DP-CD beside
+DP-GCD.
 
 Every solver learns on an easy standardized problem at a large epsilon, spends at most the
 budget in the estimators' one ledger (the declared bounds are free; its entries are the

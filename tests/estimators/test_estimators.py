@@ -1,4 +1,4 @@
-"""The scikit-learn estimators: API conformance, labels, bad input, privacy report, utility."""
+"""`dpgcd_jax.estimators`: the scikit-learn estimators: API conformance, labels, bad input, privacy report, utility."""
 
 import pickle
 import warnings
@@ -78,7 +78,7 @@ def _breast_cancer_split(seed):
 
 @pytest.mark.slow
 def test_defaults_learn_on_breast_cancer():
-  """The issue's protocol: 70/30 split, scaler fit on train, epsilon = 1, 10 seeds, defaults."""
+  """The utility protocol: 70/30 split, scaler fit on train, epsilon = 1, 10 seeds, defaults."""
   accuracies = []
   for seed in range(10):
     X_train, X_test, y_train, y_test = _breast_cancer_split(seed)

@@ -1,4 +1,4 @@
-"""Issue 18: the estimators on data as users hold it (raw features and targets, sparse X).
+"""`dpgcd_jax.estimators`: the estimators on data as users hold it (raw features and targets, sparse X).
 
 Every number here comes from a fit that is private end to end: the feature scales and the
 target bound are released inside the fit, in the same ledger as the run.

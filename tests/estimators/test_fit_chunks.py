@@ -1,4 +1,4 @@
-"""Issue 33: the estimators on data larger than memory (`fit_chunks`).
+"""`dpgcd_jax.estimators._streamed`: the estimators on data larger than memory (`fit_chunks`).
 
 The chunked fit must be the in-memory fit: the same selections and privacy report, and the same
 weights up to the updates' rounding, whatever the chunking, with the estimator's defaults (the

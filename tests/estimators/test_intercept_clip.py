@@ -1,5 +1,5 @@
-"""dpgcd_jax.estimators: the intercept clipped apart from the features (`_defaults.intercept_bound`)
-when DP-GCD steps by the released curvature."""
+"""`dpgcd_jax.estimators`: the intercept clipped apart from the features (`_defaults.intercept_bound`) when DP-GCD steps
+by the released curvature."""
 
 import warnings
 

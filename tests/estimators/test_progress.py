@@ -1,4 +1,4 @@
-"""`verbose=`: a progress bar over the passes of the private runs, the same fit without it."""
+"""`dpgcd_jax.progress` (`verbose=`): a progress bar over the passes of the private runs, the same fit without it."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The releases a fit makes before its runs are the prelude of the runs' program (issue 19, item 1).
+"""`dpgcd_jax.estimators._released`: the releases a fit makes before its runs are the prelude of the runs' program.
 
 The fused program must release exactly what the mechanisms release on their own, from the
 unpadded data, with the documented keys: checked here against `dpgcd_jax.privacy.bounds` and

@@ -1,6 +1,6 @@
-"""`secure_noise=True` means every draw: the estimators' whole ledger (scales, bounds, target,
-selection, updates, curvatures, the CV search's scores) and their private scores hold only
-discrete mechanisms; with the default float noise the same walk finds float events."""
+"""`dpgcd_jax.estimators`: `secure_noise=True` means every draw: the estimators' whole ledger (scales, bounds, target,
+selection, updates, curvatures, the CV search's scores) and their private scores hold only discrete mechanisms; with the
+default float noise the same walk finds float events."""
 
 import warnings
 

@@ -1,4 +1,5 @@
-"""Private hyperparameter selection: accounting against dp_accounting, sampling, grids, CV estimators."""
+"""`dpgcd_jax.estimators._cv`, `dpgcd_jax.privacy.tuning`: private hyperparameter selection: accounting against
+dp_accounting, sampling, grids, CV estimators."""
 
 import math
 

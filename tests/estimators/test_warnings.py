@@ -1,7 +1,6 @@
-"""Issue 31, item 3: the estimators' post-fit warnings fire on models that failed (w = 0, one
-class or one value for every input) and stay silent on fits that learned, from released values
-only. The rates are measured in `benchmarks/bench_warnings.py` (`benchmarks/results/warnings.md`).
-"""
+"""`dpgcd_jax.estimators._diagnostics`: the estimators' post-fit warnings fire on models that failed (w = 0, one class
+or one value for every input) and stay silent on fits that learned, from released values only. The rates are measured in
+`benchmarks/bench_warnings.py` (`benchmarks/results/warnings.md`)."""
 
 import math
 import warnings

@@ -1,5 +1,5 @@
-"""The estimators in a practitioner's workflow: delta against 1/n, scikit-learn's non-private
-model selection (warned once per call, naming the private alternative), DataFrame names."""
+"""`dpgcd_jax.estimators._inputs`: the estimators in a practitioner's workflow: delta against 1/n, scikit-learn's
+non-private model selection (warned once per call, naming the private alternative), DataFrame names."""
 
 import warnings
 

@@ -1,4 +1,5 @@
-"""Adding algorithms to saved results (`reproduce --add-to`): the same rows and marks as one run of all of them."""
+"""`dpgcd_jax.experiments.additions`: adding algorithms to saved results (`reproduce --add-to`): the same rows and marks
+as one run of all of them."""
 
 import dataclasses
 import json

@@ -1,4 +1,5 @@
-"""The experiment runner: grids that contain their optimum, statistics, the private column, outputs, CLI."""
+"""`dpgcd_jax.experiments`: the experiment runner: grids that contain their optimum, statistics, the private column,
+outputs, CLI."""
 
 import dataclasses
 import json

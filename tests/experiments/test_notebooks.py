@@ -1,4 +1,5 @@
-"""The notebooks execute top to bottom without errors (on a copy: the committed files are untouched)."""
+"""`dpgcd_jax.estimators`, `dpgcd_jax.experiments.report` (as the notebooks use them): the notebooks execute top to
+bottom without errors (on a copy: the committed files are untouched)."""
 
 import copy
 import pathlib

@@ -1,4 +1,5 @@
-"""The toolbox's algorithms in the experiments (issue 21): DP-FW, DP-IHT and two-stage through the sweeps."""
+"""`dpgcd_jax.experiments.algorithms`: the toolbox's algorithms in the experiments: DP-FW, DP-IHT and two-stage through
+the sweeps."""
 
 import jax
 import numpy as np

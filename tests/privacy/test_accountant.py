@@ -1,4 +1,5 @@
-"""Tests of report composition (`PrivacyReport.__add__`) and of the budget `Accountant`."""
+"""`dpgcd_jax.privacy.accountant`: tests of report composition (`PrivacyReport.__add__`) and of the budget
+`Accountant`."""
 
 import copy
 import math

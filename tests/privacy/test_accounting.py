@@ -1,4 +1,4 @@
-"""Tests of dpgcd_jax.privacy.accounting against dp_accounting, brute force and DESIGN targets."""
+"""Tests of `dpgcd_jax.privacy.accounting` against dp_accounting, brute force and DESIGN targets."""
 
 import math
 import time

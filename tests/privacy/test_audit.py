@@ -1,4 +1,5 @@
-"""Empirical privacy audit: Clopper-Pearson, neighbours, and bounds for correct / broken DP-GCD.
+"""`dpgcd_jax.privacy.auditing`: empirical privacy audit: Clopper-Pearson, neighbours, and bounds for correct / broken
+DP-GCD.
 
 A correct mechanism must keep the audit's lower bound below its claimed epsilon; a mechanism
 with too little update noise, or without clipping, must be caught with a bound above it.

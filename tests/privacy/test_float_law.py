@@ -1,4 +1,5 @@
-"""Issue 29 (item 6): the exact law of the float samplers, and what their finite range costs.
+"""`dpgcd_jax.mechanisms`, `dpgcd_jax.discrete_noise`: the exact law of the float samplers, and what their finite range
+costs.
 
 How JAX draws (`jax/_src/random`): 32 uniform bits, of which the top 23 become the mantissa of a
 float in [1, 2), minus 1: a float32 uniform with 2^23 equally likely values (float64: 52 of 64

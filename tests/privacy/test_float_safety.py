@@ -1,7 +1,8 @@
-"""Issue 29 (F1, F2, M1, M2): the feature scales and AboveThreshold are exact integer mechanisms.
+"""`dpgcd_jax.privacy.scales`, `dpgcd_jax.privacy.bounds`: the feature scales and AboveThreshold are exact integer
+mechanisms.
 
-Counts stay integers at any n (F2), their noise is the exact discrete sampler's, with no float
-range (F1, M1), their ledgers hold discrete events only, and every noise scale is rounded up (M2).
+Counts stay integers at any n, their noise is the exact discrete sampler's, with no float range,
+their ledgers hold discrete events only, and every noise scale is rounded up.
 Float32 throughout (the suite's default): the old float32 search fails each of these.
 """
 

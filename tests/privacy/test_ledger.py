@@ -1,4 +1,5 @@
-"""Tests of the privacy events, the ledger, its report and the generic calibrate()."""
+"""`dpgcd_jax.privacy.ledger`, `dpgcd_jax.privacy.events`: tests of the privacy events, the ledger, its report and the
+generic calibrate()."""
 
 import dataclasses
 import math

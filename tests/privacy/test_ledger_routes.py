@@ -1,4 +1,4 @@
-"""Tests of the tighter routes: adaptive bounded range, exact Laplace PLD, DP-SGD PLD.
+"""`dpgcd_jax.privacy._routes`: tests of the tighter routes: adaptive bounded range, exact Laplace PLD, DP-SGD PLD.
 
 Each route must be a valid upper bound (never below an exactly computable lower bound or a
 brute-force value) and tight (within 1% of dp_accounting or of that lower bound).

@@ -1,4 +1,5 @@
-"""Tests of private hyperparameter selection (Papernot & Steinke 2022) against dp_accounting."""
+"""`dpgcd_jax.privacy.tuning`: tests of private hyperparameter selection (Papernot & Steinke 2022) against
+dp_accounting."""
 
 import math
 

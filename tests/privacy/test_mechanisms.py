@@ -1,4 +1,4 @@
-"""Mechanism objects: one object = a sampler and its privacy event; names are sugar."""
+"""`dpgcd_jax.mechanisms`: mechanism objects: one object = a sampler and its privacy event; names are sugar."""
 
 import dataclasses
 

@@ -1,4 +1,5 @@
-"""Statistical tests of every noise draw: the right scale passes, x2/3 and x3/2 are rejected."""
+"""`dpgcd_jax.mechanisms`, as DP-GCD, DP-CD and DP-SGD draw it: statistical tests of every noise draw: the right scale
+passes, x2/3 and x3/2 are rejected."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,5 @@
-"""Private smoothness estimate: noise distribution and scale, limits, floor, validation."""
+"""`dpgcd_jax.privacy.smoothness`: private smoothness estimate: noise distribution and scale, limits, floor,
+validation."""
 
 import jax
 import jax.numpy as jnp

@@ -1,7 +1,7 @@
-"""The secure samplers' deviation from the exact laws, charged to delta: the per-draw bound
-`DRAW_TOTAL_VARIATION` (recomputed in exact arithmetic, the acceptance from closed forms and from
-the sampler itself), the ledger's charge `(1 + e^eps) N eta`, the draw counts `N` of the plans
-(counted from the shapes), calibration under the charge, and float ledgers without it."""
+"""`dpgcd_jax.privacy.events`: the secure samplers' deviation from the exact laws, charged to delta: the per-draw bound
+`DRAW_TOTAL_VARIATION` (recomputed in exact arithmetic, the acceptance from closed forms and from the sampler itself),
+the ledger's charge `(1 + e^eps) N eta`, the draw counts `N` of the plans (counted from the shapes), calibration under
+the charge, and float ledgers without it."""
 
 import fractions
 import math

@@ -1,4 +1,5 @@
-"""Private per-feature scales: counts, sensitivity, noise scale, accounting, audit, accuracy."""
+"""`dpgcd_jax.privacy.scales`: private per-feature scales: counts, sensitivity, noise scale, accounting, audit,
+accuracy."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Floating-point-safe noise (issue 16, item 6): Mironov's distinguisher, exact PMFs, learning, ledger."""
+"""`dpgcd_jax.discrete_noise`: floating-point-safe noise: Mironov's distinguisher, exact PMFs, learning, ledger."""
 
 import functools
 import math

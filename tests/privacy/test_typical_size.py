@@ -1,5 +1,5 @@
-"""The typical feature size (dpgcd_jax.privacy.typical_size): its statistic, its sensitivity,
-its search and its ledger, against NumPy references."""
+"""The typical feature size (`dpgcd_jax.privacy.typical_size`): its statistic, its sensitivity, its search and its
+ledger, against NumPy references."""
 
 import jax
 import numpy as np

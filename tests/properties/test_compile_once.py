@@ -1,4 +1,5 @@
-"""Compile once: the number of passes is a runtime value, and compiled programs persist on disk.
+"""`dpgcd_jax.solvers.driver`, `dpgcd_jax._config`: compile once: the number of passes is a runtime value, and compiled
+programs persist on disk.
 
 Compilations are counted with the public counter ``dg.count_compilations`` (JAX's own monitoring:
 ``/jax/core/compile/backend_compile_duration`` fires once per XLA compilation;
@@ -61,7 +62,7 @@ SOLVERS = {
 
 @functools.partial(jax.jit, static_argnames=("solver", "passes", "options"))
 def _static_run(solver, problem, key, params, *, passes, options):
-  """The driver before issue 19 (a scan over a static number of passes), as the reference."""
+  """The driver before passes became a runtime value (a scan over a static number of passes), as the reference."""
   options = dict(options)
   per_pass = solver.steps_per_pass(problem, **options)
   step_options = solver.step_options(problem, **options)
@@ -152,7 +153,7 @@ def test_fit_at_new_epsilons_and_passes_compiles_nothing(keys, declared):
 @pytest.mark.parametrize("bound, scaling", [(3.0, "auto"), (None, "auto"), (None, "private")],
                          ids=["declared", "released", "private-scales"])
 def test_new_sizes_within_a_bucket_and_cross_validation_compile_nothing(bound, scaling):
-  """Issue 19, shape buckets: the estimator lays X out padded to public buckets
+  """Shape buckets: the estimator lays X out padded to public buckets
   (problem.bucket, dense.columns), and the releases read the padded layout with the true n
   and p, so new row counts, a few more or fewer columns, a new epsilon and the folds of a
   cross-validation compile nothing at all: not the run, not a release, not a small operation."""
@@ -346,7 +347,7 @@ def test_a_fit_leaves_jaxs_configuration_alone(tmp_path):
 
 
 def test_an_estimator_fit_at_a_new_epsilon_compiles_nothing():
-  """Issue 19: epsilon (hence the number of steps and every noise scale) is a runtime value."""
+  """Epsilon (hence the number of steps and every noise scale) is a runtime value."""
   from sklearn.datasets import load_breast_cancer  # pylint: disable=import-outside-toplevel
 
   from dpgcd_jax.estimators import DPGCDClassifier  # pylint: disable=import-outside-toplevel
@@ -382,7 +383,7 @@ FIT_SCRIPT = textwrap.dedent("""
     "DPGCDClassifier(epsilon=1.0, scaling='private', solver='dp_fw').fit(X, y)",  # per-feature scales, units
 ])
 def test_a_first_estimator_fit_compiles_one_program(fit):
-  """Issue 19, item 1: the first fit with default arguments on raw breast_cancer (a fresh key,
+  """The first fit with default arguments on raw breast_cancer (a fresh key,
   released bounds, the runs) compiles ONE program (24 before: key splits, conversions, pads and
   transposes, each its own program; then 6, then 4): the releases are the prelude of the runs'
   program (`_released.Releases`), the layout is clipped in place inside it, the fresh key is

@@ -1,4 +1,5 @@
-"""docs/contributing.md, followed literally: its worked example is code that runs as the page says.
+"""`dpgcd_jax.solvers`, `dpgcd_jax.mechanisms`, `dpgcd_jax.data` (their extension points): docs/contributing.md,
+followed literally: its worked example is code that runs as the page says.
 
 The page's code blocks titled with a path (``dpgcd_jax/solvers/noisy_gd.py``, ...) are complete
 files. They are written into a temporary package ``toy_dp`` (the same paths, ``dpgcd_jax/``

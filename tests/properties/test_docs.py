@@ -1,4 +1,5 @@
-"""The documentation runs as written: README.md and docs/**/*.md, and the MkDocs site builds.
+"""`dpgcd_jax` (its public API, as documented): the documentation runs as written: README.md and docs/**/*.md, and the
+MkDocs site builds.
 
 Conventions (also in docs/contributing.md, "Documentation"):
 

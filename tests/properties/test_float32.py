@@ -1,4 +1,4 @@
-"""The core checks in float32, the dtype most users and the experiments run.
+"""`dpgcd_jax.solvers.dp_gcd`: the core checks in float32, the dtype most users and the experiments run.
 
 The rest of the suite runs in float64 (``conftest.py``) for tight comparisons; here every test
 turns x64 off for its body, builds float32 problems and compares with float32 tolerances.

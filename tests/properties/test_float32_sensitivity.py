@@ -1,4 +1,4 @@
-"""The clipped means meet the ledger's sensitivity in float32 at large n (issue 16, item 5).
+"""`dpgcd_jax.clipping`, `dpgcd_jax.exact_sums`: the clipped means meet the ledger's sensitivity in float32 at large n.
 
 A float32 sum of n clipped terms rounds in a way that depends on every term: at n = 6e6 two
 neighbours' means differed by 1.073 x 2C/n. The library sums on a public fixed-point grid

@@ -1,4 +1,4 @@
-"""Lazy imports: ``import dpgcd_jax`` loads none of the heavy optional dependencies.
+"""`dpgcd_jax._lazy`: lazy imports: ``import dpgcd_jax`` loads none of the heavy optional dependencies.
 
 Each check runs in a fresh interpreter (``sys.modules`` of the test process is already full).
 """
@@ -97,7 +97,7 @@ def _package_import_graph():
 
 
 def test_the_package_has_no_import_circle():
-  """Issue 17: no module imports, directly or through others, a module that imports it back."""
+  """No module imports, directly or through others, a module that imports it back."""
   graph = _package_import_graph()
   assert len(graph) > 40  # the parser found the package
 
@@ -149,7 +149,7 @@ def _private_imports():
 
 
 def test_no_module_imports_another_modules_private_names():
-  """Issue 17: private names stay in their module, private modules in their package."""
+  """Private names stay in their module, private modules in their package."""
   assert _private_imports() == []
 
 
@@ -159,7 +159,7 @@ HOST_ACCOUNTING = ("accounting", "baseline_accounting", "calibration", "costs", 
 
 @pytest.mark.parametrize("name", HOST_ACCOUNTING)
 def test_host_accounting_never_imports_device_code(name):
-  """Issue 17: the floors hold: accounting reads the mechanisms' costs (privacy.costs), never the
+  """The floors hold: accounting reads the mechanisms' costs (privacy.costs), never the
   samplers: no solver, no mechanism, no problem or clipping code, directly or through another module,
   and no JAX import in the accounting modules themselves (``_validate``, the shared argument checks,
   also checks JAX keys)."""

@@ -1,4 +1,4 @@
-"""Issue 16: releases around the mechanisms that used to escape the ledger.
+"""`dpgcd_jax.estimators`, `dpgcd_jax.seeding`: releases around the mechanisms that used to escape the ledger.
 
 Each test is built on a neighbouring pair (replace one record) chosen to trigger a
 data-dependent branch; on 37bd750 each of them failed:

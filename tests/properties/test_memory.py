@@ -1,4 +1,4 @@
-"""make_problem's memory: the chunked transpose gives the same XT and peaks near 2x X."""
+"""`dpgcd_jax.dense` (`make_problem`'s memory): the chunked transpose gives the same XT and peaks near 2x X."""
 
 import json
 import os

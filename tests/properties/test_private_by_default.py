@@ -1,6 +1,6 @@
-"""Issue 8: the default path of ``fit`` is private, tried as an adversary would.
+"""`dpgcd_jax.solvers` (each solver's `fit`): the default path of ``fit`` is private, tried as an adversary would.
 
-Each test reproduces one measurement of the issue (it failed on the code before the fix).
+Each test reproduces one measured leak (it failed on the code before the fix).
 """
 
 import warnings
@@ -141,7 +141,7 @@ def _weight(w):
 
 
 def test_derivative_clipping_on_its_worst_case_pair_stays_below_its_claim():
-  """Issue 20: derivative clipping's audit. One feature: the Gaussian update carries the whole
+  """Derivative clipping's audit. One feature: the Gaussian update carries the whole
   signal (the selection's share is spent on a single candidate), so the bound is a fraction of
   the claim (0.28 measured, 20,000 fits); the floor keeps the pair from going blind."""
   res = _audit_fit(_derivative(1.0), *_derivative_pair(), statistic=_weight, feature_bound=1.0)

@@ -1,4 +1,5 @@
-"""Every greedy score moves by at most Delta_bar when one record is replaced (DESIGN section 6)."""
+"""`dpgcd_jax.solvers.greedy`: every greedy score moves by at most Delta_bar when one record is replaced (DESIGN section
+6)."""
 
 import jax
 import jax.numpy as jnp

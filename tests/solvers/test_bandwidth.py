@@ -1,4 +1,5 @@
-"""Issue 20 (items 2, 3): the finite guard on phi', branches that stay branches under vmap, cheaper O(p) steps.
+"""`dpgcd_jax.clipping`, `dpgcd_jax.mechanisms`: the finite guard on phi', branches that stay branches under vmap,
+cheaper O(p) steps.
 
 Every change must leave the released values as they were: the clipped gradient against the
 previous formula (the guard on the (p, n) products), whole runs against it for the same key,
@@ -20,7 +21,7 @@ from dpgcd_jax import sparse
 
 
 def _previous_glm_mean(XT, dphi, thresholds, count=None):
-  """The formula before issue 20: the finite guard on every product ``x_ij phi'_i``."""
+  """The previous formula: the finite guard on every product ``x_ij phi'_i``."""
   return clipping.clipped_mean(clipping.finite_or_zero(XT * dphi[None, :]), thresholds[:, None], axis=1, count=count)
 
 

@@ -1,4 +1,5 @@
-"""Proximal DP-GCD, DP-CD, DP-SGD and the reference solver: optima, limits, validation."""
+"""`dpgcd_jax.solvers.dp_cd`, `dpgcd_jax.solvers.dp_sgd`, `dpgcd_jax.solvers.reference`: proximal DP-GCD, DP-CD, DP-SGD
+and the reference solver: optima, limits, validation."""
 
 import jax
 import jax.numpy as jnp

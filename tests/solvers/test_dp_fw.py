@@ -1,4 +1,5 @@
-"""DP-FW: the l1-constrained optimum, the ledger, the exponential mechanism's scale, vmap, validation."""
+"""`dpgcd_jax.solvers.dp_fw`: the l1-constrained optimum, the ledger, the exponential mechanism's scale, vmap,
+validation."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""DP-GCD: against NumPy and scikit-learn, keys, vmap, recompilation, validation."""
+"""`dpgcd_jax.solvers.dp_gcd`: DP-GCD against NumPy and scikit-learn, keys, vmap, recompilation, validation."""
 
 import jax
 import jax.numpy as jnp

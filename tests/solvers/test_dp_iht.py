@@ -1,4 +1,5 @@
-"""DP-IHT and peeling: the sparse optimum, NumPy IHT, sensitivities, noise scales, the ledger, vmap, validation."""
+"""`dpgcd_jax.solvers.dp_iht`, `dpgcd_jax.peeling`: DP-IHT and peeling: the sparse optimum, NumPy IHT, sensitivities,
+noise scales, the ledger, vmap, validation."""
 
 import math
 

@@ -1,6 +1,6 @@
-"""DP-SGD's secure mode: discrete Gaussian noise on the exact integer sum, charged as
-`PoissonSampledDiscreteGaussian` (RDP only). Accounting checks against dp_accounting and exact
-one-dimensional discrete Gaussian divergences; the solver's release, determinism, fail-closed paths."""
+"""`dpgcd_jax.solvers.dp_sgd`: DP-SGD's secure mode: discrete Gaussian noise on the exact integer sum, charged as
+`PoissonSampledDiscreteGaussian` (RDP only). Accounting checks against dp_accounting and exact one-dimensional discrete
+Gaussian divergences; the solver's release, determinism, fail-closed paths."""
 
 import math
 

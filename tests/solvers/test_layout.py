@@ -1,4 +1,5 @@
-"""The estimators' feature layout (issues 19 and 20): X read once, the releases on the padded layout.
+"""`dpgcd_jax.dense`, `dpgcd_jax.layout`: the estimators' feature layout: X read once, the releases on the padded
+layout.
 
 `dense.columns` builds the (P, N) transposed, clipped, padded array with the intercept row in
 one pass; `layout.from_columns` makes the problem on it. Their results are checked against

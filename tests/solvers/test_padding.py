@@ -1,4 +1,5 @@
-"""Shape buckets (issue 19): a problem padded to public sizes runs like the unpadded one.
+"""`dpgcd_jax.layout` (`pad`), `dpgcd_jax.problem` (`bucket`): shape buckets: a problem padded to public sizes runs like
+the unpadded one.
 
 `layout.pad` adds zero records (the means divide by the true `n`) and zero features (masked
 out of every selection); `problem.bucket` gives the public sizes. The padded DP-GCD run selects

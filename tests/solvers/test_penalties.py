@@ -1,4 +1,4 @@
-"""Penalties: prox against brute force, subdifferential distance, validation."""
+"""`dpgcd_jax.penalties`: prox against brute force, subdifferential distance, validation."""
 
 import jax.numpy as jnp
 import numpy as np

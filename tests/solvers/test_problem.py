@@ -1,4 +1,4 @@
-"""Losses, smoothness constants and problem validation."""
+"""`dpgcd_jax.problem`: losses, smoothness constants and problem validation."""
 
 import dataclasses
 

@@ -1,4 +1,5 @@
-"""Poisson sampling for DP-SGD: exact tables, Bernoulli(q) inclusion, Binomial batch sizes, bounds."""
+"""`dpgcd_jax.sampling`: Poisson sampling for DP-SGD: exact tables, Bernoulli(q) inclusion, Binomial batch sizes,
+bounds."""
 
 import math
 from fractions import Fraction

@@ -1,4 +1,5 @@
-"""Data-parallel runs on JAX's SPMD engine: X sharded over examples on 4 host devices.
+"""`dpgcd_jax.solvers.dp_gcd` (a sharded `fit`): data-parallel runs on JAX's SPMD engine: X sharded over examples on 4
+host devices.
 
 Runs in a subprocess (the device count is fixed when JAX starts).
 """

@@ -1,4 +1,4 @@
-"""The solver protocol of dpgcd_jax.solvers.base, the same for every solver: SOLVERS below has an entry
+"""`dpgcd_jax.solvers.base`: the solver protocol, the same for every solver. SOLVERS below has an entry
 for each name of `dpgcd_jax.solvers.REGISTRY` (a test checks it), and variants of their options.
 
 ``step(key, state, problem, params, **options) -> (State, Info)`` is pure and jittable; a

@@ -1,4 +1,4 @@
-"""Sparse features: same iterates as the dense path, O(nnz) storage, clear errors."""
+"""`dpgcd_jax.sparse`: sparse features: same iterates as the dense path, O(nnz) storage, clear errors."""
 
 import jax
 import jax.numpy as jnp

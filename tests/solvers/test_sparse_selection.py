@@ -1,4 +1,4 @@
-"""Sparse features: one selection path and public shapes (issue 29, F3).
+"""`dpgcd_jax.sparse`, `dpgcd_jax.solvers.greedy`: sparse features: one selection path and public shapes.
 
 Which code runs, and every shape, is a function of public inputs (n, p, the declared or bucketed
 capacity and window, the options), never of `nnz` or of which features are empty; the released

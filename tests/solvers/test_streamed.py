@@ -1,4 +1,4 @@
-"""dpgcd_jax.solvers.streamed: DP-GCD over row chunks, against the in-memory fit.
+"""`dpgcd_jax.solvers.streamed`: DP-GCD over row chunks, against the in-memory fit.
 
 Bit for bit whatever the chunking and the chunk order (exact integer totals), from lists or
 from `.npy` files read chunk by chunk. Against the in-memory `dp_gcd.fit` (chunks of uneven

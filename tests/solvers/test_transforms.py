@@ -1,4 +1,4 @@
-"""The optax transformation gives the solver's iterates and trains in an optax loop."""
+"""`dpgcd_jax.transforms`: the optax transformation gives the solver's iterates and trains in an optax loop."""
 
 import jax
 import jax.numpy as jnp

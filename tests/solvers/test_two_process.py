@@ -1,4 +1,5 @@
-"""Two processes (multi-host on one machine): X split by rows between them, same fit as one process.
+"""`dpgcd_jax.solvers.dp_gcd`, `dpgcd_jax.solvers.streamed`: two processes (multi-host on one machine): X split by rows
+between them, same fit as one process.
 
 The test starts two Python processes on localhost. Each calls ``jax.distributed.initialize``
 (coordinator on 127.0.0.1, a free port) with gloo CPU collectives, loads ONLY its half of the

@@ -1,4 +1,5 @@
-"""Two-stage solver: the restricted optimum, DP-GCD on the selected columns, stage 1's law, one ledger, vmap."""
+"""`dpgcd_jax.solvers.two_stage`: the two-stage solver: the restricted optimum, DP-GCD on the selected columns, stage
+1's law, one ledger, vmap."""
 
 import math
 
