@@ -50,11 +50,9 @@ from dpgcd_jax.estimators import _regressor
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators import _solvers
 from dpgcd_jax.estimators import _training
-from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
 from dpgcd_jax.solvers import budget
-from dpgcd_jax.solvers import dp_gcd
 
 SEARCHABLE = ("clip", "step_size", "max_iter", "alpha", "l1_ratio")
 
@@ -224,31 +222,19 @@ class _SearchMixin(_linear.DPGCDBase):
     if target is not None:
       targets, prior = np.clip(targets, -target.bound, target.bound) / target.bound, prior + target.ledger
     steps = sorted({h.max_iter * len(targets) for h in hypers})
-    selection_name, update_name = self._mechanisms()
-    released_curvature = self._curvature_option() == "released"
     # The validation scores' noise: Laplace of multiplier u / sqrt(2) (discrete, on a public grid,
     # with secure_noise), drawn and costed by the mechanism layer.
     scorer = mechanisms.update("discrete_laplace" if self.secure_noise else "laplace")
-
-    r_sel, r_upd = self._share_ratios()  # the runs' multipliers per unit of u sqrt(t) (`_train_at`)
-    # The discrete samplers' draws of a run's step (secure_noise: every selection noises the
-    # unpadded width, `_layout_shape`) and of a score.
-    draws = dp_gcd.step_draws(p + bool(self.fit_intercept), selection=selection_name, update=update_name,
-                              curvature="released" if released_curvature else "public")
+    # A candidate's t steps run at noise scale u sqrt(t): the multipliers they draw and the events
+    # charged for them come from one DP-GCD plan (`_gcd_plan`, also `_train_at`'s).
+    plans = {t: self._gcd_plan(t, p + bool(self.fit_intercept)) for t in steps}
 
     def repetition(u):  # a candidate's runs (drawn at random) | its score (other rows)
-      parts = tuple((accounting.gcd_ledger(u * math.sqrt(t) * r_sel, u * math.sqrt(t) * r_upd, steps=t,
-                                           selection=selection_name, update=update_name)
-                     + (ledger_lib.Ledger.of(("curvature", mechanisms.update(update_name).event(
-                         u * math.sqrt(t) * r_upd * dp_gcd.CURVATURE_RATIO), t)) if released_curvature
-                        else ledger_lib.Ledger())).with_draws(draws, t) for t in steps)
       score = ledger_lib.Ledger.of(("score", scorer.event(u / math.sqrt(2.0)), 1))
-      return parts + (score.with_draws(int(mechanisms.is_discrete(scorer)), 1),)
+      return tuple(plans[t].ledger(u * math.sqrt(t)) for t in steps) + (
+          score.with_draws(int(mechanisms.is_discrete(scorer)), 1),)
 
-    u, report = budget.search_scale(
-        repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior,
-        cache_key=("dpgcd_jax.estimators.cv", tuple(steps), selection_name, update_name, released_curvature,
-                   dp_gcd.CURVATURE_RATIO, scorer.name, r_sel, r_upd, draws))
+    u, report = budget.search_scale(repetition, epsilon=epsilon, delta=delta, mean=mean, shape=shape, prior=prior)
     perm = np.asarray(jax.random.permutation(key_split, n))
     val, train = perm[:n_val], perm[n_val:]
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key_host)).tolist())

@@ -70,8 +70,9 @@ from dpgcd_jax.estimators._solvers import UPDATE
 from dpgcd_jax.estimators._solvers import Adapter
 from dpgcd_jax.estimators._solvers import solver_params
 from dpgcd_jax.privacy import accountant as accountant_lib
-from dpgcd_jax.privacy import accounting
 from dpgcd_jax.privacy import typical_size
+from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_gcd
 
 
 class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
@@ -196,10 +197,15 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     """DP-GCD's `selection_share` (default `AUTO_SELECTION_SHARE`)."""
     return float(self._dp_gcd_params()["selection_share"])
 
-  def _share_ratios(self) -> tuple[float, float]:
-    """DP-GCD's selection and update multipliers per unit of one noise scale, at the selection
-    share (`dpgcd_jax.privacy.accounting.share_ratios`): what the CV estimators' runs draw and charge."""
-    return accounting.share_ratios(*self._mechanisms(), self._selection_share())
+  def _gcd_plan(self, steps: int, width: int, step_size: Any = 1.0, clip: Any = 1.0) -> budget.Plan:
+    """DP-GCD's plan of `steps` iterations over `width` coordinates with this estimator's mechanisms,
+    selection share and curvature ([`iterations_plan`][dpgcd_jax.solvers.dp_gcd.iterations_plan]): the
+    multipliers a run at noise scale `s` draws (`params_at(s)`) and the events charged for them, in one
+    place for the CV estimators' search (`ledger`) and its runs (`_train_at`)."""
+    selection, update = self._mechanisms()
+    return dp_gcd.iterations_plan(steps, coordinates=width, step_size=step_size, clip=clip, selection=selection,
+                                  update=update, selection_share=self._selection_share(),
+                                  curvature=self._curvature_option())
 
   def _mechanisms(self) -> tuple[str, str]:
     """(selection, update) names: Gumbel-max and Gaussian, or with `secure_noise` their

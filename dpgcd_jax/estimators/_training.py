@@ -217,8 +217,8 @@ def run_solver(self: Any, problem: Any, key: jax.Array, targets: np.ndarray, hyp
 def train_at(self: Any, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: Hyper, noise: float,
              key: jax.Array, alpha: Any = None, l1_ratio: Any = None,
              target_unit: float | None = None) -> np.ndarray:
-  """The runs of `_train` at a GIVEN noise scale (the multipliers `noise` times
-  `self._share_ratios()`), for a caller that accounts for
+  """The runs of `_train` at a GIVEN noise scale (the multipliers of `self._gcd_plan(...).params_at(noise)`),
+  for a caller that accounts for
   them itself (the CV estimators' repeat-and-select); (targets, p [+ 1]) weights, on
   `targets` already in units of `target_unit` (a regressor's: the penalty follows,
   `penalties.in_target_units`)."""
@@ -228,9 +228,7 @@ def train_at(self: Any, X: Any, targets: np.ndarray, bound: np.ndarray, hyper: H
   if target_unit is not None:
     problem = dataclasses.replace(problem, penalty=penalties.in_target_units(problem.penalty, target_unit))
   selection, update = self._mechanisms()
-  r_sel, r_upd = self._share_ratios()
-  params = dp_gcd.Params(hyper.step_size, hyper.clip, noise * r_sel, noise * r_upd,
-                         noise * r_upd * dp_gcd.CURVATURE_RATIO)
+  params = self._gcd_plan(hyper.max_iter, width, hyper.step_size, hyper.clip).params_at(noise)
   return np.stack([np.asarray(dp_gcd.run(dataclasses.replace(problem, y=jnp.asarray(t, problem.y.dtype)),
                                          jax.random.fold_in(key, k), params, passes=hyper.max_iter,
                                          selection=selection, update=update, clipping_mode=self.clipping,

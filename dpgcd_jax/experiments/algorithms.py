@@ -73,6 +73,8 @@ class Algorithm:
       arguments: mechanisms, sparsity, batch size).
     problem_of: `problem -> problem` the solver runs on (DP-FW: the l1 penalty as constraint).
     shared_keys: the grid points of one seed share the key (DP-SGD; see the module docstring).
+    l2_clip: the solver clips the l2 norm of the whole gradient (DP-SGD), not each coordinate: a grid
+      clip `c` per coordinate is `c sqrt(p)` for it ([`clip_scale`][dpgcd_jax.experiments.algorithms.clip_scale]).
   """
 
   name: str
@@ -84,6 +86,7 @@ class Algorithm:
   options: Callable[[problem_lib.Problem], dict[str, Any]] = _no_options
   problem_of: Callable[[problem_lib.Problem], problem_lib.Problem] = _same_problem
   shared_keys: bool = False
+  l2_clip: bool = False
 
   @property
   def dense_only(self) -> bool:
@@ -144,7 +147,7 @@ def clip_scale(algorithm: Algorithm, problem: problem_lib.Problem) -> float:
   beta)` (`= c` for standardized columns); DP-SGD clips the l2 norm of the whole gradient,
   `c sqrt(p)` for `p` coordinates of size `c`.
   """
-  return float(np.sqrt(problem.num_features)) if algorithm.name == "dp_sgd" else 1.0
+  return float(np.sqrt(problem.num_features)) if algorithm.l2_clip else 1.0
 
 
 # ------------------------------------------------------------------------- the high-dimensional toolbox
@@ -200,7 +203,7 @@ ALGORITHMS = {
     "dp_cd": Algorithm("dp_cd", "DP-CD", dp_cd, ("noise",), CD_STEPS, COORDINATE_CLIPS),
     "dp_sgd": Algorithm(
         "dp_sgd", "DP-SGD", dp_sgd, ("noise",), SGD_STEPS, COORDINATE_CLIPS,
-        options=lambda problem: dict(batch_size=sgd_batch_size(problem)), shared_keys=True),
+        options=lambda problem: dict(batch_size=sgd_batch_size(problem)), shared_keys=True, l2_clip=True),
     "dp_fw": Algorithm(
         "dp_fw", "DP-FW (l1 ball)", dp_fw, ("selection_noise",), FW_RADII, COORDINATE_CLIPS,
         options=lambda problem: dict(radius=1.0), problem_of=fw_problem),  # the radius: the grid's step axis

@@ -189,7 +189,7 @@ def candidates(algorithm: algorithms.Algorithm, bound: float, target_scale: floa
   r = lambda x: float(f"{x:.4g}")
   clips = [c * target_scale for c in CLIPS]
   steps = algorithm.step_sizes.values[::2]
-  if algorithm.name == "dp_sgd":
+  if algorithm.l2_clip:
     return [(r(g), r(c * bound)) for g in steps for c in clips]
   return [(r(g * bound**2), r(c)) for g in steps for c in clips]
 
@@ -212,10 +212,7 @@ def calibrate(algorithm: algorithms.Algorithm, problem: problem_lib.Problem, pas
     return algorithm.ledger(problem, scaled(base, k), passes) + ledger_lib.Ledger.of(
         ("private score", events.Laplace(SCORE_EPSILON / k), 1))
 
-  k, report = budget.search_scale(
-      inner, epsilon=algorithms.EPSILON, delta=delta, mean=mean, shape=SHAPE,
-      cache_key=("experiments.private", algorithm.name, problem.num_examples, problem.num_features, int(passes),
-                 float(delta)))
+  k, report = budget.search_scale(inner, epsilon=algorithms.EPSILON, delta=delta, mean=mean, shape=SHAPE)
   return k, scaled(base, k), SCORE_EPSILON / k, report
 
 

@@ -341,8 +341,7 @@ def calibrated(ledger_at: Callable[[float], ledger_lib.Ledger], epsilon: float, 
 
 
 def search_scale(repetition_at: Callable[[float], Any], *, epsilon: float, delta: float, mean: float,
-                 shape: float, prior: ledger_lib.Ledger | None = None,
-                 cache_key: tuple[Any, ...]) -> tuple[float, ledger_lib.PrivacyReport]:
+                 shape: float, prior: ledger_lib.Ledger | None = None) -> tuple[float, ledger_lib.PrivacyReport]:
   """The scale of ONE repetition of a private search such that everything is `(epsilon, delta)`-DP.
 
   Args:
@@ -353,7 +352,10 @@ def search_scale(repetition_at: Callable[[float], Any], *, epsilon: float, delta
     mean, shape: of the number of repetitions `K ~ TNB(shape)` with `E[K] = mean`.
     prior: releases already made from the same data toward the same budget (feature scales, a
       target bound): composed with the search in the one ledger that is calibrated.
-    cache_key: a hashable description of `repetition_at` and `prior`.
+
+  The calibration cache's key is derived, as a [`Plan`][dpgcd_jax.solvers.budget.Plan]'s is, from one
+  repetition's ledgers at two reference scales (and `prior`, `mean`, `shape`): nothing written by
+  hand, and a hit is re-verified against the ledger anyway.
 
   Returns:
     `(scale, report)`: the report is the whole ledger's (prior, then the search as one
@@ -362,7 +364,7 @@ def search_scale(repetition_at: Callable[[float], Any], *, epsilon: float, delta
   spent = ledger_lib.Ledger() if prior is None else prior
   return calibrated(
       lambda scale: spent + tuning.repeat_and_select_ledger(repetition_at(scale), mean=mean, shape=shape),
-      epsilon, delta, key=("search", cache_key, prior, float(mean), float(shape)))
+      epsilon, delta, key=("search", repetition_at(1.0), repetition_at(2.0), prior, float(mean), float(shape)))
 
 
 def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:

@@ -1,10 +1,11 @@
 """`dpgcd_jax.experiments.algorithms`: the toolbox's algorithms in the experiments: DP-FW, DP-IHT and two-stage through
-the sweeps."""
+the sweeps; every algorithm's calibration is the generic fit's."""
 
 import jax
 import numpy as np
 import pytest
 
+import dpgcd_jax as dg
 from dpgcd_jax import data
 from dpgcd_jax import penalties
 from dpgcd_jax.experiments import algorithms
@@ -118,3 +119,17 @@ def test_toolbox_algorithms_run_through_the_experiment_in_the_full_preset_column
     assert np.isfinite(b["mean"]) and b["extensions"] <= 1
   fw = next(b for b in results["best"] if b["algorithm"] == "dp_fw")
   assert set(algorithms.FW_RADII.values) <= set(fw["step_grid"])  # the radius axis, possibly extended
+
+
+@pytest.mark.parametrize("name", list(algorithms.ALGORITHMS))
+def test_every_algorithm_calibrates_as_the_generic_fit(prepared, name):
+  """The experiments take no path of their own from a budget to noise: each algorithm's multipliers
+  at epsilon = 1 are those `dg.fit` calibrates for its solver, problem and options."""
+  algorithm, problem = runner.ALGORITHMS[name], prepared.private
+  delta, passes = 1.0 / problem.num_examples**2, 3
+  noise = np.atleast_1d(algorithm.calibrate(problem, delta, passes))
+  result = dg.fit(algorithm.solver, algorithm.problem_of(problem), jax.random.key(0), epsilon=algorithms.EPSILON,
+                  delta=delta, passes=passes, **algorithm.options(problem))
+  fitted = np.array([float(getattr(result.params, field)) for field in algorithm.noises])
+  np.testing.assert_allclose(noise, fitted, rtol=2.0**-22)  # the run's float32 multipliers, rounded up
+  assert np.all(fitted >= noise)

@@ -63,8 +63,7 @@ def test_inner_slack_counts_mean_times_and_selection_is_hashable():
 def test_search_scale_round_trip_with_a_prior_release():
   factory = lambda s: Ledger.of(("fit", Gaussian(s), 20))
   prior = Ledger.of(("feature bound", PureDp(0.2), 1))
-  s, report = budget.search_scale(factory, epsilon=2.0, delta=DELTA, mean=8.0, shape=1.0, prior=prior,
-                                   cache_key=("test-search",))
+  s, report = budget.search_scale(factory, epsilon=2.0, delta=DELTA, mean=8.0, shape=1.0, prior=prior)
   assert report.epsilon <= 2.0
   assert [e.label for e in report.entries] == ["feature bound", "hyperparameter search"]
   led = lambda s: prior + privacy.repeat_and_select_ledger(factory(s), mean=8.0, shape=1.0)
@@ -72,6 +71,11 @@ def test_search_scale_round_trip_with_a_prior_release():
   assert led(s / 1.001).epsilon(DELTA) > 2.0
   # More noise per run than a single run needs for the same budget.
   assert s > privacy.calibrate_cd(2.0, DELTA, steps=20).update_noise
+  # The cache key is derived from the repetition's ledgers: another repetition (more steps) is another
+  # entry, never a hit on this one's scale.
+  more = lambda s: Ledger.of(("fit", Gaussian(s), 40))
+  s_more, _ = budget.search_scale(more, epsilon=2.0, delta=DELTA, mean=8.0, shape=1.0, prior=prior)
+  assert s_more > s * 1.2
 
 
 @pytest.mark.parametrize("make,name", [
