@@ -158,10 +158,10 @@ def _run_checked(source: str) -> dict:
 
 def test_every_file_the_page_cites_exists():
   text = PAGE.read_text()
-  cited = set(re.findall(r"`((?:dpgcd_jax|tests|docs)/[\w/.]+\.(?:py|md))`", text)) - FILES
-  assert {"dpgcd_jax/solvers/base.py", "dpgcd_jax/__init__.py", "dpgcd_jax/solvers/__init__.py",
-          "docs/api/solvers.md", "tests/solvers/test_solver_protocol.py"} <= cited  # the solver's files
-  missing = sorted(path for path in cited if not (ROOT / path).exists())
+  cited = set(re.findall(r"`((?:dpgcd_jax|tests|docs)/[\w/.<>]+\.(?:py|md))`", text)) - FILES
+  assert {"dpgcd_jax/solvers/<name>.py", "dpgcd_jax/solvers/__init__.py", "docs/api/solvers.md",
+          "tests/solvers/test_<name>.py", "tests/solvers/test_solver_protocol.py"} <= cited  # a solver's sites
+  missing = sorted(path for path in cited if not (ROOT / path.replace("<name>", "dp_fw")).exists())
   assert not missing, f"contributing.md cites missing files: {missing}"
   from dpgcd_jax.solvers import dp_fw  # pylint: disable=g-import-not-at-top
   assert dp_fw.SOLVER.params is dp_fw.Params and callable(dp_fw.fw_ledger)  # the page's model

@@ -296,7 +296,7 @@ def test_dp_sgd_step_vmaps_over_keys_and_a_traced_clip():
   assert np.all(np.isnan(grid[:, 2]) | ~np.isfinite(grid[:, 2]))  # clip = inf with noise: no release
 
 
-@pytest.mark.parametrize("solver_name", ["dp_gcd", "dp_cd", "dp_sgd", "dp_iht", "two_stage", "dp_fw"])
+@pytest.mark.parametrize("solver_name", dg.solvers.REGISTRY)
 def test_noise_multipliers_are_rounded_up_when_cast_to_float32(solver_name):
   """The run's noise is never below the one the ledger accounts: a float64 multiplier cast to
   nearest float32 can lose half an ulp (0.7 -> 0.69999999), so the cast rounds up."""
@@ -306,8 +306,8 @@ def test_noise_multipliers_are_rounded_up_when_cast_to_float32(solver_name):
   problem = dg.make_problem(X, X[:, 0], "squared", feature_bound=3.0)
   assert float(np.float32(0.7)) < 0.7 and float(np.float32(2.3)) < 2.3  # nearest rounds these down: the check can fail
   for value in (0.7, 2.3, 0.1, 1.0 / 3.0, 2.0):
-    fields = dict(radius=1.0) if solver_name == "dp_fw" else {}
-    params = module.Params(**fields)._replace(clip=1.0, **{name: value for name in module.SOLVER.noises})
+    required = {field: 1.0 for field in module.Params._fields if field not in module.Params._field_defaults}
+    params = module.Params(**required)._replace(clip=1.0, **{name: value for name in module.SOLVER.noises})
     cast = base.cast_params(module.SOLVER, problem, params)
     for name in module.SOLVER.noises:
       got = np.asarray(getattr(cast, name))

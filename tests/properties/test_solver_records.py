@@ -6,6 +6,7 @@ import pathlib
 
 import pytest
 
+from dpgcd_jax import solvers
 from dpgcd_jax.estimators import _solvers
 
 ESTIMATORS = pathlib.Path(__file__).resolve().parents[2] / "dpgcd_jax" / "estimators"
@@ -38,4 +39,5 @@ def test_the_rule_finds_a_branch_on_a_name():
 def test_every_solver_has_a_record_with_a_run_and_a_note():
   for name, adapter in _solvers.ADAPTERS.items():
     assert adapter.name == name and callable(adapter.run) and callable(adapter.note)
+  assert set(_solvers.ADAPTERS) <= set(solvers.REGISTRY)  # the estimators run registered solvers only
   assert {a.name for a in _solvers.ADAPTERS.values() if a.secure} == {"dp_gcd", "dp_cd", "dp_fw", "dp_iht", "two_stage"}
