@@ -231,10 +231,13 @@ def test_run_experiment_records_every_run_the_best_points_and_the_tests():
   assert "Best points on a grid edge after extension" in table and "greedy CD" in table
 
 
-def test_skipped_combinations_are_recorded_with_their_reason():
+def test_skipped_combinations_are_recorded_with_their_reason_and_the_bar_counts_every_job(capsys):
   preset = dataclasses.replace(TINY, algorithms=("dp_gcd",), skip=(("diabetes", "dp_gcd", "too slow"),))
   with jax.enable_x64(True):
-    results = runner.run_experiment(preset, progress=False)
+    results = runner.run_experiment(preset, progress=True)
+  bar = capsys.readouterr().err  # `make reproduce`'s progress bar (tqdm, on stderr): every job counted
+  jobs = len(preset.datasets) * len(preset.passes)
+  assert "sweep" in bar and f"{jobs}/{jobs}" in bar, bar[-300:]
   assert results["best"] == [] and results["skipped"] == [
       dict(dataset="diabetes", algorithm="dp_gcd", reason="too slow")]
   assert runner.skip_reason(TINY, "dorothea_synth", "dp_sgd", True) == runner.SPARSE_SKIP
