@@ -407,3 +407,22 @@ def test_an_invalid_traced_hyperparameter_fails_closed_under_vmap(name):
     out = jax.vmap(lambda v: module.run(problem, jax.random.key(0), params._replace(**{field: v}),  # noqa: B023
                                         passes=1, **run_options).w)(values)
     assert np.all(np.isfinite(out[0])) and np.all(np.isnan(out[1:])), field
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+@pytest.mark.parametrize("change, match", [
+    (dict(passes=0), "passes"), (dict(passes=1.5), "passes"), (dict(key=0), "key"),
+    (dict(epsilon=-1.0), "epsilon"), (dict(epsilon="1"), "epsilon"), (dict(delta=1.0), "delta"),
+])
+def test_bad_input_is_rejected_by_name_before_any_work(monkeypatch, name, change, match):
+  """Every solver's `run` and `fit` name a bad argument (the shared ones: passes, key, the budget)
+  in a `ValueError` (a `TypeError` too for a non-number) raised before any program is built."""
+  module, params, options, _ = SOLVERS[name]
+  monkeypatch.setattr(base, "_compiled_passes", lambda *a, **k: pytest.fail("work before validation"))
+  arguments = dict(dict(key=jax.random.key(0), epsilon=1.0, delta=1e-5, passes=2), **change)
+  with pytest.raises(ValueError, match=match):
+    module.fit(_problem(), arguments["key"], epsilon=arguments["epsilon"], delta=arguments["delta"],
+               passes=arguments["passes"], **options, **FIT_ONLY.get(name, {}))
+  if match not in ("epsilon", "delta"):
+    with pytest.raises(ValueError, match=match):
+      module.run(_problem(), arguments["key"], params, passes=arguments["passes"], **options)
