@@ -151,7 +151,7 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       or "dp_cd" (randomized coordinate descent, [`dpgcd_jax.solvers.dp_cd`][]; `max_iter`
       counts passes of `p` updates, "auto" about DP-GCD's number of updates). The bounds'
       releases, the one ledger and the units of `coef_` are the same for every solver;
-      `secure_noise` exists for "dp_gcd" and "dp_cd" only; the CV estimators search
+      `secure_noise` exists for every solver (each adapter declares it); the CV estimators search
       "dp_gcd" only. A bad combination is a ValueError naming the argument, before any work.
     solver_params: None or a dict of the solver's own hyperparameters (public): "dp_fw":
       `radius` (the l1 radius in units of the feature bounds, and of `T` for a regressor;
