@@ -120,7 +120,7 @@ def check(problem: problem_lib.Problem, curvature: Any) -> str:
   if not (isinstance(curvature, str) and curvature in OPTIONS):
     raise ValueError(f"Expected curvature in {OPTIONS}, got curvature={curvature!r}.")
   if curvature == "released" and not (problem.loss.is_glm
-                                   and problem.smoothness_source is problem_lib.SmoothnessSource.FEATURE_BOUND):
+                                   and problem.smoothness_source is problem_lib.PublicSmoothness.FEATURE_BOUND):
     raise ValueError(f"Expected a GLM loss with a public feature bound (make_problem(..., feature_bound=B)) "
                      f"with curvature='released', got loss {problem.loss.name!r} with "
                      f"smoothness_source={problem.smoothness_source!r}; use curvature='public'.")

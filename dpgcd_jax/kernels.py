@@ -25,7 +25,7 @@ from dpgcd_jax import clipping
 from dpgcd_jax import exact_sums
 from dpgcd_jax import sparse
 from dpgcd_jax.problem import Problem
-from dpgcd_jax.problem import SmoothnessSource
+from dpgcd_jax.problem import PublicSmoothness
 
 Array = jax.Array
 
@@ -83,7 +83,7 @@ def check_clipping_mode(problem: Problem, mode: str) -> None:
   if mode not in CLIPPING_MODES:
     raise ValueError(f"Expected clipping_mode in {CLIPPING_MODES}, got clipping_mode={mode!r}.")
   if mode == "derivative" and not (problem.loss.is_glm
-                                   and problem.smoothness_source is SmoothnessSource.FEATURE_BOUND):
+                                   and problem.smoothness_source is PublicSmoothness.FEATURE_BOUND):
     raise ValueError(
         f"Expected a GLM loss with bounded features for clipping_mode='derivative' (make_problem with "
         f"feature_bound=, or fit, which releases a bound), got loss {problem.loss.name!r} with "

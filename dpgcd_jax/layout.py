@@ -28,8 +28,9 @@ from dpgcd_jax import losses as losses_lib
 from dpgcd_jax import penalties
 from dpgcd_jax import sparse
 from dpgcd_jax.privacy import bounds
+from dpgcd_jax.problem import DataSmoothness
 from dpgcd_jax.problem import Problem
-from dpgcd_jax.problem import SmoothnessSource
+from dpgcd_jax.problem import PublicSmoothness
 from dpgcd_jax.problem import check_feature_bound
 from dpgcd_jax.problem import check_penalty
 from dpgcd_jax.problem import check_smoothness
@@ -78,7 +79,7 @@ def from_columns(XT: Array, y: Any, loss: losses_lib.Loss | str, *, feature_boun
   problem = Problem(XT=XT if released else _clip_rows(XT, jax.device_put(bound)), y=y, smoothness=smoothness,
                     l2=jax.device_put(XT.dtype.type(0.0)),
                     penalty=_padded_penalty(check_penalty(penalty, p), P), loss=loss,
-                    smoothness_source=SmoothnessSource.DATA if released else SmoothnessSource.FEATURE_BOUND,
+                    smoothness_source=DataSmoothness.DATA if released else PublicSmoothness.FEATURE_BOUND,
                     rows=_true_size(n, N),
                     columns=_true_size(p, P))
   if not released:
@@ -162,7 +163,7 @@ def with_feature_bound(problem: Problem, bound: Array, *, unit: bool = False) ->
   smoothness = jnp.broadcast_to(beta if unit else beta * jnp.square(bound.astype(problem.smoothness.dtype)),
                                 problem.smoothness.shape)
   return dataclasses.replace(clipped, XT=XT, smoothness=smoothness,
-                             smoothness_source=SmoothnessSource.FEATURE_BOUND)
+                             smoothness_source=PublicSmoothness.FEATURE_BOUND)
 
 
 def clip_features(problem: Problem, bound: Array) -> Problem:

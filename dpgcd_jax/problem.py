@@ -7,30 +7,30 @@ $$
 The data term and `l2` are smooth; `psi` (a [`dpgcd_jax.penalties`][] object) is
 handled by its prox. Neighbouring data sets differ in one record (replace-one; `n` is public).
 
-Coordinate smoothness `M_j` bounds the curvature of `f = data term + l2 term` along
-`e_j`; it sets step sizes, score normalizations and clipping thresholds, so where it comes
-from matters for privacy. [`make_problem`][dpgcd_jax.problem.make_problem] records its source:
+Coordinate smoothness `M_j` bounds the curvature of `f = data term + l2 term` along `e_j`; it sets step sizes,
+score normalizations and clipping thresholds, so where it comes from matters for privacy.
+[`make_problem`][dpgcd_jax.problem.make_problem] records its source, whose type says whether it is public
+([`SmoothnessSource`][dpgcd_jax.problem.SmoothnessSource]):
 
-- `"declared"`: public constants passed as `smoothness=` (the data-term part, without
-  `l2`). Public by the user's declaration.
-- `"feature_bound"`: a public bound `B` on the features passed as `feature_bound=`:
-  every entry is clipped to `[-B_j, B_j]` when the problem is built (a per-record
-  transformation with public parameters) and `M_j = beta B_j^2`, with `beta >= phi''` the
-  loss's curvature bound: no look at the data.
-- `"data"` (the default when neither is given): `M_j` computed from the raw data, kept
-  for non-private use (`run` without noise, reference solvers). It is NOT public: every
-  private entry point (`fit`) ignores it and releases a feature bound with an accounted
-  mechanism instead ([`dpgcd_jax.privacy.bounds`][]), and `run` with noise warns.
-- `"data_nonprivate"`: `smoothness="from_data_nonprivate"`, the explicit opt-in to use the
-  data-derived `M` in private runs (the paper's convention for standardized data). It is
-  NOT private (measured: an audit finds epsilon >= 6.7 against a claim of 1 when one record's
-  features change); it warns with [`PrivacyLeakWarning`][dpgcd_jax.PrivacyLeakWarning] and is recorded in
-  `result.privacy`.
+- [`PublicSmoothness`][dpgcd_jax.problem.PublicSmoothness] `"declared"`: public constants passed as
+  `smoothness=` (the data-term part, without `l2`). Public by the user's declaration.
+- `PublicSmoothness` `"feature_bound"`: a public bound `B` on the features passed as `feature_bound=`: every
+  entry is clipped to `[-B_j, B_j]` when the problem is built (a per-record transformation with public
+  parameters) and `M_j = beta B_j^2`, with `beta >= phi''` the loss's curvature bound: no look at the data
+  (or a bound `fit` released privately).
+- [`DataSmoothness`][dpgcd_jax.problem.DataSmoothness] `"data"` (the default when neither is given): `M_j`
+  computed from the raw data, kept for non-private use (`run` without noise, reference solvers). NOT public:
+  every private entry point (`fit`) releases a feature bound with an accounted mechanism instead
+  ([`dpgcd_jax.privacy.bounds`][]), and `run` with noise warns.
+- `DataSmoothness` `"data_nonprivate"`: `smoothness="from_data_nonprivate"`, the opt-in to the data-derived
+  `M` (the paper's convention for standardized data) for non-private studies with `run`. NOT private (an
+  audit finds epsilon 1.5 against a claim of 1 when one record's features change): it warns with
+  [`PrivacyLeakWarning`][dpgcd_jax.PrivacyLeakWarning], and every private entry point refuses it by its
+  type (`TypeError`) before reading any data.
 
-Data-derived `M` is computed as: `beta * mean_i x_ij^2` for a GLM loss with a known
-curvature bound; for a GLM loss without one, the largest `phi''` over the labels and a grid
-of margins (a numerical estimate); for any other loss, the Hessian diagonal of the
-per-example losses at `w = 0` via `jax.jvp` of `jax.grad` (a local estimate).
+Data-derived `M` is computed as: `beta * mean_i x_ij^2` for a GLM loss with a known curvature bound; for a
+GLM loss without one, the largest `phi''` over the labels and a grid of margins (a numerical estimate); for
+any other loss, the Hessian diagonal of the per-example losses at `w = 0` (`jax.jvp` of `jax.grad`, local).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import enum
 import warnings
 from collections.abc import Callable
 from typing import Any
+from typing import TypeAlias
 
 import jax
 import jax.numpy as jnp
@@ -59,25 +60,43 @@ FROM_DATA_NONPRIVATE = "from_data_nonprivate"
 BOUND_RANGE = (2.0**-60, 2.0**60)  # declared feature bounds: B^2 (a smoothness) is a normal float32
 
 
-class SmoothnessSource(str, enum.Enum):
-  """Where a problem's coordinate smoothness comes from (module docstring): publicness as a
-  type. `public` says whether a private run may use it as it is."""
-
-  DECLARED = "declared"
-  FEATURE_BOUND = "feature_bound"
-  DATA = "data"
-  DATA_NONPRIVATE = "data_nonprivate"
-
-  @property
-  def public(self) -> bool:
-    """Public by the user's declaration (constants, or a feature bound): never read from the data."""
-    return self in (SmoothnessSource.DECLARED, SmoothnessSource.FEATURE_BOUND)
+class _Source(str, enum.Enum):
+  """A smoothness source: shown as its string value."""
 
   def __str__(self) -> str:
     return str(self.value)
 
   def __repr__(self) -> str:
     return repr(self.value)
+
+
+class PublicSmoothness(_Source):
+  """A public smoothness: built only by `make_problem` from a declaration (`DECLARED`) or a public feature
+  bound (`FEATURE_BOUND`), and by [`dpgcd_jax.layout`][] after a private release. A private run uses it."""
+
+  DECLARED = "declared"
+  FEATURE_BOUND = "feature_bound"
+
+
+class DataSmoothness(_Source):
+  """A smoothness computed from the raw data, NOT public: `DATA`, which a private fit replaces by a released
+  feature bound, or `NONPRIVATE`, the opt-in that every private entry point refuses (`TypeError`)."""
+
+  DATA = "data"
+  NONPRIVATE = "data_nonprivate"
+
+
+SmoothnessSource: TypeAlias = PublicSmoothness | DataSmoothness
+"""Where a problem's coordinate smoothness comes from: publicness as a type (module docstring)."""
+
+
+def smoothness_source(value: str | SmoothnessSource) -> SmoothnessSource:
+  """The `PublicSmoothness` or `DataSmoothness` member of `value` (a string or a member); ValueError otherwise."""
+  for kind in (PublicSmoothness, DataSmoothness):
+    if isinstance(value, kind) or value in kind._value2member_map_:
+      return kind(value)
+  raise ValueError(f"Expected smoothness_source in ('declared', 'feature_bound', 'data', 'data_nonprivate'), "
+                   f"got smoothness_source={value!r}.")
 
 
 @_pytree.dataclass_pytree(data_fields=["XT", "y", "smoothness", "l2", "penalty", "rows", "columns"],
@@ -88,21 +107,18 @@ class Problem:
 
   Build it with [`make_problem`][dpgcd_jax.problem.make_problem], which validates the inputs.
 
-  The features are stored column-major, `XT = X.T` of shape (p, n): the clipped
-  coordinate gradient then reduces over contiguous memory (about 2x faster on CPU, and it
-  vmaps well) and column `j` is one contiguous row.
+  The features are stored column-major, `XT = X.T` of shape (p, n): the clipped coordinate gradient then
+  reduces over contiguous memory (about 2x faster on CPU, and it vmaps well); column `j` is one row.
 
   Attributes:
-    XT: (p, n) transposed features (`X` is a property): a dense array, or
-      [`dpgcd_jax.sparse.SparseColumns`][] for sparse features.
+    XT: (p, n) transposed features (`X` is a property): a dense array, or [`dpgcd_jax.sparse.SparseColumns`][].
     y: (n,) targets or labels.
     smoothness: (p,) coordinate smoothness of the data term (without `l2`).
     l2: strength of the smooth ridge term `l2 / 2 ||w||^2`.
     penalty: separable penalty `psi` (see [`dpgcd_jax.penalties`][]).
     loss: the per-example loss.
-    smoothness_source: where `smoothness` comes from, a
-      [`SmoothnessSource`][dpgcd_jax.problem.SmoothnessSource] ("declared", "feature_bound",
-      "data" or "data_nonprivate": the module docstring); a string is converted.
+    smoothness_source: where `smoothness` comes from, a [`SmoothnessSource`][dpgcd_jax.problem.SmoothnessSource]:
+      public ("declared", "feature_bound") or from the data ("data", "data_nonprivate"); a string is converted.
     rows: None, or the true number of examples `n` (a traced int) when `XT` is padded with
       zero records to a public bucket ([`pad`][dpgcd_jax.layout.pad]); means divide by it.
     columns: None, or the true number of features when `XT` is padded with zero features;
@@ -115,12 +131,12 @@ class Problem:
   l2: Array
   penalty: Any
   loss: losses_lib.Loss
-  smoothness_source: SmoothnessSource = SmoothnessSource.DECLARED
+  smoothness_source: SmoothnessSource = PublicSmoothness.DECLARED
   rows: Array | None = None
   columns: Array | None = None
 
   def __post_init__(self) -> None:
-    object.__setattr__(self, "smoothness_source", SmoothnessSource(self.smoothness_source))
+    object.__setattr__(self, "smoothness_source", smoothness_source(self.smoothness_source))
 
   @property
   def X(self) -> Array:
@@ -177,9 +193,8 @@ def make_problem(
     l2: smooth ridge strength, >= 0.
     penalty: separable penalty object from [`dpgcd_jax.penalties`][] (default: none), e.g.
       `dg.penalties.L1(0.1)`.
-    smoothness: public (p,) coordinate smoothness of the data term (declared), or
-      `"from_data_nonprivate"` to opt in to the data-derived one in private runs (NOT
-      private: warns). See the module docstring.
+    smoothness: public (p,) coordinate smoothness of the data term (declared), or `"from_data_nonprivate"`:
+      the data-derived one, for non-private runs (NOT private: warns; `fit` refuses it). See the module docstring.
     feature_bound: public bound `B > 0` on `|x_ij|` (scalar or (p,)): features are clipped
       to it and `M_j = beta B_j^2` (needs a loss with a known curvature bound `beta`).
     sparse_capacity: sparse `X` only: `(capacity, window)`, public upper bounds on the stored
@@ -244,31 +259,32 @@ def make_problem(
     XT = sparse_XT if bound is None else sparse_XT.clip_entries(bound)
   problem = Problem(XT=XT, y=y, smoothness=jnp.zeros(p, dtype), l2=jnp.asarray(l2, dtype),
                     penalty=penalty, loss=loss)
+  source: SmoothnessSource
   if bound_smoothness is not None:
-    smoothness, source = bound_smoothness, SmoothnessSource.FEATURE_BOUND
+    smoothness, source = bound_smoothness, PublicSmoothness.FEATURE_BOUND
   elif isinstance(smoothness, str):
     if smoothness != FROM_DATA_NONPRIVATE:
       raise ValueError(f"Expected smoothness to be an array or {FROM_DATA_NONPRIVATE!r}, got "
                        f"smoothness={smoothness!r}.")
     warnings.warn(
-        "smoothness='from_data_nonprivate': the coordinate smoothness is computed from the raw "
-        "data and used without noise; the privacy guarantee of private runs does NOT hold "
-        "(pass public constants or feature_bound= instead).", PrivacyLeakWarning, stacklevel=2)
-    smoothness, source = _data_smoothness(problem), SmoothnessSource.DATA_NONPRIVATE
+        "smoothness='from_data_nonprivate': the smoothness is computed from the raw data and used without "
+        "noise: NOT private (fit refuses it; declare smoothness= or feature_bound= for a private run).",
+        PrivacyLeakWarning, stacklevel=2)
+    smoothness, source = _data_smoothness(problem), DataSmoothness.NONPRIVATE
   elif smoothness is None:
-    smoothness, source = _data_smoothness(problem), SmoothnessSource.DATA
+    smoothness, source = _data_smoothness(problem), DataSmoothness.DATA
   else:
     _validate.check_finite_array("smoothness", smoothness, ndim=1)
     _validate.check_positive("smoothness", smoothness, allow_zero=True)
     if jnp.shape(smoothness) != (p,):
       raise ValueError(f"Expected smoothness.shape=({p},), got smoothness.shape={jnp.shape(smoothness)}.")
-    source = SmoothnessSource.DECLARED
+    source = PublicSmoothness.DECLARED
   smoothness = jnp.asarray(smoothness, dtype)
   problem = dataclasses.replace(problem, smoothness=smoothness, smoothness_source=source)
-  if source is not SmoothnessSource.DATA:
-    # Not on the default path: a data-derived M is never used by a private entry point (fit
-    # releases a feature bound instead), so a check of it there would be an exception that
-    # depends on the private data (one record holding a column's only non-zero value).
+  if source is not DataSmoothness.DATA:
+    # Not on the default path: a data-derived M is never used by a private entry point (fit releases a
+    # feature bound instead), so a check of it there would be an exception that depends on the private
+    # data (one record holding a column's only non-zero value).
     check_smoothness(problem)
   return problem
 
@@ -316,8 +332,8 @@ def check_feature_bound(bound: Any, p: int, loss: losses_lib.Loss, dtype: Any) -
 def as_fit_runs(problem: Problem) -> tuple[bool, Problem]:
   """`(released, problem as fit runs it)`: a problem whose smoothness comes from the data gets
   a feature bound released by `fit` first, so its options are checked as on a feature bound."""
-  released = getattr(problem, "smoothness_source", None) is SmoothnessSource.DATA
-  return released, (dataclasses.replace(problem, smoothness_source=SmoothnessSource.FEATURE_BOUND) if released
+  released = getattr(problem, "smoothness_source", None) is DataSmoothness.DATA
+  return released, (dataclasses.replace(problem, smoothness_source=PublicSmoothness.FEATURE_BOUND) if released
                     else problem)
 
 
@@ -336,7 +352,7 @@ def check_smoothness(problem: Problem) -> None:
   if np.any(np.isnan(total)):
     why = ("the smoothness is NaN: a problem from from_columns(feature_bound=None) gets its bounds "
            "released inside fit (pass them to from_columns for run)")
-  elif source is SmoothnessSource.DECLARED:
+  elif source is PublicSmoothness.DECLARED:
     why = "declared smoothness + l2 is not positive"
   elif not loss.is_glm and np.any(M < 0):
     why = (f"the curvature of loss {loss.name!r} at w = 0 is negative: is the loss convex? "

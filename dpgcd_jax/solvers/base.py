@@ -163,7 +163,7 @@ def run(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any, *
   params = cast_params(solver, problem, params)
   if solver.uses_smoothness:
     guards.warn_if_not_public(problem, tuple(v for name in solver.noises if (v := getattr(params, name)) is not None))
-    if problem.smoothness_source is problem_lib.SmoothnessSource.DATA:  # run is not private here (it warned when noisy)
+    if problem.smoothness_source is problem_lib.DataSmoothness.DATA:  # run is not private here (it warned when noisy)
       problem_lib.check_smoothness(problem)
   return compiled_run(solver, problem, key, params, passes=passes, store_objective=store_objective,
                       options=tuple(sorted(options.items())))
@@ -222,7 +222,8 @@ class Prelude(Protocol):
   the targets (or None) and the released public values (`Result.released`). `ledger`: its
   releases' privacy ledger (host), which `fit` composes with the runs in the one ledger it
   calibrates. For a solver that reads the smoothness, the problem it returns must have a public
-  one (`smoothness_source.public`: "declared" or "feature_bound", checked when the program is traced).
+  one (a [`PublicSmoothness`][dpgcd_jax.problem.PublicSmoothness]: "declared" or "feature_bound", checked
+  when the program is traced).
   A prelude is trusted code: the check reads that label, not the values, so a prelude must
   compute the runs' smoothness from public values and its own accounted releases only (the
   package's two, `budget.FeatureBoundRelease` and the estimators' `Releases`, do).
@@ -271,7 +272,7 @@ def _compiled_passes_program(solver: Solver, XT: Any, problem: problem_lib.Probl
   released = None
   if prelude is not None:
     problem, key, targets, released = prelude(problem, key, targets)
-    if solver.uses_smoothness and not problem.smoothness_source.public:
+    if solver.uses_smoothness and not isinstance(problem.smoothness_source, problem_lib.PublicSmoothness):
       raise ValueError(f"Expected the prelude to give the runs a public smoothness (smoothness_source 'declared' "
                        f"or 'feature_bound'), got smoothness_source={problem.smoothness_source!r}.")
   result = _passes(solver, problem, key, params, passes, targets, capacity=capacity,

@@ -22,7 +22,6 @@ The solver protocol (`Result`, `Trace`, the scan driver, `run`) is in
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -68,22 +67,19 @@ def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bou
 
   Keys: one key, or a batch (a leading axis) of keys; a batch returns a batch of results
   (one independent private run per key, each with the whole budget). `released`: the
-  caller's prelude releases the bounds (no feature bound of `fit`'s own).
+  caller's prelude releases the bounds (no feature bound of `fit`'s own). A problem built with
+  `smoothness="from_data_nonprivate"` is refused by its type
+  ([`check_private_problem`][dpgcd_jax.solvers.guards.check_private_problem]: `TypeError`).
   """
   guards.check_problem(problem)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   _validate.check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
   _validate.check_number("bound_share", bound_share, low=0.0, high=1.0, low_open=True, high_open=True)
   batch = _validate.check_key_or_batch("key", key)
-  source = problem.smoothness_source
+  guards.check_private_problem(problem)
   if not uses_smoothness or released:
     return False, batch
-  if source is problem_lib.SmoothnessSource.DATA_NONPRIVATE:
-    warnings.warn(
-        "fit uses a smoothness computed from the raw data (smoothness='from_data_nonprivate'): "
-        "the (epsilon, delta) guarantee does NOT hold.", _validate.PrivacyLeakWarning,
-        stacklevel=4)
-  needs_bound = source is problem_lib.SmoothnessSource.DATA
+  needs_bound = problem.smoothness_source is problem_lib.DataSmoothness.DATA
   if needs_bound and (problem.rows is not None or problem.columns is not None):
     raise ValueError("Expected a public smoothness (feature_bound= or smoothness=) for a fit on a padded "
                      "problem: the private feature bound's statistic would count the padded records.")
@@ -201,6 +197,11 @@ def fit(solver: Any, problem: problem_lib.Problem, key: Array, *, epsilon: float
     A [`dpgcd_jax.Result`][]: `privacy` is the report of everything spent, `params` the
     hyperparameters the run used (calibrated multipliers rounded up).
 
+  Raises:
+    TypeError: for a problem built with `make_problem(..., smoothness="from_data_nonprivate")`, before
+      any data is read: the `(epsilon, delta)` guarantee would not hold
+      ([`check_private_problem`][dpgcd_jax.solvers.guards.check_private_problem]).
+
   Example:
 
     >>> import jax, numpy as np
@@ -219,6 +220,7 @@ def fit(solver: Any, problem: problem_lib.Problem, key: Array, *, epsilon: float
   passes = _validate.check_int("passes", passes, low=1)
   _validate.check_number("epsilon", epsilon, low=0.0, low_open=True)
   guards.check_problem(problem)
+  guards.check_private_problem(problem)
   if prior is not None and not isinstance(prior, ledger_lib.Ledger):
     raise ValueError(f"Expected prior to be None or a dpgcd_jax.privacy.Ledger, got prior={prior!r}.")
   if prelude is not None and not solver.uses_smoothness:
@@ -371,11 +373,9 @@ def _smoothness_note(problem: problem_lib.Problem, released: bool) -> str:
   if released:
     return ("smoothness: M_j = beta B^2 from a feature bound B released privately "
             "(privacy.bounds), features clipped to [-B, B]")
-  source = problem_lib.SmoothnessSource
+  source = problem_lib.PublicSmoothness
   return {
       source.DECLARED: "smoothness: public constants (declared)",
       source.FEATURE_BOUND: ("smoothness: M_j = beta B_j^2 from a public feature bound (declared, or "
                              "released by an entry of this ledger)"),
-      source.DATA_NONPRIVATE: ("smoothness: computed from the raw data (NOT private: explicit opt-in); "
-                               "the guarantee above does NOT hold"),
-  }[problem.smoothness_source]
+  }[problem_lib.PublicSmoothness(problem.smoothness_source)]  # "data" was released above, the opt-in refused

@@ -40,6 +40,25 @@ def check_problem(problem: Any) -> None:
     raise ValueError(f"Expected problem to come from dpgcd_jax.make_problem, got problem={problem!r}.")
 
 
+def check_private_problem(problem: Any) -> None:
+  """What every private entry point calls first: refuses the opt-in `smoothness="from_data_nonprivate"` by type.
+
+  A [`DataSmoothness.NONPRIVATE`][dpgcd_jax.problem.DataSmoothness] smoothness is computed from the raw data
+  and would set the run's steps and clipping thresholds without noise: no `(epsilon, delta)` guarantee
+  holds for it. It is refused on its type alone, before any data is read.
+
+  Raises:
+    TypeError: for a problem built with `smoothness="from_data_nonprivate"`.
+  """
+  if getattr(problem, "smoothness_source", None) is problem_lib.DataSmoothness.NONPRIVATE:
+    raise TypeError(
+        "Expected a problem without smoothness='from_data_nonprivate' for a private fit, got "
+        "smoothness_source='data_nonprivate': that smoothness is computed from the raw data and used "
+        "without noise, so the (epsilon, delta) guarantee would not hold. Declare public smoothness= "
+        "constants or feature_bound= in make_problem, or pass neither and let fit release a feature "
+        "bound privately; for a non-private study, call the solver's run with explicit params.")
+
+
 def check_dense(problem: Any) -> None:
   """Rejects sparse features for solvers that gather whole rows (DP-SGD)."""
   if problem_lib.is_sparse(problem):
@@ -83,7 +102,7 @@ def check_finite_clip_with_noise(clip: Any, noises: list[Any]) -> None:
 
 def warn_if_not_public(problem: problem_lib.Problem, noises: tuple[Any, ...]) -> None:
   """`run` with noise on a problem whose smoothness was computed from the raw data warns."""
-  if problem.smoothness_source is not problem_lib.SmoothnessSource.DATA:
+  if problem.smoothness_source is not problem_lib.DataSmoothness.DATA:
     return
   noisy = any(not _validate.is_concrete(v) or np.any(np.asarray(v) > 0) for v in noises)
   if noisy:

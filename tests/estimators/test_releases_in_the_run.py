@@ -163,17 +163,20 @@ class _ReleasesNothing:
     return problem, key, targets, None
 
 
-@pytest.mark.parametrize("make_kwargs", [{}, dict(smoothness="from_data_nonprivate")])
-def test_a_prelude_that_leaves_the_smoothness_private_is_refused(make_kwargs):
+@pytest.mark.parametrize("make_kwargs, error, match", [
+    ({}, ValueError, "public smoothness.*smoothness_source='data'"),
+    (dict(smoothness="from_data_nonprivate"), TypeError, "smoothness='from_data_nonprivate'"),
+])
+def test_a_prelude_that_leaves_the_smoothness_private_is_refused(make_kwargs, error, match):
   """A prelude replaces fit's own bound release: it must give the runs a public smoothness (the
   review's fail-open: a prelude that released nothing ran on the data's smoothness, reported
-  end to end)."""
+  end to end). The non-private opt-in is refused by its type before the prelude runs."""
   X, y = _data(n=100, p=4, seed=4)
-  problem = dg.make_problem(X, y - 0.5, "squared", **make_kwargs)
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", dg.PrivacyLeakWarning)
-    with pytest.raises(ValueError, match="public smoothness.*smoothness_source='data"):
-      dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, prelude=_ReleasesNothing())
+    problem = dg.make_problem(X, y - 0.5, "squared", **make_kwargs)
+  with pytest.raises(error, match=match):
+    dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=1e-5, passes=3, prelude=_ReleasesNothing())
 
 
 def test_fit_accounts_the_ledger_of_a_prelude_it_is_given():

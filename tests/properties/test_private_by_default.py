@@ -3,6 +3,7 @@
 Each test reproduces one measured leak (it failed on the code before the fix).
 """
 
+import dataclasses
 import warnings
 
 import jax
@@ -91,10 +92,21 @@ def test_default_fit_on_the_feature_magnitude_pair_stays_below_its_claim(fit):
   assert _audit_fit(fit, X, X2, y, runs=FEATURE_PAIR_RUNS).epsilon_lower_bound <= 1.0
 
 
+def _nonprivate_gcd():
+  """DP-GCD's fit at epsilon = 1 with the data-derived M as it is (what the opt-in's fit ran before
+  `fit` refused it): the non-private runner `run` with the multipliers `fit` calibrates for this
+  pair's shapes (they depend on n, p and passes only, not on M) and no bound release."""
+  X, _, y = _feature_pair()
+  declared = dg.make_problem(X, y, "squared", smoothness=np.ones(2))
+  params = dg.dp_gcd.fit(declared, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1).params
+  return lambda pb, keys: jax.vmap(lambda key: dg.dp_gcd.run(pb, key, params, passes=1))(keys)
+
+
 def test_the_same_audit_refutes_the_nonprivate_smoothness_opt_in():
-  """Power: the data-derived M (the old default) is caught by this very audit."""
+  """Power: the data-derived M (the old default, then the opt-in `fit` now refuses) run with the noise
+  fit calibrates for epsilon = 1 is caught by this very audit."""
   X, X2, y = _feature_pair()
-  res = _audit_fit(GCD, X, X2, y, runs=FEATURE_PAIR_RUNS, smoothness="from_data_nonprivate")
+  res = _audit_fit(_nonprivate_gcd(), X, X2, y, runs=FEATURE_PAIR_RUNS, smoothness="from_data_nonprivate")
   assert res.epsilon_lower_bound > 1.0
 
 
@@ -155,13 +167,41 @@ def test_the_same_derivative_audit_refutes_a_fourfold_leak():
   assert 4.0 >= res.epsilon_lower_bound > 1.0  # above the claim of 1: the audit sees the leak
 
 
-def test_nonprivate_smoothness_opt_in_warns_and_is_recorded():
+SOLVER_FITS = {
+    "dp_gcd": lambda pb, **kw: dg.dp_gcd.fit(pb, **kw),
+    "dp_cd": lambda pb, **kw: dg.dp_cd.fit(pb, **kw),
+    "dp_sgd": lambda pb, **kw: dg.dp_sgd.fit(pb, **kw),
+    "dp_fw": lambda pb, **kw: dg.dp_fw.fit(pb, radius=1.0, **kw),
+    "dp_iht": lambda pb, **kw: dg.dp_iht.fit(pb, sparsity=1, **kw),
+    "two_stage": lambda pb, **kw: dg.two_stage.fit(pb, sparsity=1, **kw),
+    "dg.fit": lambda pb, **kw: dg.fit(dg.dp_gcd, pb, **kw),
+}
+
+
+@pytest.mark.parametrize("fit", SOLVER_FITS.values(), ids=SOLVER_FITS.keys())
+def test_every_private_fit_refuses_the_nonprivate_smoothness_opt_in_by_type(fit):
+  """The opt-in is a `DataSmoothness.NONPRIVATE`: every `fit` raises TypeError on its type, before it reads
+  the data (the second problem has none: its features and targets are gone, so no program can be traced)
+  and without a warning (before, it warned `PrivacyLeakWarning` and ran)."""
   X, _, y = _feature_pair()
   with pytest.warns(dg.PrivacyLeakWarning):
     problem = dg.make_problem(X, y, "squared", smoothness="from_data_nonprivate")
+  without_data = dataclasses.replace(problem, XT=None, y=None)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    for pb in (problem, without_data):
+      with pytest.raises(TypeError, match=r"smoothness='from_data_nonprivate'.*guarantee would not hold.*"
+                                          r"feature_bound=.*release.*run with explicit params"):
+        fit(pb, key=jax.random.key(0), epsilon=1.0, delta=DELTA, passes=1)
+
+
+def test_the_nonprivate_runner_still_takes_the_opt_in():
+  """`run` (explicit params, no privacy claim) accepts the opt-in: the non-private study it is for."""
+  X, _, y = _feature_pair()
   with pytest.warns(dg.PrivacyLeakWarning):
-    result = dg.dp_gcd.fit(problem, jax.random.key(0), epsilon=1.0, delta=DELTA, passes=2)
-  assert any("NOT private" in note for note in result.privacy.notes)
+    problem = dg.make_problem(X, y, "squared", smoothness="from_data_nonprivate")
+  result = dg.dp_gcd.run(problem, jax.random.key(0), dg.dp_gcd.Params(1.0, 1.0, 1.0, 1.0), passes=2)
+  assert np.all(np.isfinite(result.w))
 
 
 def _log_cosh(w, x, y):

@@ -10,6 +10,8 @@ import pytest
 import dpgcd_jax as dg
 from dpgcd_jax import kernels
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax.problem import DataSmoothness
+from dpgcd_jax.problem import PublicSmoothness
 from dpgcd_jax.problem import SmoothnessSource
 
 pytestmark = pytest.mark.float64  # tight comparisons with float64 references (closed forms, NumPy, sklearn)
@@ -117,13 +119,28 @@ def test_dense_features_beyond_the_compute_dtype_raise_naming_x():
 
 def test_the_smoothness_source_is_a_type_that_says_whether_it_is_public():
   X, y = np.ones((4, 2)), np.array([1.0, -1.0, 1.0, -1.0])
+  with pytest.warns(dg.PrivacyLeakWarning):
+    opt_in = dg.make_problem(X, y, "logistic", smoothness="from_data_nonprivate")
   sources = {name: dg.make_problem(X, y, "logistic", **kw).smoothness_source for name, kw in (
       ("declared", dict(smoothness=np.ones(2))), ("feature_bound", dict(feature_bound=2.0)), ("data", {}))}
+  sources["data_nonprivate"] = opt_in.smoothness_source
   for name, source in sources.items():
-    assert isinstance(source, SmoothnessSource) and source == name and repr(source) == repr(name)
-    assert source.public is (name != "data")
-  assert not SmoothnessSource.DATA_NONPRIVATE.public
+    assert source == name and repr(source) == repr(name) and str(source) == name
+    assert isinstance(source, PublicSmoothness) is (name in ("declared", "feature_bound"))
+    assert isinstance(source, DataSmoothness) is name.startswith("data")
+  assert opt_in.smoothness_source is DataSmoothness.NONPRIVATE
   problem = dg.make_problem(X, y, "logistic", feature_bound=2.0)
-  assert dataclasses.replace(problem, smoothness_source="data").smoothness_source is SmoothnessSource.DATA
+  assert dataclasses.replace(problem, smoothness_source="data").smoothness_source is DataSmoothness.DATA
   with pytest.raises(ValueError, match="'public'"):
     dataclasses.replace(problem, smoothness_source="public")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("declared", PublicSmoothness.DECLARED), ("feature_bound", PublicSmoothness.FEATURE_BOUND),
+    ("data", DataSmoothness.DATA), ("data_nonprivate", DataSmoothness.NONPRIVATE),
+    (PublicSmoothness.DECLARED, PublicSmoothness.DECLARED), (DataSmoothness.NONPRIVATE, DataSmoothness.NONPRIVATE),
+])
+def test_a_source_built_from_its_string_has_the_type_of_its_publicness(value, expected):
+  source = problem_lib.smoothness_source(value)
+  assert source is expected and type(source) is type(expected)
+  assert isinstance(source, SmoothnessSource)  # the alias of the two types
