@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import numbers
 from typing import Any
 
 import jax
@@ -28,7 +27,8 @@ def is_concrete(x: Any) -> bool:
 def _values(name: str, x: Any) -> np.ndarray:
   """`x` as floats; text (`"1"`, which NumPy would convert) or anything not numeric is refused by name."""
   try:
-    if np.asarray(x).dtype.kind in "USO" and not all(isinstance(v, numbers.Number) for v in np.ravel(np.asarray(x))):
+    kind = np.asarray(x).dtype.kind
+    if kind in "US" or (kind == "O" and any(isinstance(v, (str, bytes)) for v in np.ravel(np.asarray(x)))):
       raise TypeError(type(x).__name__)
     return np.asarray(x, dtype=float)
   except (TypeError, ValueError) as e:

@@ -71,8 +71,8 @@ class _Source(str, enum.Enum):
 
 
 class PublicSmoothness(_Source):
-  """A public smoothness: built only by `make_problem` from a declaration (`DECLARED`) or a public feature
-  bound (`FEATURE_BOUND`), and by [`dpgcd_jax.layout`][] after a private release. A private run uses it."""
+  """A public smoothness: a declaration (`DECLARED`: the user's, or the paper protocol's in `Dataset.to_problem`, NOT
+  private, said there), or a feature bound, public or released ([`dpgcd_jax.layout`][]) (`FEATURE_BOUND`)."""
 
   DECLARED = "declared"
   FEATURE_BOUND = "feature_bound"

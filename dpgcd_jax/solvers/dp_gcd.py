@@ -345,7 +345,7 @@ def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, 
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
-  r_curv = float(curvature_ratio) * r_upd if curvature == "released" else 0.0
+  r_curv = float(curvature_ratio) * r_upd if curvature == "released" else None  # None: no field, no release
   draws = step_draws(coordinates, selection=selection, update=update, curvature=curvature)
 
   def ledger_of(params: Params) -> Any:
@@ -356,7 +356,7 @@ def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, 
     return spent.with_draws(draws, steps)
 
   def params_at(scale: float) -> Params:  # a callable step size stays unevaluated: the ledger never reads it
-    return Params(step_size, clip, scale * r_sel, scale * r_upd, scale * r_curv)
+    return Params(step_size, clip, scale * r_sel, scale * r_upd, None if r_curv is None else scale * r_curv)
 
   def finish(params: Params) -> Params:  # once, at the calibrated scale
     return params._replace(step_size=step_size(params.update_noise)) if callable(step_size) else params
