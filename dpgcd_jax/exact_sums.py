@@ -133,6 +133,50 @@ def exact_sum(q: Array, axis: int = -1, bits: int | None = None) -> Array:
   return exact_total(block_sums(q, axis, bits))
 
 
+# ----------------------------------------------------------------------------------------
+# Factor grids (derivative clipping: `dpgcd_jax.kernels.derivative_total`): each factor of a
+# product on its own power-of-two grid, so the products are exact integers.
+# ----------------------------------------------------------------------------------------
+
+FACTOR_BITS = 13  # each factor `v` on a grid of `|v| < 2^13` steps: two int8 limbs
+FACTOR_ROWS = 1 << 18  # int32 partial sums of at most 2^18 products of limbs (each `|.| <= 2^12`): below 2^31
+
+
+def factor_scale(bound: Array) -> Array:
+  """`1 / h = 2^(FACTOR_BITS - e)` for `bound < 2^e` (`frexp`): a value clipped to `bound` is
+  less than `2^13` grid steps `h` in magnitude. A power of two (`e` clamped so that it stays normal)."""
+  _, e = jnp.frexp(bound)
+  info = jnp.finfo(bound.dtype)
+  e = jnp.clip(e, int(info.minexp) + FACTOR_BITS + 2, int(info.maxexp) - 1)
+  return power_of_two(FACTOR_BITS - e, bound.dtype)
+
+
+def on_factor_grid(values: Array, bound: Array) -> Array:
+  """`round(values / h)` clipped to `±floor(bound / h)` as int32, `h = 1 / factor_scale(bound)`:
+  `|v h| <= bound` and `|v| < 2^13` (the products by the power of two `1 / h` are exact).
+  `values` finite.
+
+  The rounding (to nearest, ties to even) adds `1.5 * 2^m` (`m` the mantissa's bits, and
+  `|v| <= 2^13 < 2^(m - 1)`): the sum's low bits are then the integer, read by a bitcast. Half
+  the cost of `jnp.round` and a float-to-int conversion on CPU, where this pass over X is the
+  one a derivative-clipped run makes outside its steps.
+  """
+  scale = factor_scale(bound)
+  top = jnp.floor(bound * scale)
+  clipped = jnp.clip(values * scale, -top, top)  # between two integers: the rounding stays within
+  dtype = clipped.dtype
+  int_dtype = {4: jnp.int32, 8: jnp.int64}[np.dtype(dtype).itemsize]
+  magic = jnp.asarray(1.5 * 2.0 ** np.finfo(dtype).nmant, dtype)
+  as_int = lambda x: jax.lax.bitcast_convert_type(x, int_dtype)
+  return (as_int(clipped + magic) - as_int(magic)).astype(jnp.int32)
+
+
+def limbs(v: Array) -> tuple[Array, Array]:
+  """`v = 128 hi + lo` for int32 `|v| < 2^13`: `lo` in [-64, 63], `hi` in [-64, 64], both int8."""
+  hi = (v + 64) >> 7
+  return hi.astype(jnp.int8), (v - (hi << 7)).astype(jnp.int8)
+
+
 def exact_mean(total: Array, scale: Array, num_examples: int | Array, dtype: Any) -> Array:
   """`Q h / n` rounded once to `dtype` (`total = Q` from `exact_sum`, `scale = 1 / h`)."""
   with jax.enable_x64(True):

@@ -16,6 +16,7 @@ Every solver step reads the data through these functions:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import jax
@@ -90,22 +91,35 @@ def check_clipping_mode(problem: Problem, mode: str) -> None:
         f"smoothness_source={problem.smoothness_source!r}; use clipping_mode='coordinate'.")
 
 
-def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
-  """`clip(phi'_i, -c, c)` with `c = min_j C_j / B_j` (`B_j = sqrt(M_j / beta)`, the feature bound).
+def derivative_bounds(problem: Problem, thresholds: Array) -> tuple[Array, Array]:
+  """`(B, c)`: the feature bounds `B_j = sqrt(M_j / beta)` and the derivative's clip
+  `c = (1 - 2^-20) min_j C_j / B_j` over the true features.
 
-  Derivative clipping (GLM, `|x_ij| <= B_j`): every coordinate of a per-example gradient
-  `clip(phi'_i) x_ij` is at most `c B_j <= C_j` in magnitude, so replacing one record moves
-  `g_j` by at most `2 c B_j / n <= 2 C_j / n`: the ledger's `Delta_j` holds unchanged
-  (`= 2 c B_j / n` with the scalar clip rule and `l2 = 0`: `C_j = clip sqrt(M_j / beta)
-  = clip B_j`). Unlike coordinate clipping it scales a whole per-example gradient by one factor
-  (its direction is kept). The features are clipped to `B` when the problem is built, and
-  the per-coordinate clip at `C_j` stays in the exact sum (inactive in real arithmetic) so
-  that the bound also holds after floating-point rounding of `B_j` and the products.
+  The factor `1 - 2^-20` absorbs the roundings of the quotients, so that `B_j c < C_j` holds
+  for the float values themselves: the terms of [`derivative_total`][dpgcd_jax.kernels.derivative_total],
+  each at most `B_j c`, then stay within every `C_j`.
   """
   B = jnp.sqrt(problem.smoothness / problem.curvature)
   ratios = thresholds / B
   mask = problem.column_mask
   c = jnp.min(ratios if mask is None else jnp.where(mask, ratios, jnp.inf))
+  return B, c * (1.0 - 2.0**-20)
+
+
+def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
+  """`clip(phi'_i, -c, c)` with `c` of [`derivative_bounds`][dpgcd_jax.kernels.derivative_bounds]
+  (`c < min_j C_j / B_j`, `B_j = sqrt(M_j / beta)`, the feature bound).
+
+  Derivative clipping (GLM, `|x_ij| <= B_j`): every coordinate of a per-example gradient
+  `clip(phi'_i) x_ij` is at most `c B_j < C_j` in magnitude, so replacing one record moves
+  `g_j` by at most `2 c B_j / n < 2 C_j / n`: the ledger's `Delta_j` holds unchanged
+  (`C_j = clip sqrt(M_j / beta) = clip B_j` with the scalar clip rule and `l2 = 0`). Unlike
+  coordinate clipping it scales a whole per-example gradient by one factor (its direction is
+  kept). The features are clipped to `B` when the problem is built and again on the grid of
+  [`quantized_features`][dpgcd_jax.kernels.quantized_features], so the bound holds for the
+  float values the sum reads.
+  """
+  _, c = derivative_bounds(problem, thresholds)
   return jnp.clip(clipping.finite_or_zero(dphi), -c, c)
 
 
@@ -136,6 +150,8 @@ def clipped_gradient(problem: Problem, w: Array, margins: Array | None, threshol
     grads_t = per_example_gradients_t(problem, w, margins)
     return clipping.clipped_mean(grads_t, thresholds[:, None], axis=1, count=problem.mean_count) + problem.l2 * w
   dphi = clipped_derivatives(problem, margins, thresholds, mode)
+  if mode == "derivative":
+    return _derivative_mean(problem, dphi, thresholds) + problem.l2 * w
   if isinstance(XT, sparse.SparseColumns):
     return XT.clipped_mean(dphi, thresholds) + problem.l2 * w
   return _blocked_clipped_mean(XT, dphi, thresholds, problem.mean_count) + problem.l2 * w
@@ -187,6 +203,117 @@ def clipped_total(XT: Array, dphi: Array, thresholds: Array, bits: int) -> Array
   sums = lambda x, c, s: exact_sums.block_sums(clipping.quantize(x * dphi[None, :], c[:, None], s[:, None]),
                                              bits=bits)
   return exact_sums.exact_total(_feature_blocks(sums, XT, thresholds, scale))
+
+
+# ----------------------------------------------------------------------------------------
+# Derivative clipping's exact sum: the features and the derivative on integer grids, multiplied
+# as int8 matrices (one read of a quarter of X's bytes per limb: at the memory floor, and a
+# GEMM for K configurations under jax.vmap).
+# ----------------------------------------------------------------------------------------
+
+def quantized_features(XT: Array, bounds: Array) -> Array:
+  """The features on derivative clipping's grid, as a (2, p, n) int8 array of limbs.
+
+  `v_ij = round(x_ij / h_j)` clipped to `±floor(B_j / h_j)` (`h_j = 1 / factor_scale(B_j)`,
+  [`dpgcd_jax.exact_sums.on_factor_grid`][]): `|v_ij h_j| <= B_j`, `|v_ij| < 2^13`, a rounding error
+  of at most `h_j / 2 < 2^-12 B_j`; stored as `v = 128 hi + lo` ([`dpgcd_jax.exact_sums.limbs`][]).
+  A per-record map of the data (each entry from its own value and the public bounds).
+  """
+  return jnp.stack(exact_sums.limbs(exact_sums.on_factor_grid(XT, bounds[:, None])))
+
+
+def derivative_total(factors: Array, dphi: Array, c: Array) -> Array:
+  """`Q_j = sum_i v_ij u_i`, exactly (int64): `v` the [`quantized_features`][dpgcd_jax.kernels.quantized_features],
+  `u_i = round(dphi_i / h_c)` clipped to `±floor(c / h_c)` (`h_c = 1 / factor_scale(c)`).
+
+  Sensitivity: `Q_j h_j h_c / n` is the mean of the terms `(v_ij h_j)(u_i h_c)`, each at most
+  `B_j c < C_j` in magnitude ([`derivative_bounds`][dpgcd_jax.kernels.derivative_bounds]), exactly;
+  replacing one record moves that mean by at most `2 C_j / n`, the coordinate-clipped mean's
+  sensitivity before its final rounding, as for [`clipped_total`][dpgcd_jax.kernels.clipped_total].
+
+  Arithmetic: both factors are two int8 limbs; the four products of limbs are int8 matrix
+  products with int32 sums over at most `2^18` records (`exact_sums.FACTOR_ROWS`; each product at
+  most `64 * 64` in magnitude, so every sum stays below `2^31`), combined in int64 (`|Q| < n 2^26`).
+  Integers: any order of the additions and any partition of the records (row chunks, hosts)
+  give the same `Q`. One read of a quarter of X's float32 bytes per limb, and under `jax.vmap`
+  over configurations one GEMM for all of them.
+  """
+  # (n, 2): an int8 GEMM of two columns (an int8 GEMV runs about 30x slower on CPU)
+  D = jnp.stack(exact_sums.limbs(exact_sums.on_factor_grid(dphi, c)), axis=1)
+  _, p, n = factors.shape
+  X = factors.reshape(2 * p, n)
+  rows = exact_sums.FACTOR_ROWS
+  parts = [jnp.dot(X[:, s:s + rows], D[s:s + rows], preferred_element_type=jnp.int32) for s in range(0, n, rows)]
+  with jax.enable_x64(True):
+    A = sum(part.astype(jnp.int64) for part in parts)
+    return (A[:p, 0] << 14) + ((A[:p, 1] + A[p:, 0]) << 7) + A[p:, 1]
+
+
+def _derivative_totals(XT: Array | sparse.SparseColumns, factors: Array | None, dphi: Array, bounds: Array,
+                       c: Array) -> Array:
+  """[`derivative_total`][dpgcd_jax.kernels.derivative_total] of dense features (their `factors`
+  when a run made them, else made here), or its sparse form."""
+  if isinstance(XT, sparse.SparseColumns):
+    return XT.derivative_total(dphi, bounds, c)
+  return derivative_total(quantized_features(XT, bounds) if factors is None else factors, dphi, c)
+
+
+def derivative_scale(bounds: Array, c: Array) -> Array:
+  """`1 / (h_j h_c)`, the grid of [`derivative_total`][dpgcd_jax.kernels.derivative_total]'s totals, in
+  float64 (a power of two: exact)."""
+  with jax.enable_x64(True):
+    return exact_sums.factor_scale(bounds).astype(jnp.float64) * exact_sums.factor_scale(c).astype(jnp.float64)
+
+
+def total_scale(problem: Problem, thresholds: Array, mode: str, bits: int) -> Array:
+  """`1 / h`, the grid of the exact totals of the clipped gradient's data term
+  ([`chunk_total`][dpgcd_jax.kernels.chunk_total]): the mean is `Q h / n`."""
+  if mode == "derivative":
+    return derivative_scale(*derivative_bounds(problem, thresholds))
+  return exact_sums.grid_scale(thresholds, bits)
+
+
+def chunk_total(problem: Problem, dphi: Array, thresholds: Array, mode: str, bits: int) -> Array:
+  """The exact totals `Q_j` of the clipped gradient's data term over `problem`'s records (a chunk
+  of rows: the totals of a partition add up to the whole's), dense or sparse; `dphi` finite and
+  clipped as `mode` clips it ([`clipped_derivatives`][dpgcd_jax.kernels.clipped_derivatives])."""
+  XT = problem.XT
+  if mode == "derivative":
+    return _derivative_totals(XT, problem.factors, dphi, *derivative_bounds(problem, thresholds))
+  if isinstance(XT, sparse.SparseColumns):
+    return XT.clipped_total(dphi, thresholds, bits)
+  return clipped_total(XT, dphi, thresholds, bits)
+
+
+def prepared(problem: Problem, mode: str) -> Problem:
+  """`problem` with its [`quantized_features`][dpgcd_jax.kernels.quantized_features] as `factors` when
+  its steps read them (dense GLM features, `mode="derivative"`): one pass over X per run, not one
+  per step. Otherwise `problem` itself."""
+  if (mode != "derivative" or problem.factors is not None or isinstance(problem.XT, sparse.SparseColumns)
+      or not problem.loss.is_glm):
+    return problem
+  bounds, _ = derivative_bounds(problem, problem.smoothness)  # B_j only: the thresholds play no part
+  return dataclasses.replace(problem, factors=quantized_features(problem.XT, bounds))
+
+
+def _derivative_mean(problem: Problem, dphi: Array, thresholds: Array) -> Array:
+  """`mean_i (v_ij h_j)(u_i h_c)` for every j ([`derivative_total`][dpgcd_jax.kernels.derivative_total]),
+  rounded once; infinite thresholds (clipping off, non-private): the plain float mean of
+  `x_ij dphi_i`."""
+  bounds, c = derivative_bounds(problem, thresholds)
+
+  def exact(thresholds, XT, factors, bounds, c, dphi, count):
+    total = _derivative_totals(XT, factors, dphi, bounds, c)
+    return exact_sums.exact_mean(total, derivative_scale(bounds, c), count, XT.dtype)
+
+  def plain(thresholds, XT, factors, bounds, c, dphi, count):
+    if isinstance(XT, sparse.SparseColumns):
+      return (jax.ops.segment_sum(dphi[XT.rows] * XT.vals, XT.cols, num_segments=XT.shape[0]) / count).astype(XT.dtype)
+    one = lambda x: jnp.sum(x * dphi[None, :], axis=1)  # a sum per feature: the same under jax.vmap
+    return (_feature_blocks(one, XT) / count).astype(XT.dtype)
+
+  return clipping.when_finite(thresholds, exact, plain, problem.XT, problem.factors, bounds, c,
+                              clipping.finite_or_zero(dphi), jnp.asarray(problem.mean_count))
 
 
 def _feature_blocks(one: Callable[..., Array], XT: Array, *per_row: Array) -> Array:

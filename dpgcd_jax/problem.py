@@ -99,7 +99,7 @@ def smoothness_source(value: str | SmoothnessSource) -> SmoothnessSource:
                    f"got smoothness_source={value!r}.")
 
 
-@_pytree.dataclass_pytree(data_fields=["XT", "y", "smoothness", "l2", "penalty", "rows", "columns"],
+@_pytree.dataclass_pytree(data_fields=["XT", "y", "smoothness", "l2", "penalty", "rows", "columns", "factors"],
                           meta_fields=["loss", "smoothness_source"])
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -123,6 +123,10 @@ class Problem:
       zero records to a public bucket ([`pad`][dpgcd_jax.layout.pad]); means divide by it.
     columns: None, or the true number of features when `XT` is padded with zero features;
       the padded coordinates are never selected.
+    factors: None, or the features on derivative clipping's integer grid (two int8 limbs,
+      [`dpgcd_jax.kernels.quantized_features`][]): set by a run for its steps
+      ([`dpgcd_jax.kernels.prepared`][]), never by hand; a problem whose `XT` or `smoothness`
+      changes must not carry it.
   """
 
   XT: Array | sparse.SparseColumns
@@ -134,6 +138,7 @@ class Problem:
   smoothness_source: SmoothnessSource = PublicSmoothness.DECLARED
   rows: Array | None = None
   columns: Array | None = None
+  factors: Array | None = None
 
   def __post_init__(self) -> None:
     object.__setattr__(self, "smoothness_source", smoothness_source(self.smoothness_source))

@@ -141,6 +141,16 @@ class SparseColumns:
       exact = jnp.float64 if self.dtype == jnp.float32 else jnp.int64
       return jax.ops.segment_sum(q.astype(exact), self.cols, num_segments=p, indices_are_sorted=True)
 
+  def derivative_total(self, dphi: Array, bounds: Array, c: Array) -> Array:
+    """`Q_j = sum_i v_ij u_i` over the stored entries, exactly (int64): the sparse form of
+    [`dpgcd_jax.kernels.derivative_total`][] (the same factor grids, so the same totals as the
+    dense features; an unstored or padded entry is 0 on the grid)."""
+    v = exact_sums.on_factor_grid(self.vals, bounds[self.cols])
+    u = exact_sums.on_factor_grid(dphi, c)
+    with jax.enable_x64(True):  # each product is below 2^26 in magnitude, each sum below n 2^26
+      terms = v.astype(jnp.int64) * u[self.rows].astype(jnp.int64)
+      return jax.ops.segment_sum(terms, self.cols, num_segments=self.shape[0], indices_are_sorted=True)
+
   def clipped_coordinate_mean(self, dphi: Array, thresholds: Array, j: Array) -> Array:
     """Coordinate `j` of `clipped_mean` in O(K) (the same exact mean and grid)."""
     rows, vals = self.column(j)

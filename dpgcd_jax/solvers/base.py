@@ -289,7 +289,10 @@ _compiled_passes_in_place = jax.jit(functools.partial(_compiled_passes_program, 
 def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: Any,
             passes: Array, targets: Array | None, *, capacity: int | None, store_objective: bool,
             options: tuple[tuple[str, Any], ...], progress: bool = False) -> Result:
-  """The runs (traced in `_compiled_passes_program`): records padded to `capacity` passes."""
+  """The runs (traced in `_compiled_passes_program`): records padded to `capacity` passes.
+  Derivative clipping's steps read the features' integer limbs, made once here
+  ([`dpgcd_jax.kernels.prepared`][])."""
+  problem = kernels.prepared(problem, dict(options).get("clipping_mode", "coordinate"))
   if targets is not None:
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(targets.shape[0]))
     one_target = lambda y, k: _passes(  # noqa: E731

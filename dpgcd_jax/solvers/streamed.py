@@ -218,6 +218,7 @@ def fit(
   M = problem_lib.coordinate_smoothness(first)
   thresholds = clipping.coordinate_thresholds(params.clip, M, first.curvature)
   bits = exact_sums.grid_bits(first.XT.dtype, n)
+  scale_of_totals = kernels.total_scale(first, thresholds, clipping_mode, bits)
   beta = jnp.asarray(first.curvature, M.dtype)
   half = first.smoothness / beta / 2  # B_j^2 / 2: the shifted moments' clip (dpgcd_jax.curvature)
   moment_total: Any = 0
@@ -231,7 +232,7 @@ def fit(
     coordinates = np.zeros(passes, np.int32)
     changes = jnp.zeros(passes, w.dtype)
     for t in range(passes):
-      total: Any = 0  # exact: int64 totals (float64 data) or float64 integers below 2^53 (float32)
+      total: Any = 0  # exact: int64 totals (float64 data, derivative clipping) or float64 integers below 2^53
       rows = 0
       history = jnp.asarray(coordinates)  # once per pass, not per chunk
       moments_now = curvature == "released" and moments is None  # the second moments do not depend on w: one pass
@@ -251,7 +252,7 @@ def fit(
       if rows != n:
         raise ValueError(f"Expected the chunks to hold num_examples={n} records, got {rows} in pass {t}.")
       with jax.enable_x64(True):  # the exact totals stay float64 on the device
-        g = _gradient(jnp.asarray(total), w, first.l2, thresholds, num_examples=n, bits=bits)
+        g = _gradient(jnp.asarray(total), w, first.l2, scale_of_totals, num_examples=n)
       released = None if moments is None else (moments, 2.0 * half, beta, jnp.asarray(first.l2, M.dtype))
       j, new_wj = _step(driver.step_key(run_key, t), g, w, first.l2 * w, first.penalty, params, M, thresholds,
                         released, num_examples=n, selection=selection, update=update, rule=rule)
@@ -316,9 +317,7 @@ def _chunk_total(chunk: problem_lib.Problem, w0: Array, coordinates: Array, chan
   margins = jax.lax.fori_loop(
       0, t, lambda s, m: kernels.update_margins(chunk, m, coordinates[s], changes[s]), margins)
   dphi = clipping.finite_or_zero(kernels.clipped_derivatives(chunk, margins, thresholds, mode))
-  if isinstance(chunk.XT, sparse.SparseColumns):  # a scipy.sparse chunk: its stored entries
-    return chunk.XT.clipped_total(dphi, thresholds, bits)
-  return kernels.clipped_total(cast(Array, chunk.XT), dphi, thresholds, bits)
+  return kernels.chunk_total(chunk, dphi, thresholds, mode, bits)  # a scipy.sparse chunk: its stored entries
 
 
 @functools.partial(jax.jit, static_argnames=("bits",))
@@ -346,11 +345,11 @@ def _chunk_moment_total(chunk: problem_lib.Problem, half: Array, *, bits: int) -
   return kernels.clipped_total(squares - half[:, None], jnp.ones(squares.shape[1], squares.dtype), half, bits)
 
 
-@functools.partial(jax.jit, static_argnames=("num_examples", "bits"))
-def _gradient(total: Array, w: Array, l2: Array, thresholds: Array, *, num_examples: int, bits: int) -> Array:
-  """`g = Q h / n + l2 w`, rounded as the in-memory clipped gradient
-  ([`dpgcd_jax.kernels.clipped_gradient`][])."""
-  return exact_sums.exact_mean(total, exact_sums.grid_scale(thresholds, bits), num_examples, w.dtype) + l2 * w
+@functools.partial(jax.jit, static_argnames=("num_examples",))
+def _gradient(total: Array, w: Array, l2: Array, scale: Array, *, num_examples: int) -> Array:
+  """`g = Q h / n + l2 w` (`scale = 1 / h`, [`dpgcd_jax.kernels.total_scale`][]), rounded as the
+  in-memory clipped gradient ([`dpgcd_jax.kernels.clipped_gradient`][])."""
+  return exact_sums.exact_mean(total, scale, num_examples, w.dtype) + l2 * w
 
 
 @functools.partial(jax.jit, static_argnames=("num_examples", "selection", "update", "rule"))

@@ -127,7 +127,14 @@ def test_derivative_clipping_is_x_transpose_clipped_derivative_and_refused_witho
   g = kernels.clipped_gradient(problem, w, kernels.init_margins(problem, w), thresholds, "derivative")
   Xc = np.clip(X, -1.5, 1.5)
   dphi = -y / (1 + np.exp(y * (Xc @ np.asarray(w))))
-  np.testing.assert_allclose(g, Xc.T @ np.clip(dphi, -0.2, 0.2) / 50, rtol=1e-9, atol=1e-12)
+  # A NumPy reference of the factor grids: x on 2^-12 (1.5 < 2^1: 2^(1 - 13)), the derivative on
+  # 2^-15 (its clip c = 0.2 (1 - 2^-20) < 2^-2), each rounded and clipped to the bound's floor.
+  c = 0.2 * (1 - 2.0**-20)
+  v = np.clip(np.round(Xc * 2.0**12), -np.floor(1.5 * 2.0**12), np.floor(1.5 * 2.0**12))
+  u = np.clip(np.round(dphi * 2.0**15), -np.floor(c * 2.0**15), np.floor(c * 2.0**15))
+  np.testing.assert_array_equal(g, (v.T @ u) * 2.0**-27 / 50)
+  # ... which is X^T clip(phi') / n up to the grids' rounding (half a step of each factor)
+  np.testing.assert_allclose(g, Xc.T @ np.clip(dphi, -0.2, 0.2) / 50, rtol=0, atol=2.0**-13 * 0.2 + 2.0**-16 * 1.5)
   with pytest.raises(ValueError, match="clipping_mode='derivative'"):
     kernels.check_clipping_mode(dg.make_problem(X, y, "logistic", smoothness=np.ones(6)), "derivative")
   with pytest.raises(ValueError, match="clipping_mode='per-example'"):
