@@ -20,6 +20,9 @@ from scipy import stats
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
+from dpgcd_jax import peeling
+from dpgcd_jax.privacy import costs
+from dpgcd_jax.solvers import dp_fw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "dpgcd_jax"
 LAYER = {"mechanisms.py", "discrete_noise.py"}
@@ -156,6 +159,27 @@ def test_the_rule_catches_each_way_of_drawing_noise(snippet):
 ])
 def test_the_rule_allows_randomness_that_is_not_privacy_noise(snippet):
   assert not _noise_references(snippet)
+
+
+def test_the_mechanism_and_cost_registries_agree():
+  """`dpgcd_jax.mechanisms` and `dpgcd_jax.privacy.costs`: one registry. Each mechanism object is
+  registered under its cost's name, the two tables hold the same names, each object's cost is the
+  cost table's entry, and `discrete` agrees; the secure maps and the name tuples of peeling and
+  DP-FW (non-secure, secure) name registered mechanisms, the secure ones discrete."""
+  for objects, table in ((mechanisms.SELECTIONS, costs.SELECTIONS), (mechanisms.UPDATES, costs.UPDATES)):
+    assert set(objects) == set(table)
+    for name, mechanism in objects.items():
+      assert mechanism.name == name and mechanism.cost is table[name]
+      assert mechanisms.is_discrete(mechanism) is table[name].discrete
+  for secure_map, objects in ((mechanisms.SECURE_SELECTIONS, mechanisms.SELECTIONS),
+                              (mechanisms.SECURE_UPDATES, mechanisms.UPDATES)):
+    assert set(secure_map) <= set(objects)
+    assert all(mechanisms.is_discrete(objects[name]) for name in secure_map.values())
+  for names in (peeling.SELECTIONS, dp_fw.SELECTIONS):
+    plain, secure = (mechanisms.SELECTIONS[name] for name in names)
+    assert not mechanisms.is_discrete(plain) and mechanisms.is_discrete(secure)
+  assert peeling.SELECTIONS == (peeling.ROUND.name, peeling.SECURE_ROUND.name)
+  assert dp_fw.SELECTIONS[0] == dp_fw.SELECTION.name
 
 
 def test_vector_updates_are_the_iid_sampler():
