@@ -402,7 +402,7 @@ def test_the_figures_in_the_text_are_the_exact_law():
 
 
 def test_the_privacy_page_maps_each_review_finding_to_tests_that_exist():
-  """docs/privacy.md ("The review findings and the tests that catch them"): one row for each of issue 29's
+  """docs/privacy.md ("The review findings and the tests that catch them"): one row for each of the review's
   findings F1-F4 and M1-M3, in order, each naming tests by `path::name`; every named test is defined
   in the named file (a rename or a removal fails here)."""
   rows = _table("finding", PRIVACY_DOC)
