@@ -52,7 +52,7 @@ Array = jax.Array
 
 ROUND = mechanisms.GumbelMax()  # one round: the exponential mechanism, BoundedRange(2 / b)
 SECURE_ROUND = mechanisms.DiscreteLaplaceNoisyMax()  # one secure round: PureDp(2 / b)
-SELECTIONS = ("gumbel", "discrete_laplace")  # secure_noise=False / True
+SELECTIONS = (ROUND.name, SECURE_ROUND.name)  # secure_noise=False / True: the rounds' registry names
 
 
 def peel(key: Array, scores: Array, sparsity: int, multiplier: Array, sensitivity: Array) -> Array:

@@ -92,7 +92,8 @@ from dpgcd_jax.solvers import guards
 Array = jax.Array
 
 SELECTION = mechanisms.GumbelMax()  # the exponential mechanism, BoundedRange(2 / b) per use
-SELECTIONS = ("gumbel", "discrete_laplace")  # secure_noise=False / True
+# secure_noise=False / True: registry names (secure: discrete report-noisy-max, PureDp(2 / b) per use)
+SELECTIONS = (SELECTION.name, mechanisms.DiscreteLaplaceNoisyMax().name)
 
 
 class Params(NamedTuple):

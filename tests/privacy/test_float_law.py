@@ -34,8 +34,10 @@ from scipy import stats
 from dpgcd_jax import discrete_noise as dn
 from dpgcd_jax import mechanisms
 from dpgcd_jax.privacy import accounting
+from dpgcd_jax.privacy import events
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "secure_noise.md"
+PRIVACY_DOC = DOC.parent / "privacy.md"
 MANTISSA = {32: 23, 64: 52}
 TAIL64 = 2**16
 SAMPLERS = ("laplace", "normal", "gumbel")
@@ -310,9 +312,9 @@ FITS = {  # first cell -> (selection, update, the update's mass, the selection's
 }
 
 
-def _table(header):
-  """The rows (lists of cells) of the table whose header row starts with `header`."""
-  lines = DOC.read_text(encoding="utf-8").splitlines()
+def _table(header, doc=DOC):
+  """The rows (lists of cells) of the table of `doc` whose header row starts with `header`."""
+  lines = doc.read_text(encoding="utf-8").splitlines()
   start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header} |"))
   body = itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2:])
   return [[cell.strip() for cell in line.strip("|").split("|")] for line in body]
@@ -379,15 +381,35 @@ def test_the_figures_in_the_text_are_the_exact_law():
   assert f"`r` is {min(ratios):.3f} to {max(ratios):.3f}" in text
   small_s = [_figure(gaussian_cap_mass(1 / s)) for s in (0.2, 0.15)]
   assert f"({small_s[0]} at `s = 0.2`, {small_s[1]} at `s = 0.15`" in text
-  # The README's summary and the feature scales' page.
-  readme = " ".join((DOC.parents[1] / "README.md").read_text(encoding="utf-8").split())
+  # The README's summary, and the privacy page's "What each mode guarantees": the same figures.
   ranges = {name: f"[{law(name)[0][0]:.3f}, {law(name)[1][-1]:.3f}]" for name in SAMPLERS}
-  assert (f"normal lies in {ranges['normal']}, its Laplace in {ranges['laplace']} and its Gumbel in "
-          f"{ranges['gumbel']}") in readme
   per_fit = float(rows[0][-1])
-  assert f"2^-23 = {_figure(2.0**-23)} per value" in readme and per_fit > 1e-6
-  assert f"{normal[1]} for a Gaussian value at Delta / scale = 1; a default 10-pass fit" in readme
-  assert f"at delta = 1e-6 carries {_figure(per_fit)} of it" in readme
+  assert per_fit > 1e-6
+  for page in (DOC.parents[1] / "README.md", PRIVACY_DOC):
+    summary = " ".join(page.read_text(encoding="utf-8").split())
+    assert (f"normal lies in {ranges['normal']}, its Laplace in {ranges['laplace']} and its Gumbel in "
+            f"{ranges['gumbel']}") in summary, page.name
+    assert f"2^-23 = {_figure(2.0**-23)} per value" in summary, page.name
+    assert f"{normal[1]} for a Gaussian value at Delta / scale = 1; a default 10-pass fit" in summary, page.name
+    assert f"at delta = 1e-6 carries {_figure(per_fit)} of it" in summary, page.name
+  privacy_page = " ".join(PRIVACY_DOC.read_text(encoding="utf-8").split())
+  assert f"within total variation {events.DRAW_TOTAL_VARIATION:.1e} of the exact law" in privacy_page
+  assert f"{rows[3][-1]} for the default 10-pass fit above" in privacy_page and rows[3][:2] == ["`secure_noise=True`",
+                                                                                                "10"]
   scales_page = " ".join((DOC.parent / "scales.md").read_text(encoding="utf-8").split())
   assert f"never exceeds {law('normal')[1][-1]:.3f}" in scales_page
   assert f"2^-23 = {_figure(2.0**-23)} per draw" in scales_page
+
+
+def test_the_privacy_page_maps_each_review_finding_to_tests_that_exist():
+  """docs/privacy.md ("The review findings and the tests that catch them"): one row for each of the review's
+  findings F1-F4 and M1-M3, in order, each naming tests by `path::name`; every named test is defined
+  in the named file (a rename or a removal fails here)."""
+  rows = _table("finding", PRIVACY_DOC)
+  assert [row[0] for row in rows] == ["F1", "F2", "F3", "F4", "M1", "M2", "M3"]
+  root = DOC.parents[1]
+  for finding, _, tests in rows:
+    ids = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", tests)
+    assert ids and len(ids) == tests.count("::"), finding
+    for path, name in ids:
+      assert re.search(rf"^def {name}\(", (root / path).read_text(encoding="utf-8"), re.M), (finding, path, name)

@@ -15,6 +15,9 @@ mechanism added to a registry is audited here without a new test. The figures: d
 
 The updates are drawn as one release of a vector of `runs` equal values (iid noise per entry, the
 law of each scalar release); the selections one per key (`jax.vmap`).
+
+AboveThreshold (`dpgcd_jax.privacy.bounds`, the private feature bound, drawn through the layer's
+`DiscreteLaplaceNoise`) is audited the same way on the worst-case pair of its proof.
 """
 
 import functools
@@ -29,6 +32,7 @@ import pytest
 import dpgcd_jax as dg
 from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
+from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import distinguisher
 from dpgcd_jax.privacy.ledger import Ledger
@@ -178,6 +182,60 @@ def test_the_distinguisher_names_a_bad_argument(kwargs, match):
   args = {"outputs": np.zeros(10), "neighbour_outputs": np.ones(10), "delta": 1e-6} | kwargs
   with pytest.raises(ValueError, match=match):
     distinguisher.likelihood_ratio_audit(args.pop("outputs"), args.pop("neighbour_outputs"), **args)
+
+
+# AboveThreshold: at epsilon = 1.005 its scales are t_1 = 2 > 2 / epsilon and t_2 = 4 > 4 / epsilon, so the
+# proof's bound 1 / t_1 + 2 / t_2 = 1 is just below the charged PureDp(epsilon). The pair (any query may
+# move by 1): the first four queries up by 1 on D', the fifth down by 1 (output 4: the proof's worst case,
+# the threshold's shift and the stopping query's 2 / t_2 at once); the sixth never fires.
+AT_EPSILON = 1.005
+AT_QUERIES = np.array([-2, -2, -2, -2, -2, -30], np.int32), np.array([-1, -1, -1, -1, -3, -30], np.int32)
+AT_RUNS, AT_POWER_RUNS = 80_000, 20_000
+
+
+def _above_threshold_law(queries, t_threshold, t_query):
+  """P(output = k) of AboveThreshold on integer `queries` with discrete Laplace noises of integer scales
+  (`P(z) ~ exp(-|z| / t)`), summed over the noisy threshold `rho` (tails beyond 64 t dropped: < e^-64)."""
+  z = np.arange(-64 * t_query, 64 * t_query + 1)
+  law = lambda t: np.exp(-np.abs(z) / t) / np.sum(np.exp(-np.abs(z) / t))
+  threshold, below = law(t_threshold), np.cumsum(law(t_query))  # below[i] = P(nu <= z[i])
+  out, survive = [], np.ones(z.size)
+  for k, query in enumerate(queries):
+    i = z - query - 1 - z[0]  # P(query + nu < rho) = P(nu <= rho - query - 1)
+    fails = np.where(i < 0, 0.0, below[np.clip(i, 0, z.size - 1)])
+    out.append(np.sum(threshold * survive * (1.0 - fails if k < len(queries) - 1 else 1.0)))  # last: or none
+    survive = survive * fails
+  return np.array(out)
+
+
+def _above_threshold_draws(epsilon, runs, seed):
+  run = jax.jit(jax.vmap(bounds._above_threshold, in_axes=(0, None, None)))
+  keys = jax.random.split(jax.random.key(seed))
+  out = [np.asarray(run(jax.random.split(k, runs), jnp.asarray(q), epsilon)) for k, q in zip(keys, AT_QUERIES,
+                                                                                           strict=True)]
+  assert all(np.all(o >= 0) for o in out)  # no failed draw
+  return out
+
+
+@pytest.mark.slow
+def test_above_threshold_stays_below_its_charge_on_its_worst_case_pair_and_a_quarter_noise_is_refuted():
+  """`dpgcd_jax.privacy.bounds` (AboveThreshold, the same exact integer mechanism in float mode and with
+  `secure_noise=True`): the pair's exact epsilon (the law over the noisy threshold) is within the
+  proof's `1 / t_1 + 2 / t_2 <= epsilon`, and the distinguisher's bound on the drawn indices stays below
+  the charge and reaches most of the pair's epsilon; at 4 epsilon's scales (a quarter of the noise) it
+  is refuted."""
+  t_threshold, t_query, valid = (int(v) for v in bounds.above_threshold_scales(AT_EPSILON, np))
+  assert valid and (t_threshold, t_query) == (2, 4)
+  laws = [_above_threshold_law(q, t_threshold, t_query) for q in AT_QUERIES]
+  exact = float(np.max(np.abs(np.log(laws[0] / laws[1]))))
+  assert exact <= 1 / t_threshold + 2 / t_query <= AT_EPSILON
+  draws = _above_threshold_draws(AT_EPSILON, AT_RUNS, seed=0)
+  np.testing.assert_allclose(np.bincount(draws[0], minlength=6) / AT_RUNS, laws[0], atol=0.01)  # the law drawn
+  res = distinguisher.likelihood_ratio_audit(*draws, delta=PURE_DELTA, bins=None)
+  assert 0.6 * exact <= res.epsilon_lower_bound <= AT_EPSILON, res
+  power = distinguisher.likelihood_ratio_audit(*_above_threshold_draws(4 * AT_EPSILON, AT_POWER_RUNS, seed=1),
+                                               delta=PURE_DELTA, bins=None)
+  assert power.epsilon_lower_bound > AT_EPSILON, power
 
 
 if __name__ == "__main__":  # the table of docs/audit.md, "Per-mechanism audit"

@@ -2,8 +2,9 @@
 
 A rule on the package's code: outside `mechanisms.py` and the exact samplers it uses
 (`discrete_noise.py`), no module uses a `jax.random` function other than keys, `permutation` and
-`randint` (through any alias, `from` import or `getattr`), a sampler of `discrete_noise`, a
-private name of `mechanisms`, or a NumPy generator's sampling method. The randomness that is
+`randint` (through any alias, `from` import or `getattr`), JAX's stateless `lax` generators
+(`rng_uniform`, `rng_bit_generator`), a sampler of `discrete_noise`, a private name of `mechanisms`,
+a NumPy generator's sampling method, or a SciPy distribution's `rvs`. The randomness that is
 not privacy noise is listed file by file in `ALLOWED`, with its reason.
 Then the layer's new entry points are checked against the samplers they wrap.
 """
@@ -20,12 +21,16 @@ from scipy import stats
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
+from dpgcd_jax import peeling
+from dpgcd_jax.privacy import costs
+from dpgcd_jax.solvers import dp_fw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "dpgcd_jax"
 LAYER = {"mechanisms.py", "discrete_noise.py"}
 # jax.random functions that draw no noise (keys, and the public permutation / uniform index).
 JAX_ALLOWED = {"split", "fold_in", "key", "PRNGKey", "key_data", "wrap_key_data", "key_impl", "clone",
                "permutation", "randint"}
+LAX_RNG = {"rng_uniform", "rng_bit_generator"}  # jax.lax's generators: uniform floats, raw bits
 SAMPLERS = {"discrete_laplace", "discrete_gaussian", "bernoulli_exp", "bernoulli_rational"}
 NUMPY_SAMPLING = {"normal", "standard_normal", "laplace", "gumbel", "exponential", "standard_exponential",
                   "logistic", "uniform", "random", "integers", "choice", "geometric", "logseries",
@@ -83,12 +88,15 @@ def _noise_references(source, allowed=()):
       for a in node.names:
         if (module.endswith("random") and a.name not in JAX_ALLOWED and a.name != "random") \
             or (module.endswith("discrete_noise") and (a.name in SAMPLERS or a.name.startswith("_"))) \
-            or (module.endswith("mechanisms") and (a.name == "draw" or a.name.startswith("_"))):
+            or (module.endswith("mechanisms") and (a.name == "draw" or a.name.startswith("_"))) \
+            or a.name in LAX_RNG:
           found.append((node.lineno, f"from {'.' * node.level}{module} import {a.name}"))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args:
       target = _chain(node.args[0])
       if target and (target[-1] == "random" or target[-1] in aliases["random"] | aliases["discrete_noise"]):
         found.append((node.lineno, "getattr(" + ".".join(target) + ", ...)"))
+      if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value in LAX_RNG:
+        found.append((node.lineno, f"getattr(..., {node.args[1].value!r})"))
     chain = _chain(node) if isinstance(node, ast.Attribute) else ()
     if len(chain) >= 2:
       base, name = chain[-2], chain[-1]
@@ -98,13 +106,15 @@ def _noise_references(source, allowed=()):
       sampler = (base == "discrete_noise" or base in aliases["discrete_noise"]) \
           and (name in SAMPLERS or name.startswith("_"))
       private = (base == "mechanisms" or base in aliases["mechanisms"]) and (name == "draw" or name.startswith("_"))
-      if jax_draw or sampler or private:
+      if jax_draw or sampler or private or name in LAX_RNG:
         found.append((node.lineno, ".".join(chain)))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in NUMPY_SAMPLING \
         and "numpy" not in allowed:
       head = _chain(node.func)
       if not (head and (head[0] in ("jax", "jnp") or head[-2:-1] == ("random",) and head[0] != "np")):
         found.append((node.lineno, ast.unparse(node.func)))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "rvs":
+      found.append((node.lineno, ast.unparse(node.func)))  # scipy.stats: a draw, whatever the file allows
   return sorted(set(found))
 
 
@@ -141,6 +151,15 @@ def test_no_noise_is_drawn_outside_the_mechanism_layer():
     "z = np.random.default_rng(0).laplace(size=3)",
     "z = self.rng.normal(size=3)",
     "k = rng.geometric(0.5)",
+    "u = jax.lax.rng_uniform(0.0, 1.0, (3,))",
+    "from jax import lax\nu = lax.rng_uniform(0.0, 1.0, (3,))",
+    "from jax.lax import rng_uniform",
+    "key, bits = jax.lax.rng_bit_generator(key, (3,))",
+    "from jax.lax import rng_bit_generator as gen",
+    "f = getattr(jax.lax, 'rng_bit_generator')",
+    "z = stats.laplace.rvs(size=3, random_state=rng)",
+    "z = scipy.stats.norm(0, 1).rvs(3)",
+    "z = dist.rvs()",
 ])
 def test_the_rule_catches_each_way_of_drawing_noise(snippet):
   assert _noise_references(snippet)
@@ -156,6 +175,27 @@ def test_the_rule_catches_each_way_of_drawing_noise(snippet):
 ])
 def test_the_rule_allows_randomness_that_is_not_privacy_noise(snippet):
   assert not _noise_references(snippet)
+
+
+def test_the_mechanism_and_cost_registries_agree():
+  """`dpgcd_jax.mechanisms` and `dpgcd_jax.privacy.costs`: one registry. Each mechanism object is
+  registered under its cost's name, the two tables hold the same names, each object's cost is the
+  cost table's entry, and `discrete` agrees; the secure maps and the name tuples of peeling and
+  DP-FW (non-secure, secure) name registered mechanisms, the secure ones discrete."""
+  for objects, table in ((mechanisms.SELECTIONS, costs.SELECTIONS), (mechanisms.UPDATES, costs.UPDATES)):
+    assert set(objects) == set(table)
+    for name, mechanism in objects.items():
+      assert mechanism.name == name and mechanism.cost is table[name]
+      assert mechanisms.is_discrete(mechanism) is table[name].discrete
+  for secure_map, objects in ((mechanisms.SECURE_SELECTIONS, mechanisms.SELECTIONS),
+                              (mechanisms.SECURE_UPDATES, mechanisms.UPDATES)):
+    assert set(secure_map) <= set(objects)
+    assert all(mechanisms.is_discrete(objects[name]) for name in secure_map.values())
+  for names in (peeling.SELECTIONS, dp_fw.SELECTIONS):
+    plain, secure = (mechanisms.SELECTIONS[name] for name in names)
+    assert not mechanisms.is_discrete(plain) and mechanisms.is_discrete(secure)
+  assert peeling.SELECTIONS == (peeling.ROUND.name, peeling.SECURE_ROUND.name)
+  assert dp_fw.SELECTIONS[0] == dp_fw.SELECTION.name
 
 
 def test_vector_updates_are_the_iid_sampler():

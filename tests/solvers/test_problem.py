@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.sparse
 
 import dpgcd_jax as dg
 from dpgcd_jax import kernels
@@ -105,13 +106,15 @@ def test_bad_input_raises_a_value_error_naming_it(bad, match):
     dg.make_problem(X, y, loss, **args)
 
 
-def test_dense_features_beyond_the_compute_dtype_raise_naming_x():
-  """x = 1e300 is finite in float64 but infinite in the float32 the fit computes in: an error
-  naming X (before, the cast overflowed silently); with x64 on, the same X is accepted. (A
-  sparse X is not checked: the estimators' sparse path goes through `make_problem` and clips
-  such an entry to the released bound, with no data-dependent error.)"""
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_features_beyond_the_compute_dtype_raise_naming_x(layout):
+  """`dpgcd_jax.problem.make_problem` (and `dpgcd_jax.sparse.from_matrix` under it): x = 1e300 is
+  finite in float64 but infinite in the float32 the fit computes in: the same error naming X for a
+  dense and a scipy.sparse X (before, the cast overflowed silently, the sparse one storing inf:
+  review finding M3); with x64 on, the same X is accepted."""
   X, y = _data()
   X[3, 2] = 1e300
+  X = scipy.sparse.csr_matrix(X) if layout == "sparse" else X
   with jax.enable_x64(False), pytest.raises(ValueError, match=r"Expected X to be finite in float32.*1 entries"):
     dg.make_problem(X, y, "logistic")
   assert dg.make_problem(X, y, "logistic").num_features == 6  # x64 (this module): in range
