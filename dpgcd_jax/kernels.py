@@ -17,6 +17,7 @@ Every solver step reads the data through these functions:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import jax
@@ -245,7 +246,7 @@ def derivative_total(factors: Array, dphi: Array, c: Array) -> Array:
   rows = exact_sums.FACTOR_ROWS
   parts = [jnp.dot(X[:, s:s + rows], D[s:s + rows], preferred_element_type=jnp.int32) for s in range(0, n, rows)]
   with jax.enable_x64(True):
-    A = sum(part.astype(jnp.int64) for part in parts)
+    A = functools.reduce(jnp.add, [part.astype(jnp.int64) for part in parts])
     return (A[:p, 0] << 14) + ((A[:p, 1] + A[p:, 0]) << 7) + A[p:, 1]
 
 

@@ -4,8 +4,8 @@ $$
 F(w) = \\frac1n \\sum_{i=1}^n l(w; x_i, y_i) + \\frac{\\lambda_2}{2} \\|w\\|_2^2 + \\psi(w)
 $$
 
-The data term and `l2` are smooth; `psi` (a [`dpgcd_jax.penalties`][] object) is
-handled by its prox. Neighbouring data sets differ in one record (replace-one; `n` is public).
+The data term and `l2` are smooth; `psi` (a [`dpgcd_jax.penalties`][] object) is handled by its prox.
+Neighbouring data sets differ in one record (replace-one; `n` is public).
 
 Coordinate smoothness `M_j` bounds the curvature of `f = data term + l2 term` along `e_j`; it sets step sizes,
 score normalizations and clipping thresholds, so where it comes from matters for privacy.
@@ -105,10 +105,8 @@ def smoothness_source(value: str | SmoothnessSource) -> SmoothnessSource:
 class Problem:
   """Data and objective of a private ERM problem (a pytree; `loss` is static).
 
-  Build it with [`make_problem`][dpgcd_jax.problem.make_problem], which validates the inputs.
-
-  The features are stored column-major, `XT = X.T` of shape (p, n): the clipped coordinate gradient then
-  reduces over contiguous memory (about 2x faster on CPU, and it vmaps well); column `j` is one row.
+  Build it with [`make_problem`][dpgcd_jax.problem.make_problem], which validates the inputs. The features are
+  stored column-major, `XT = X.T` of shape (p, n): a feature's records are contiguous (one row).
 
   Attributes:
     XT: (p, n) transposed features (`X` is a property): a dense array, or [`dpgcd_jax.sparse.SparseColumns`][].
@@ -119,14 +117,10 @@ class Problem:
     loss: the per-example loss.
     smoothness_source: where `smoothness` comes from, a [`SmoothnessSource`][dpgcd_jax.problem.SmoothnessSource]:
       public ("declared", "feature_bound") or from the data ("data", "data_nonprivate"); a string is converted.
-    rows: None, or the true number of examples `n` (a traced int) when `XT` is padded with
-      zero records to a public bucket ([`pad`][dpgcd_jax.layout.pad]); means divide by it.
-    columns: None, or the true number of features when `XT` is padded with zero features;
-      the padded coordinates are never selected.
-    factors: None, or the features on derivative clipping's integer grid (two int8 limbs,
-      [`dpgcd_jax.kernels.quantized_features`][]): set by a run for its steps
-      ([`dpgcd_jax.kernels.prepared`][]), never by hand; a problem whose `XT` or `smoothness`
-      changes must not carry it.
+    rows: None, or the true number of examples `n` (a traced int) when `XT` is padded with zero records
+      to a public bucket ([`pad`][dpgcd_jax.layout.pad]); means divide by it.
+    columns: None, or the true number of features when `XT` is padded with zero features (never selected).
+    factors: None, or `XT`'s int8 limbs for derivative clipping, set by a run ([`dpgcd_jax.kernels.prepared`][]).
   """
 
   XT: Array | sparse.SparseColumns
@@ -207,8 +201,8 @@ def make_problem(
       ([`dpgcd_jax.sparse.from_matrix`][]); default (None) their public buckets.
 
   Raises:
-    ValueError: naming the argument, for NaN / infinite data (a dense X also for entries the
-      cast to the compute dtype would make infinite, e.g. 1e300 in float32), mismatched shapes, a loss
+    ValueError: naming the argument, for NaN / infinite data (also for entries the cast to the
+      compute dtype would make infinite, e.g. 1e300 in float32, dense or sparse), mismatched shapes, a loss
       that does not return a scalar, labels that are not in {-1, +1} for the logistic loss,
       negative `l2`, a penalty that is not a penalty object or has the wrong length, bad
       `smoothness` or `feature_bound`.
