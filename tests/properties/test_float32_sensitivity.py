@@ -313,3 +313,36 @@ def test_noise_multipliers_are_rounded_up_when_cast_to_float32(solver_name):
       got = np.asarray(getattr(cast, name))
       assert got.dtype == np.float32 and float(got) >= value
       assert float(got) <= float(np.nextafter(np.float32(value), np.float32(np.inf)))  # one ulp at most
+
+
+def test_derivative_total_is_exact_at_its_largest_terms_across_int32_blocks():
+  """`kernels.derivative_total`: the integer sum of the factor grids' products, exactly, over more
+  records than one int32 block holds, with every limb at its largest (bounds just below a power of
+  two, `x = ±B`, `phi' = ±c`: limbs of 64, so int32 sums over 2^19 records would overflow); a
+  NumPy int64 reference; the sparse form gives the same totals; replacing one record moves a
+  total by at most twice the largest term, and by exactly that at the extremes."""
+  n = (1 << 19) + 64
+  rng = np.random.default_rng(0)
+  bounds = jnp.asarray([1.999, 3.999, 0.3], jnp.float32)
+  XT = np.stack([np.full(n, 1.999), np.full(n, -3.999), rng.uniform(-0.3, 0.3, n)]).astype(np.float32)
+  dphi = np.full(n, 0.7, np.float32)
+  dphi[1::100_000] = rng.uniform(-0.7, 0.7, 6)  # all others (record 0 too) clipped to c
+  c = jnp.float32(0.4999)  # every derivative above it clipped to it
+  total = np.asarray(kernels.derivative_total(kernels.quantized_features(jnp.asarray(XT), bounds), jnp.asarray(dphi),
+                                              c))
+  scale_x = np.asarray(exact_sums.factor_scale(bounds), np.float64)
+  scale_c = float(exact_sums.factor_scale(c))
+  top_x, top_c = np.floor(np.asarray(bounds, np.float64) * scale_x), np.floor(float(c) * scale_c)
+  assert top_x[0] > 8100 and top_c > 8100  # hi limbs of 64
+  v = np.clip(np.round(XT.astype(np.float64) * scale_x[:, None]), -top_x[:, None], top_x[:, None]).astype(np.int64)
+  u = np.clip(np.round(dphi.astype(np.float64) * scale_c), -top_c, top_c).astype(np.int64)
+  np.testing.assert_array_equal(total, v @ u)
+  assert np.sum((v[0] + 64) // 128 * ((u + 64) // 128)) >= 1 << 31  # the high limbs' sum: beyond int32
+  sparse_X = dg.make_problem(scipy.sparse.csr_matrix(XT.T), np.ones(n, np.float32), "logistic",
+                             feature_bound=np.asarray(bounds)).XT
+  np.testing.assert_array_equal(np.asarray(sparse_X.derivative_total(jnp.asarray(dphi), bounds, c)), total)
+  neighbour = XT.copy()
+  neighbour[:, 0] = -neighbour[:, 0]
+  moved = np.asarray(kernels.derivative_total(kernels.quantized_features(jnp.asarray(neighbour), bounds),
+                                              jnp.asarray(dphi), c)) - total
+  assert np.all(np.abs(moved) <= 2 * top_x * top_c) and np.abs(moved[0]) == 2 * top_x[0] * top_c
