@@ -133,7 +133,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       is equivariant to per-coordinate scaling, so this is a fit on `x_ij / B_j`.
     clipping: "coordinate" (default: the paper's per-coordinate clipping of `phi' x_ij` at
       `clip B_j`) or "derivative" (the scalar `phi'` clipped at `clip`: the same
-      sensitivity `2 clip B_j / n`; measured less accurate here, see DPGCDRegressor).
+      sensitivity `2 clip B_j / n`; measured less accurate here, see DPGCDRegressor; about
+      6x faster per step on dense features, an int8 matrix product over their 13-bit grid,
+      `dpgcd_jax.kernels.derivative_total`).
     secure_noise: floating-point-safe noise (`dpgcd_jax.discrete_noise`): report-noisy-max
       with discrete Laplace noise and discrete Gaussian updates (and curvature releases) on a
       public grid, accounted as such. Several times slower per step. The released bounds and
