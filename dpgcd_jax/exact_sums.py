@@ -147,14 +147,14 @@ def factor_scale(bound: Array) -> Array:
   less than `2^13` grid steps `h` in magnitude. A power of two (`e` clamped so that it stays normal)."""
   _, e = jnp.frexp(bound)
   info = jnp.finfo(bound.dtype)
-  e = jnp.clip(e, int(info.minexp) + FACTOR_BITS + 2, int(info.maxexp) - 1)
+  e = jnp.clip(e, int(info.minexp) + FACTOR_BITS + 2, int(info.maxexp))
   return power_of_two(FACTOR_BITS - e, bound.dtype)
 
 
 def on_factor_grid(values: Array, bound: Array) -> Array:
-  """`round(values / h)` clipped to `±floor(bound / h)` as int32, `h = 1 / factor_scale(bound)`:
-  `|v h| <= bound` and `|v| < 2^13` (the products by the power of two `1 / h` are exact).
-  `values` finite.
+  """`round(values / h)` clipped to `±min(floor(bound / h), 2^13 - 1)` as int32, `h = 1 / factor_scale(bound)`:
+  `|v h| <= bound` and `|v| < 2^13` for every bound, an infinite one too (the products by the
+  power of two `1 / h` are exact; the cap holds where `e` is clamped). `values` finite.
 
   The rounding (to nearest, ties to even) adds `1.5 * 2^m` (`m` the mantissa's bits, and
   `|v| <= 2^13 < 2^(m - 1)`): the sum's low bits are then the integer, read by a bitcast. Half
@@ -162,7 +162,7 @@ def on_factor_grid(values: Array, bound: Array) -> Array:
   one a derivative-clipped run makes outside its steps.
   """
   scale = factor_scale(bound)
-  top = jnp.floor(bound * scale)
+  top = jnp.minimum(jnp.floor(bound * scale), 2.0**FACTOR_BITS - 1)
   clipped = jnp.clip(values * scale, -top, top)  # between two integers: the rounding stays within
   dtype = clipped.dtype
   int_dtype = {4: jnp.int32, 8: jnp.int64}[np.dtype(dtype).itemsize]

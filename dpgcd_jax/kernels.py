@@ -118,7 +118,9 @@ def derivative_clip(problem: Problem, dphi: Array, thresholds: Array) -> Array:
   coordinate clipping it scales a whole per-example gradient by one factor (its direction is
   kept). The features are clipped to `B` when the problem is built and again on the grid of
   [`quantized_features`][dpgcd_jax.kernels.quantized_features], so the bound holds for the
-  float values the sum reads.
+  float values the sum reads. Resolution: the sum reads each derivative on a grid of at most
+  `2^13` steps up to `c` (each within `c 2^-14`; smaller ones count as 0), so a clip far above
+  the derivatives' range loses them.
   """
   _, c = derivative_bounds(problem, thresholds)
   return jnp.clip(clipping.finite_or_zero(dphi), -c, c)
@@ -256,7 +258,12 @@ def _derivative_totals(XT: Array | sparse.SparseColumns, factors: Array | None, 
   when a run made them, else made here), or its sparse form."""
   if isinstance(XT, sparse.SparseColumns):
     return XT.derivative_total(dphi, bounds, c)
-  return derivative_total(quantized_features(XT, bounds) if factors is None else factors, dphi, c)
+  if factors is None:
+    return derivative_total(quantized_features(XT, bounds), dphi, c)
+  if factors.shape != (2,) + XT.shape:
+    raise ValueError(f"Expected factors of shape {(2,) + XT.shape} (the features' limbs), got {factors.shape}: "
+                     f"a problem whose features changed must not carry the limbs (dpgcd_jax.kernels.prepared).")
+  return derivative_total(factors, dphi, c)
 
 
 def derivative_scale(bounds: Array, c: Array) -> Array:

@@ -142,6 +142,7 @@ def pad(problem: Problem, num_examples: int, num_features: int) -> Problem:
       penalty=_padded_penalty(problem.penalty, num_features),
       rows=_true_size(n, num_examples),
       columns=_true_size(p, num_features),
+      factors=None,
   ) if (num_examples, num_features) != (n, p) else problem
 
 
@@ -163,32 +164,34 @@ def with_feature_bound(problem: Problem, bound: Array, *, unit: bool = False) ->
   smoothness = jnp.broadcast_to(beta if unit else beta * jnp.square(bound.astype(problem.smoothness.dtype)),
                                 problem.smoothness.shape)
   return dataclasses.replace(clipped, XT=XT, smoothness=smoothness,
-                             smoothness_source=PublicSmoothness.FEATURE_BOUND)
+                             smoothness_source=PublicSmoothness.FEATURE_BOUND, factors=None)
 
 
 def clip_features(problem: Problem, bound: Array) -> Problem:
   """The problem with every feature entry clipped to `[-B_j, B_j]` (a per-record map)."""
   XT = problem.XT
   if isinstance(XT, sparse.SparseColumns):
-    return dataclasses.replace(problem, XT=XT.clip_entries(bound))
+    return dataclasses.replace(problem, XT=XT.clip_entries(bound), factors=None)
   bound = jnp.broadcast_to(bound, (problem.num_features,))
-  return dataclasses.replace(problem, XT=jnp.clip(XT, -bound[:, None], bound[:, None]))
+  return dataclasses.replace(problem, XT=jnp.clip(XT, -bound[:, None], bound[:, None]), factors=None)
 
 
 def restrict(problem: Problem, columns: Array) -> Problem:
   """The problem on the features `columns` ((s,) indices, may be traced): a jittable gather.
 
   Columns of `X`, their smoothness and the penalty's per-coordinate parameters; `y`,
-  `l2`, the loss and the smoothness source are kept. Sparse features: each selected column's
-  window of `K` stored entries (zero-padded), O(s K).
+  `l2`, the loss and the smoothness source are kept, and the features' int8 limbs when a run made
+  them (`factors`, derivative clipping). Sparse features: each selected column's window of `K`
+  stored entries (zero-padded), O(s K).
 
   A per-record map (each record keeps its entries in `columns`): no privacy cost of its own
   when `columns` is public or released (the support of [`dpgcd_jax.solvers.two_stage`][]).
   """
   XT = problem.XT
   XT = _sparse_columns(XT, columns) if isinstance(XT, sparse.SparseColumns) else XT[columns]
+  factors = None if problem.factors is None else problem.factors[:, columns]
   return dataclasses.replace(problem, XT=XT, smoothness=problem.smoothness[columns],
-                             penalty=penalties.coordinate(problem.penalty, columns))
+                             penalty=penalties.coordinate(problem.penalty, columns), factors=factors)
 
 
 def _sparse_columns(XT: sparse.SparseColumns, columns: Array) -> sparse.SparseColumns:

@@ -200,7 +200,7 @@ def dense_chunk(X: Any, y: Any, like: problem_lib.Problem, feature_bound: Any) -
   if not valid:
     return None
   # may_alias: the layout, new and never written again, becomes the device array without a copy (CPU)
-  return dataclasses.replace(like, XT=jax.device_put(layout, may_alias=True), y=jax.device_put(targets))
+  return dataclasses.replace(like, XT=jax.device_put(layout, may_alias=True), y=jax.device_put(targets), factors=None)
 
 
 def across_processes(total: Any, rows: int) -> tuple[Any, int]:

@@ -346,3 +346,18 @@ def test_derivative_total_is_exact_at_its_largest_terms_across_int32_blocks():
   moved = np.asarray(kernels.derivative_total(kernels.quantized_features(jnp.asarray(neighbour), bounds),
                                               jnp.asarray(dphi), c)) - total
   assert np.all(np.abs(moved) <= 2 * top_x * top_c) and np.abs(moved[0]) == 2 * top_x[0] * top_c
+
+
+def test_factor_grid_values_stay_below_2_to_the_13_at_any_bound():
+  """`exact_sums.on_factor_grid`: `|v| < 2^13` and `|v h| <= bound` at bounds up to the largest
+  float and infinity, where the grid's exponent is clamped (without the cap, a clip of 3.4e38
+  put derivatives at 16383 grid steps: a wrapped int8 limb and an int32 overflow)."""
+  info = np.finfo(np.float32)
+  bounds = jnp.asarray([info.max, 3.3999e38, 2.0**127, np.inf, 1.0, info.tiny], jnp.float32)
+  values = jnp.asarray([info.max, -3.3999e38, 2.0**127, -1e38, 0.999, -info.tiny], jnp.float32)
+  v = np.asarray(exact_sums.on_factor_grid(values, bounds))
+  assert np.all(np.abs(v) < 2**13), v
+  h = 1.0 / np.asarray(exact_sums.factor_scale(bounds), np.float64)
+  assert np.all(np.abs(v * h) <= np.asarray(bounds, np.float64))
+  hi, lo = (np.asarray(a, np.int64) for a in exact_sums.limbs(jnp.asarray(v)))
+  np.testing.assert_array_equal(128 * hi + lo, v)  # the limbs hold the value (no int8 wrap)

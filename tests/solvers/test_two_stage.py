@@ -58,14 +58,17 @@ def test_noise_free_two_stage_is_the_restricted_optimum_on_the_top_correlations(
 
 
 @pytest.mark.slow
-def test_noisy_run_is_dp_gcd_on_the_selected_columns_dense_and_sparse():
+@pytest.mark.parametrize("mode", ["coordinate", "derivative"])
+def test_noisy_run_is_dp_gcd_on_the_selected_columns_dense_and_sparse(mode):
+  """Derivative clipping too: the run's features' limbs, restricted to the support, are those of
+  the selected columns themselves (the step on `sub` makes its own)."""
   X, y = _sparse_regression(n=80, p=10, seed=1)  # the shapes of logistic_problem: one program
   X = X * (np.random.default_rng(2).uniform(size=X.shape) < 0.5)
   y = np.where(y > 0, 1.0, -1.0)
   key, passes, s = jax.random.key(4), 15, 3
   params = two_stage.Params(0.8, 1.0, 0.5, 3.0, 3.0)
   runs = [two_stage.run(dg.make_problem(A, y, "logistic", feature_bound=4.0), key, params, passes=passes,
-                        sparsity=s) for A in (X, sparse.csr_matrix(X))]
+                        sparsity=s, clipping_mode=mode) for A in (X, sparse.csr_matrix(X))]
   np.testing.assert_allclose(runs[0].w, runs[1].w, rtol=1e-12, atol=1e-14)
   np.testing.assert_array_equal(runs[0].trace.coordinates, runs[1].trace.coordinates)
   problem = dg.make_problem(X, y, "logistic", feature_bound=4.0)
@@ -76,10 +79,10 @@ def test_noisy_run_is_dp_gcd_on_the_selected_columns_dense_and_sparse():
   # DP-GCD on a problem built from the selected columns by hand, with the same keys.
   sub = dg.make_problem(X[:, support], y, "logistic", feature_bound=4.0)
   gcd_params = base.cast_params(dg.dp_gcd.SOLVER, sub, dg.dp_gcd.Params(0.8, 1.0, 3.0, 3.0))
-  step = jax.jit(dg.dp_gcd.step)
+  step = jax.jit(dg.dp_gcd.step, static_argnames=("clipping_mode",))
   state, coordinates = dg.dp_gcd.init(sub), []
   for t in range(passes):
-    state, info = step(jax.random.split(jax.random.fold_in(key, t))[1], state, sub, gcd_params)
+    state, info = step(jax.random.split(jax.random.fold_in(key, t))[1], state, sub, gcd_params, clipping_mode=mode)
     coordinates.append(support[int(info.coordinate)])
   expected = np.zeros(X.shape[1])
   expected[support] = np.asarray(state.w)
