@@ -1,20 +1,24 @@
 """`dpgcd_jax.mechanisms`: the noise each solver's steps actually draw, observed at the mechanism layer, against the
-ledger its plan charges: which mechanisms draw, with which multipliers, and how many values the secure samplers draw
-per step (the plan's `DiscreteDraws`) and once per run (two-stage's peeling).
+ledger its plan charges: which mechanisms draw, how many uses of each a step makes, with which multipliers, and how
+many values the secure samplers draw per step (the plan's `DiscreteDraws`) and once per run (two-stage's peeling).
 
 Every draw goes through the mechanism layer (`tests/privacy/test_mechanism_layer.py`), so wrapping its entry points
 observes them all: the mechanism objects' noisy methods (role, name, values drawn, multiplier) and, underneath, the
 samplers themselves (`mechanisms.draw`, `mechanisms._iid`, `discrete_noise.discrete_laplace` /
 `discrete_gaussian`), whose totals must match the methods' (no draw goes around a recorded method). The steps run
-eagerly under `jax.disable_jit()` from the solver's `init`: every `lax.scan` iteration, the `lax.cond` branch
-taken and every sampler call happen as in the compiled run, so what is recorded is what the run draws."""
+eagerly under `jax.disable_jit()` from the solver's `init`: every `lax.scan` iteration and the `lax.cond` branch
+taken run as in the compiled run, so what is recorded is what the run draws. The discrete samplers' values are
+replaced by zeros of the drawn shape (their rejection loops, tested in `tests/privacy/test_noise.py`, are below the
+layer observed here, and eager they would take a minute)."""
 
+import collections
 import dataclasses
 import functools
 import math
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -22,10 +26,13 @@ import dpgcd_jax as dg
 from dpgcd_jax import discrete_noise
 from dpgcd_jax import kernels
 from dpgcd_jax import mechanisms
+from dpgcd_jax import peeling
 from dpgcd_jax import solvers
 from dpgcd_jax.privacy import events
 from dpgcd_jax.solvers import base
-from dpgcd_jax.solvers import two_stage
+from dpgcd_jax.solvers import budget
+from dpgcd_jax.solvers import dp_gcd
+from dpgcd_jax.solvers import greedy
 
 PASSES, RUNS, STEPS_OBSERVED = 3, 2, 2
 CASES = [  # (solver, hyperparameters of its private_plan besides the noise mode)
@@ -40,21 +47,21 @@ CASES = [  # (solver, hyperparameters of its private_plan besides the noise mode
 
 
 class Draw(NamedTuple):
-  """One call of a mechanism's noisy method: `size` values drawn at `multiplier` (None: not passed as such)."""
+  """One call of a mechanism's noisy method: `size` values drawn, `uses` uses of the mechanism (a peeling's one
+  Gumbel draw is its `s` rounds, `dpgcd_jax.peeling.peel`), at `multiplier` (None: not passed as such)."""
 
   role: str  # "selection" or "update"
   name: str
   size: int
   multiplier: float | None
+  uses: int = 1
 
 
 @dataclasses.dataclass
 class Recorder:
   draws: list = dataclasses.field(default_factory=list)
-  sampled: dict = dataclasses.field(default_factory=dict)  # sampler family -> values drawn
-
-  def sample(self, family, size):
-    self.sampled[family] = self.sampled.get(family, 0) + int(size)
+  sampled: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # sampler -> values
+  peeling: tuple | None = None  # (rounds, multiplier) inside `peeling.peel`
 
 
 _FAMILIES = {jax.random.laplace: "laplace", jax.random.gumbel: "gumbel", jax.random.normal: "gaussian"}
@@ -72,7 +79,8 @@ def _observe(monkeypatch, recorder):
 
     @functools.wraps(original)
     def wrapped(self, *args, **kwargs):
-      recorder.draws.append(Draw(role, self.name, int(size_of(args)), multiplier_of(args)))
+      uses, multiplier = recorder.peeling or (1, multiplier_of(args))
+      recorder.draws.append(Draw(role, self.name, int(size_of(args)), multiplier, uses))
       return original(self, *args, **kwargs)
 
     monkeypatch.setattr(cls, name, wrapped)
@@ -88,26 +96,34 @@ def _observe(monkeypatch, recorder):
     method(cls, "perturb", "update", size(1), lambda args: _concrete(args[2]))  # (key, value, multiplier, ...)
     method(cls, "perturb_integers", "update", size(1))  # (key, queries, integer scale)
 
+  peel = peeling.peel
+
+  def observed_peel(key, scores, sparsity, multiplier, sensitivity):
+    recorder.peeling = (sparsity, _concrete(multiplier))
+    try:
+      return peel(key, scores, sparsity, multiplier, sensitivity)
+    finally:
+      recorder.peeling = None
+
+  monkeypatch.setattr(peeling, "peel", observed_peel)
   draw, iid = mechanisms.draw, mechanisms._iid
 
   def counted_draw(sampler, key, shape, dtype):
-    recorder.sample(_FAMILIES[sampler], math.prod(shape))
+    recorder.sampled[_FAMILIES[sampler]] += math.prod(shape)
     return draw(sampler, key, shape, dtype)
 
   def counted_iid(sampler, key, shape, dtype):
     if shape == ():  # an array goes through `draw`, counted there
-      recorder.sample(_FAMILIES[sampler], 1)
+      recorder.sampled[_FAMILIES[sampler]] += 1
     return iid(sampler, key, shape, dtype)
 
   monkeypatch.setattr(mechanisms, "draw", counted_draw)
   monkeypatch.setattr(mechanisms, "_iid", counted_iid)
   for family in ("discrete_laplace", "discrete_gaussian"):
-    sampler = getattr(discrete_noise, family)
 
-    def counted(key, scale, shape=(), sampler=jax.jit(sampler, static_argnums=2), family=family):
-      recorder.sample(family, math.prod(shape))
-      with jax.disable_jit(False):  # the sampler's own rejection loops, compiled: the steps run eagerly
-        return sampler(key, scale, shape)
+    def counted(key, scale, shape=(), family=family):
+      recorder.sampled[family] += math.prod(shape)
+      return jnp.zeros(shape, jnp.int32)  # the count is observed; the values (the rejection loops) need not be
 
     monkeypatch.setattr(discrete_noise, family, counted)
 
@@ -126,15 +142,15 @@ def _plan(name, hyper, secure, problem):
   return getattr(solvers, name).private_plan(problem, passes=PASSES, runs=RUNS, **hyper)
 
 
-def _run_steps(solver, problem, params, options, steps, recorder):
-  """`steps` steps from `init`, eagerly: returns the draws recorded by each step."""
+def _run_steps(solver, problem, params, options, recorder):
+  """`STEPS_OBSERVED` steps from `init`, eagerly: the draws recorded by each step."""
   problem = kernels.prepared(problem, options.get("clipping_mode", "coordinate"))
   step_options = solver.step_options(problem, **options)
   key = jax.random.key(0)
   per_step = []
   with jax.disable_jit():
     state = solver.init(problem)
-    for t in range(steps):
+    for t in range(STEPS_OBSERVED):
       start = len(recorder.draws)
       state, _ = solver.step(jax.random.fold_in(key, t), state, problem, params, **step_options)
       per_step.append(recorder.draws[start:])
@@ -149,28 +165,35 @@ _SAMPLED = {events.PoissonSampledGaussian: "gaussian", events.PoissonSampledDisc
 
 
 def _charged_by(event):
-  """The (role, name) of the mechanisms whose use the ledger's `event` can describe."""
+  """The (role, name) of the mechanisms one use of which the ledger's `event` can describe."""
   if type(event) in _SAMPLED:  # DP-SGD's step: its update under Poisson sampling
     return {("update", _SAMPLED[type(event)])}
   return {(role, m.name) for role, table in (("selection", mechanisms.SELECTIONS), ("update", mechanisms.UPDATES))
           for m in table.values() if type(m.event(1.0)) is type(event)}
 
 
+class Charged(NamedTuple):
+  """What a plan's ledger charges one step (or one run) of `RUNS` runs of `steps` steps in all."""
+
+  events: list  # (event, uses)
+  draws: int  # the secure samplers' values (`DiscreteDraws`)
+
+
 def _ledger_side(ledger, steps):
-  """(per-step events, per-run events, sampler draws per step, sampler draws per run) of a plan's ledger for
-  `RUNS` runs of `steps` steps in all: an entry counted a multiple of `steps` times is charged per step."""
-  step_events, run_events, step_draws, run_draws = [], [], 0, 0
+  """(per step, per run) of a plan's ledger: an entry counted a multiple of `steps` times is charged per step,
+  one counted a multiple of `RUNS` times per run."""
+  sides = {True: Charged([], 0), False: Charged([], 0)}
   for e in ledger:
+    if isinstance(e.event, events.TotalVariation):  # DP-SGD's Poisson sampler: no mechanism draw
+      continue
     per_step = e.count % steps == 0
+    assert per_step or e.count % RUNS == 0, e
+    uses = e.count // (steps if per_step else RUNS)
     if isinstance(e.event, events.DiscreteDraws):
-      if per_step:
-        step_draws += e.event.draws * e.count // steps
-      else:
-        assert e.count % RUNS == 0, e
-        run_draws += e.event.draws * e.count // RUNS
-    elif not isinstance(e.event, events.TotalVariation):  # DP-SGD's Poisson sampler: no mechanism draw
-      (step_events if per_step else run_events).append(e.event)
-  return step_events, run_events, step_draws, run_draws
+      sides[per_step] = sides[per_step]._replace(draws=sides[per_step].draws + e.event.draws * uses)
+    else:
+      sides[per_step].events.append((e.event, uses))
+  return sides[True], sides[False]
 
 
 def _same_event(a, b):
@@ -178,34 +201,57 @@ def _same_event(a, b):
 
 
 def _check(observed, charged, per_entry):
-  """The draws of a step (or of a run's first draws) against the ledger's events of that step (or run);
-  `per_entry`: `(role, name) -> f`, an update of a vector whose event is that of multiplier `m / f` on each entry."""
-  used = {(d.role, d.name) for d in observed}
-  explained = set().union(*[_charged_by(e) for e in charged]) if charged else set()
-  assert used <= explained, (used, charged)  # every mechanism that draws is charged
-  for e in charged:  # every charged event is a mechanism that draws
-    assert used & _charged_by(e), (e, used)
+  """The draws of a step (or a run's one-off draws) against the ledger's charge for that step (or run);
+  `per_entry`: `(role, name) -> f` for an update of a vector charged as one use of multiplier `m / f`."""
+  used = collections.Counter()
+  for d in observed:
+    used[d.role, d.name] += d.uses
+  charged_uses = collections.Counter()
+  for event, uses in charged.events:
+    (mechanism,) = _charged_by(event) & set(used) or [("nothing drawn", repr(event))]
+    charged_uses[mechanism] += uses
+  assert used == charged_uses  # the mechanisms that draw, each as many times as the ledger charges
+  assert sum(d.size for d in observed if mechanisms.is_discrete(_mechanism(d.role, d.name))) == charged.draws
   for d in observed:  # a multiplier the step passes as such is the one the ledger charges
     if d.multiplier is not None:
       multiplier = d.multiplier / per_entry.get((d.role, d.name), 1.0)
-      assert any(_same_event(_mechanism(d.role, d.name).event(multiplier), e) for e in charged), (d, charged)
-
-
-def _discrete(draws):
-  return sum(d.size for d in draws if mechanisms.is_discrete(_mechanism(d.role, d.name)))
+      assert any(_same_event(_mechanism(d.role, d.name).event(multiplier), e) for e, _ in charged.events), d
 
 
 def observe(name, hyper, secure, monkeypatch):
-  """The plan of `name` and the draws of its first `STEPS_OBSERVED` steps at the plan's multipliers."""
+  """(the plan's ledger, its steps in all, the draws of each of the first `STEPS_OBSERVED` steps, the recorder)."""
   problem = _problem()
   plan = _plan(name, hyper, secure, problem)
   solver = getattr(solvers, name).SOLVER
   params = base.cast_params(solver, problem, plan.run_params(1.5))
   recorder = Recorder()
   _observe(monkeypatch, recorder)
-  per_step = _run_steps(solver, problem, params, plan.options, STEPS_OBSERVED, recorder)
+  per_step = _run_steps(solver, problem, params, plan.options, recorder)
   steps = base.total_steps(solver, problem, PASSES, **plan.options) * RUNS
   return plan.ledger(1.5), steps, per_step, recorder
+
+
+def check_draws(name, hyper, secure, monkeypatch):
+  """Runs the first steps of `name` with its draws observed and asserts they are what its ledger charges."""
+  ledger, steps, per_step, recorder = observe(name, hyper, secure, monkeypatch)
+  per_step_charge, per_run_charge = _ledger_side(ledger, steps)
+  # DP-IHT's secure values: s released entries, each drawn at sigma sqrt(s) (rounded up by 2^-20), charged as one
+  # DiscreteGaussian(sigma) for the vector.
+  per_entry = {("update", "discrete_gaussian"): math.sqrt(hyper["sparsity"])} if name == "dp_iht" else {}
+  first, *later = per_step
+  for draws in later:  # a later step draws what the ledger charges each step
+    _check(draws, per_step_charge, per_entry)
+  # The first step also makes the run's one-off draws (two-stage's support), the same step draws besides.
+  once = list((collections.Counter(first) - collections.Counter(later[0])).elements())
+  assert collections.Counter(first) - collections.Counter(once) == collections.Counter(later[0])
+  _check(once, per_run_charge, per_entry)
+  # No draw goes around a recorded method: the samplers drew as many values as the methods say.
+  by_name = collections.Counter()
+  for d in (d for draws in per_step for d in draws):
+    by_name[d.name] += d.size
+  assert recorder.sampled == by_name
+  # Secure noise draws no float noise.
+  assert {mechanisms.is_discrete(_mechanism(d.role, d.name)) for draws in per_step for d in draws} == {secure}
 
 
 def test_the_cases_cover_every_solver():
@@ -215,26 +261,40 @@ def test_the_cases_cover_every_solver():
 @pytest.mark.parametrize("secure", [False, True], ids=["float", "secure"])
 @pytest.mark.parametrize(("name", "hyper"), CASES, ids=[f"{n}-{'-'.join(map(str, h.values()))}" if h else n for n, h in CASES])
 def test_each_step_draws_what_the_ledger_charges(name, hyper, secure, monkeypatch):
-  ledger, steps, per_step, recorder = observe(name, hyper, secure, monkeypatch)
-  step_events, run_events, step_draws, run_draws = _ledger_side(ledger, steps)
-  first, *later = per_step
-  # DP-IHT's secure values: s released entries, each drawn at sigma sqrt(s) (rounded up by 2^-20), charged as
-  # one DiscreteGaussian(sigma) for the vector.
-  per_entry = {("update", "discrete_gaussian"): math.sqrt(hyper["sparsity"])} if name == "dp_iht" else {}
-  # The first step of a run also makes the run's one-off draws (two-stage's support); the later ones do not.
-  once = [d for d in first if d not in later[0]] if run_events else []
-  for draws in later:
-    assert sorted(draws) == sorted(later[0])
-    _check(draws, step_events, per_entry)
-    assert _discrete(draws) == step_draws
-  _check(once, run_events, per_entry)
-  assert _discrete(first) == step_draws + run_draws
-  # No draw goes around a recorded method: the samplers drew as many values as the methods say.
-  by_family = {}
-  for d in (d for draws in per_step for d in draws):
-    by_family[d.name] = by_family.get(d.name, 0) + d.size
-  assert recorder.sampled == by_family
-  # Secure noise draws no float noise, and float noise no discrete noise (nor any charge for it).
-  kinds = {mechanisms.is_discrete(_mechanism(d.role, d.name)) for draws in per_step for d in draws}
-  assert kinds == {secure}
-  assert (step_draws + run_draws > 0) == secure
+  check_draws(name, hyper, secure, monkeypatch)
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["float", "secure"])
+def test_an_extra_noise_vector_is_caught(secure, monkeypatch):
+  # DP-GCD's update drawn twice (the second noise thrown away): one use and one draw more than charged.
+  privatize = greedy.privatize
+
+  def twice(key, *args, **kwargs):
+    privatize(jax.random.fold_in(key, 1), *args, **kwargs)
+    return privatize(key, *args, **kwargs)
+
+  monkeypatch.setattr(greedy, "privatize", twice)
+  with pytest.raises(AssertionError):
+    check_draws("dp_gcd", {}, secure, monkeypatch)
+
+
+def test_a_ledger_charge_off_by_one_is_caught(monkeypatch):
+  # The secure samplers' draws of a DP-GCD step charged as p + 2 instead of p + 1.
+  step_draws = dp_gcd.step_draws
+  monkeypatch.setattr(dp_gcd, "step_draws", lambda *args, **kwargs: step_draws(*args, **kwargs) + 1)
+  with pytest.raises(AssertionError):
+    check_draws("dp_gcd", {}, True, monkeypatch)
+
+
+def test_a_ledger_use_too_many_is_caught(monkeypatch):
+  # A float DP-CD ledger charging one more update per step than the step draws.
+  ledger = budget.Plan.ledger
+
+  def one_more(plan, scale):
+    spent = ledger(plan, scale)
+    (update,) = [e for e in spent if e.label == "update"]
+    return spent.add("update", update.event, update.count)
+
+  monkeypatch.setattr(budget.Plan, "ledger", one_more)
+  with pytest.raises(AssertionError):
+    check_draws("dp_cd", {}, False, monkeypatch)
