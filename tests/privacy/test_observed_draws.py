@@ -210,8 +210,10 @@ def _check(observed, charged, per_entry):
   for event, uses in charged.events:
     (mechanism,) = _charged_by(event) & set(used) or [("nothing drawn", repr(event))]
     charged_uses[mechanism] += uses
-  assert used == charged_uses  # the mechanisms that draw, each as many times as the ledger charges
-  assert sum(d.size for d in observed if mechanisms.is_discrete(_mechanism(d.role, d.name))) == charged.draws
+  # the mechanisms that draw, each as many times as the ledger charges
+  assert used == charged_uses, f"uses drawn {dict(used)} != uses charged {dict(charged_uses)}"
+  drawn = sum(d.size for d in observed if mechanisms.is_discrete(_mechanism(d.role, d.name)))
+  assert drawn == charged.draws, f"secure values drawn {drawn} != charged {charged.draws}"
   for d in observed:  # a multiplier the step passes as such is the one the ledger charges
     if d.multiplier is not None:
       multiplier = d.multiplier / per_entry.get((d.role, d.name), 1.0)
@@ -249,7 +251,7 @@ def check_draws(name, hyper, secure, monkeypatch):
   by_name = collections.Counter()
   for d in (d for draws in per_step for d in draws):
     by_name[d.name] += d.size
-  assert recorder.sampled == by_name
+  assert recorder.sampled == by_name, f"sampled {dict(recorder.sampled)} != drawn by the mechanisms {dict(by_name)}"
   # Secure noise draws no float noise.
   assert {mechanisms.is_discrete(_mechanism(d.role, d.name)) for draws in per_step for d in draws} == {secure}
 
@@ -259,7 +261,7 @@ def test_the_cases_cover_every_solver():
 
 
 @pytest.mark.parametrize("secure", [False, True], ids=["float", "secure"])
-@pytest.mark.parametrize(("name", "hyper"), CASES, ids=[f"{n}-{'-'.join(map(str, h.values()))}" if h else n for n, h in CASES])
+@pytest.mark.parametrize(("name", "hyper"), CASES, ids=["-".join([n, *map(str, h.values())]) for n, h in CASES])
 def test_each_step_draws_what_the_ledger_charges(name, hyper, secure, monkeypatch):
   check_draws(name, hyper, secure, monkeypatch)
 
@@ -274,7 +276,7 @@ def test_an_extra_noise_vector_is_caught(secure, monkeypatch):
     return privatize(key, *args, **kwargs)
 
   monkeypatch.setattr(greedy, "privatize", twice)
-  with pytest.raises(AssertionError):
+  with pytest.raises(AssertionError, match="uses drawn"):
     check_draws("dp_gcd", {}, secure, monkeypatch)
 
 
@@ -282,8 +284,23 @@ def test_a_ledger_charge_off_by_one_is_caught(monkeypatch):
   # The secure samplers' draws of a DP-GCD step charged as p + 2 instead of p + 1.
   step_draws = dp_gcd.step_draws
   monkeypatch.setattr(dp_gcd, "step_draws", lambda *args, **kwargs: step_draws(*args, **kwargs) + 1)
-  with pytest.raises(AssertionError):
+  with pytest.raises(AssertionError, match="secure values drawn 4 != charged 5"):
     check_draws("dp_gcd", {}, True, monkeypatch)
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["float", "secure"])
+def test_a_noise_vector_drawn_twice_inside_a_mechanism_is_caught(secure, monkeypatch):
+  # DP-SGD's noise vector drawn twice by its mechanism's method (below the recorded calls): the samplers' totals.
+  cls, name = (mechanisms.DiscreteGaussianNoise, "perturb_integers") if secure else (mechanisms.GaussianNoise, "noise")
+  original = getattr(cls, name)
+
+  def twice(self, key, *args):
+    original(self, jax.random.fold_in(key, 1), *args)
+    return original(self, key, *args)
+
+  monkeypatch.setattr(cls, name, twice)
+  with pytest.raises(AssertionError, match="sampled"):
+    check_draws("dp_sgd", dict(batch_size=10), secure, monkeypatch)
 
 
 def test_a_ledger_use_too_many_is_caught(monkeypatch):
@@ -296,5 +313,5 @@ def test_a_ledger_use_too_many_is_caught(monkeypatch):
     return spent.add("update", update.event, update.count)
 
   monkeypatch.setattr(budget.Plan, "ledger", one_more)
-  with pytest.raises(AssertionError):
+  with pytest.raises(AssertionError, match="uses drawn"):
     check_draws("dp_cd", {}, False, monkeypatch)
