@@ -214,7 +214,7 @@ def make_problem(
       raise ValueError(f"Expected a GLM loss (phi(<x, w>, y)) with sparse X, got loss {loss.name!r}: "
                        f"pass a dense X (e.g. X.toarray()) for other losses.")
     capacity, window = (None, None) if sparse_capacity is None else sparse_capacity
-    sparse_XT = sparse.from_matrix(X, capacity=capacity, window=window)
+    sparse_XT = sparse.from_matrix(X, capacity=capacity, window=window, check_range=feature_bound is None)
     dtype, (p, n) = sparse_XT.dtype, sparse_XT.shape
   else:
     if sparse_capacity is not None:

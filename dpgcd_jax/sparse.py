@@ -189,7 +189,7 @@ def _is_bcoo(X: Any) -> bool:
 
 
 def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
-                window: int | None = None) -> SparseColumns:
+                window: int | None = None, check_range: bool = False) -> SparseColumns:
   """[`SparseColumns`][dpgcd_jax.sparse.SparseColumns] of the transpose of an (n, p) scipy.sparse or BCOO matrix.
 
   Duplicate entries are summed. The entries are stored in `capacity + window` slots (rounded
@@ -206,8 +206,8 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
 
   Raises:
     ValueError: for a matrix that is not 2-D, has no rows or columns, or holds NaN or infinite
-      values or values the cast to `dtype` would make infinite (1e300 in float32, as for a dense
-      X; checked on the stored entries only), or whose entries exceed a declared `capacity`
+      values (checked on the stored entries only), with `check_range` also values the cast to
+      `dtype` would make infinite (1e300 in float32, as for a dense X), or whose entries exceed a declared `capacity`
       or `window`. That last error depends on the data (replacing one record can cross a
       declared bound): it is outside the privacy guarantee, and its message names the bound,
       never a count; declare bounds with a margin (e.g. `n` times a public bound on a record's
@@ -242,7 +242,8 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
   n, p = csc.shape
   if dtype is None:
     dtype = _validate.compute_dtype(csc.dtype)
-  _validate.check_in_range("X", csc.data, dtype)  # before any work: the cast below stays finite
+  if check_range:  # make_problem without a feature bound (a declared or released bound clips such entries)
+    _validate.check_in_range("X", csc.data, dtype)
   counts = np.diff(csc.indptr)
   largest = int(counts.max(initial=0))
   # A declared bound exceeded is refused (the stored shapes are fixed by it): an error that depends on the
@@ -257,7 +258,8 @@ def from_matrix(X: Any, dtype: Any = None, *, capacity: int | None = None,
   total = -(-(size + k) // SLOT_ALIGNMENT) * SLOT_ALIGNMENT  # slots: capacity and window, aligned
   cols = np.repeat(np.arange(p, dtype=np.int32), counts)
   pad = lambda a, value, t: np.concatenate([a.astype(t), np.full(total - csc.nnz, value, t)])
-  vals = pad(csc.data, 0, np.dtype(dtype))  # in range (check_in_range above): no overflow
+  with np.errstate(over="ignore"):  # no warning that depends on the data: an entry beyond the dtype's range is inf
+    vals = pad(csc.data, 0, np.dtype(dtype))  # (clipped to a feature bound, or refused with the smoothness)
   return SparseColumns(
       rows=jnp.asarray(pad(csc.indices, 0, np.int32)),
       cols=jnp.asarray(pad(cols, p - 1, np.int32)),
