@@ -17,7 +17,8 @@ record moves each mean by at most `c / n`; the vector of means moves by at most
 is summed exactly on a fixed-point grid ([`dpgcd_jax.clipping.clipped_mean`][]) and `c / 2`
 added back; the noise is drawn at `c / n` widened by those roundings
 ([`dpgcd_jax.clipping.mean_sensitivity`][], [`dpgcd_jax.clipping.with_roundings`][]) and
-rounded up ([`dpgcd_jax.clipping.noise_scale`][]).
+rounded up ([`dpgcd_jax.clipping.noise_scale`][]). The noisy means are drawn in the mechanism
+layer, by [`ClippedMeans`][dpgcd_jax.release_mechanisms.ClippedMeans] (with its event).
 
 * `noise="laplace"`: `xi_j ~ Lap(p c / (n epsilon))` i.i.d., the Laplace mechanism with l1
   sensitivity `p c / n`: pure `epsilon`-DP.
@@ -77,9 +78,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
-from dpgcd_jax import clipping
 from dpgcd_jax import losses as losses_lib
-from dpgcd_jax import mechanisms
+from dpgcd_jax import release_mechanisms
 
 Array = jax.Array
 NOISES = ("laplace", "gaussian")
@@ -170,12 +170,5 @@ def private_smoothness(
   clip_vec = np.broadcast_to(np.asarray(clip, dtype=float), (p,))
   multiplier = smoothness_noise_multiplier(p, epsilon=epsilon, noise=noise, delta=delta)
   lower = jnp.asarray(multiplier * clip_vec / n if floor is None else np.full(p, floor), X.dtype)
-  clip_arr = jnp.asarray(clip_vec, X.dtype)
-  half = clip_arr / 2.0  # exact: a power-of-two scaling
-  # per record, m_ij - c_j / 2 in [-c_j / 2, c_j / 2]; its mean exact up to one rounding
-  centred = jnp.minimum(loss.curvature * X**2, clip_arr[None, :]) - half[None, :]
-  mean = clipping.clipped_mean(centred, half[None, :], axis=0) + half
-  # c_j / n in real arithmetic, plus the mean's rounding and the two roundings of `+ half`
-  sensitivity = clipping.with_roundings(clipping.mean_sensitivity(half, n), clip_arr, roundings=2)
-  scale = clipping.noise_scale(jnp.asarray(clipping.rounded_up(multiplier, X.dtype)), sensitivity)
-  return jnp.maximum(mechanisms.update(noise).perturb(key, mean, scale), lower)
+  terms = jnp.minimum(loss.curvature * X**2, jnp.asarray(clip_vec, X.dtype)[None, :])  # m_ij in [0, c_j]
+  return jnp.maximum(release_mechanisms.ClippedMeans(noise).release(key, terms, clip_vec, multiplier), lower)
