@@ -1,6 +1,6 @@
 """The mechanisms of the statistics released before a run: their device-side draws and their events.
 
-Part of the one mechanism layer ([`dpgcd_jax.mechanisms`][]): the modules of
+Part of the one mechanism layer (`dpgcd_jax.mechanisms`): the modules of
 `dpgcd_jax.privacy` that release a statistic (the feature bound, the feature scales, the typical
 size, the smoothness) compute their exact statistic and their public scales, and draw every noise
 through an object below, which owns its sampler (a mechanism of `dpgcd_jax.mechanisms`), its
@@ -198,9 +198,19 @@ class ClippedMeans:
   minus `c_j / 2` is summed exactly on a fixed-point grid ([`dpgcd_jax.clipping.clipped_mean`][])
   and `c_j / 2` added back; the noise is drawn at `c_j / n` widened by those roundings
   ([`dpgcd_jax.clipping.with_roundings`][]) and rounded up ([`dpgcd_jax.clipping.noise_scale`][]).
+
+  `secure=True`: the discrete counterpart, the secure update of the same name
+  (`dpgcd_jax.mechanisms` `DiscreteLaplaceNoise` / `DiscreteGaussianNoise`): the mean snapped to the
+  public grid `gran_j` of `multiplier x Delta_j` is an integer of sensitivity
+  `D_j = ceil(Delta_j / gran_j) + 1`, plus discrete noise of integer scale `t_j > multiplier D_j`. Laplace:
+  `sum_j D_j / t_j < p / multiplier = epsilon`, event `DiscreteLaplace(epsilon)`; Gaussian:
+  `sum_j D_j^2 / (2 t_j^2) < p / (2 multiplier^2) = 1 / (2 s^2)`-zCDP, event `DiscreteGaussian(s)`;
+  each of the `p` draws is charged apart (`draws`). A coordinate whose draw hit a sampler cap, or
+  whose scale is out of the sampler's range, is NaN (fail closed).
   """
 
   noise: str = "laplace"
+  secure: bool = False
 
   def release(self, key: Array, terms: Array, clip: np.ndarray, multiplier: float) -> Array:
     """The (p,) noisy means of the (n, p) `terms` (each in `[0, clip_j]`; `clip` (p,), public)."""
@@ -211,12 +221,20 @@ class ClippedMeans:
     mean = clipping.clipped_mean(centred, half[None, :], axis=0) + half
     # c_j / n in real arithmetic, plus the mean's rounding and the two roundings of `+ half`
     sensitivity = clipping.with_roundings(clipping.mean_sensitivity(half, n), clip_arr, roundings=2)
+    if self.secure:
+      update = mechanisms.update(mechanisms.SECURE_UPDATES[self.noise])
+      return update.perturb(key, mean, jnp.asarray(clipping.rounded_up(multiplier, terms.dtype)), sensitivity)
     scale = clipping.noise_scale(jnp.asarray(clipping.rounded_up(multiplier, terms.dtype)), sensitivity)
     return mechanisms.update(self.noise).perturb(key, mean, scale)
 
   def event(self, multiplier: float, num_features: int) -> events.PrivacyEvent:
     """The event of one release at `multiplier` over `num_features` coordinates."""
     if self.noise == "laplace":
-      return events.PureDp(num_features / float(multiplier))
-    return events.Gaussian(float(multiplier) / math.sqrt(num_features))
+      epsilon = num_features / float(multiplier)
+      return events.DiscreteLaplace(epsilon) if self.secure else events.PureDp(epsilon)
+    noise = float(multiplier) / math.sqrt(num_features)
+    return events.DiscreteGaussian(noise) if self.secure else events.Gaussian(noise)
 
+  def draws(self, num_features: int) -> int:
+    """The discrete samplers' draws of one release: one per coordinate when `secure`, else none."""
+    return int(num_features) if self.secure else 0
