@@ -5,7 +5,8 @@ selections and updates, DP-IHT's and the sparse solvers' peeling (`noisy`), DP-S
 Gaussian noise (`noise`), the released curvatures and smoothness (`perturb` on a vector), the
 private scores and the CV scores (`perturb`, called from the host by `dpgcd_jax.host_release`),
 and the integer releases of the private scales and bounds
-(`perturb_integers`: AboveThreshold and the noisy binary search). A test
+(`perturb_integers`, called by AboveThreshold and the noisy binary search of
+[`dpgcd_jax.release_mechanisms`][], which hold every draw of `dpgcd_jax.privacy`). A test
 (`tests/privacy/test_mechanism_layer.py`) fails when code outside this module and its
 samplers (`dpgcd_jax.discrete_noise`) names a noise sampler, so a draw cannot bypass the layer
 and its event.
@@ -295,7 +296,7 @@ class DiscreteLaplaceNoise(_Costed):
   def perturb_integers(self, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
     """`(queries + Z, ok)`: int32 integer queries plus discrete Laplace `Z` of int32 scales
     `scale` (one per query, or one for all). The DP argument is the caller's (e.g.
-    AboveThreshold, [`dpgcd_jax.privacy.bounds`][]); `ok` is False where a draw hit the
+    AboveThreshold, [`dpgcd_jax.release_mechanisms`][]); `ok` is False where a draw hit the
     sampler's cap (the noisy value there is the query itself: the caller must not release it)."""
     return _integers(discrete_noise.discrete_laplace, key, queries, scale)
 
@@ -316,7 +317,7 @@ class DiscreteGaussianNoise(_Costed):
 
   def perturb_integers(self, key: Array, queries: Array, scale: Array) -> tuple[Array, Array]:
     """`(queries + Z, ok)`: int32 integer queries plus discrete Gaussian `Z` of int32 sigma
-    `scale` (the private scales' noisy counts, [`dpgcd_jax.privacy.scales`][]), or float64
+    `scale` (the private scales' noisy counts, [`dpgcd_jax.release_mechanisms`][]), or float64
     integer-valued queries below `2^52` (secure DP-SGD's exact sums); as
     `DiscreteLaplaceNoise.perturb_integers`."""
     return _integers(discrete_noise.discrete_gaussian, key, queries, scale)

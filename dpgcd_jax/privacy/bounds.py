@@ -25,7 +25,7 @@ queries `Q_k = clip(c_k - ceil(q n))` (sensitivity 1 under replace-one:
 `dpgcd_jax.discrete_grid.count_query`); an integer noisy threshold `rho`, discrete
 Laplace of scale `t_1 > 2 / epsilon`, and integer noises `nu_k`, discrete Laplace of scale
 `t_2 > 4 / epsilon` (`dpgcd_jax.discrete_noise.discrete_laplace`, the scales rounded up:
-[`above_threshold_scales`][dpgcd_jax.privacy.bounds.above_threshold_scales]); `B` is the
+[`above_threshold_scales`][dpgcd_jax.release_mechanisms.above_threshold_scales]); `B` is the
 first `b_k` with `Q_k + nu_k >= rho`, compared exactly in int32 (the largest grid point if
 none). This is `epsilon`-DP (pure), whatever the data; every query after the first success
 is ignored, so drawing all the noise at once is the same mechanism. The noise makes `B` land
@@ -49,7 +49,9 @@ the data) or a scale out of the sampler's range (`4 / epsilon >= MAX_SCALE`, i.e
 below about 1.2e-4) releases NaN; each of the `K + 1 = 130` draws is within total variation
 `3.5e-18` of its exact law (`dpgcd_jax.discrete_noise`), charged by the ledger entry "sampler
 draws" ([`dpgcd_jax.solvers.budget.release_ledger`][]): the release is
-`(epsilon, (1 + e^epsilon) 130 x 3.5e-18)`-DP.
+`(epsilon, (1 + e^epsilon) 130 x 3.5e-18)`-DP. The draws are made in the mechanism layer, by
+[`AboveThreshold`][dpgcd_jax.release_mechanisms.AboveThreshold] (its event `PureDp(epsilon)` is the
+one charged).
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import discrete_grid
-from dpgcd_jax import mechanisms
+from dpgcd_jax import release_mechanisms
+
+# The thresholds' scales, in the mechanism layer with the draws; re-exported here, where the release is.
+from dpgcd_jax.release_mechanisms import above_threshold_scales  # noqa: F401
 
 Array = jax.Array
 GRID = 2.0 ** (np.arange(-64, 65) / 4.0)
@@ -145,31 +150,5 @@ def bound_at_rank(key: Array, statistic: Array, epsilon: Any, rank: Any, *, padd
   grid = jnp.asarray(GRID, statistic.dtype)
   # #{i : s_i <= b_k}: O(n K) comparisons, exact integers, no sort (a small program to compile).
   counts = jnp.sum(statistic[None, :] <= grid[:, None], axis=1, dtype=jnp.int32) - padding
-  index = _above_threshold(key, discrete_grid.count_query(counts, rank), epsilon)
+  index = release_mechanisms.AboveThreshold().run(key, discrete_grid.count_query(counts, rank), epsilon)
   return jnp.where(index >= 0, grid[jnp.maximum(index, 0)], jnp.nan)
-
-
-@jax.jit
-def _above_threshold(key: Array, queries: Array, epsilon: Any) -> Array:
-  """AboveThreshold on the (K,) int32 queries: the first `k` with `Q_k + nu_k >= rho` (`K - 1`
-  if none), -1 when not valid (module docstring). Jitted: one program for every `n`."""
-  t_threshold, t_query, valid = above_threshold_scales(epsilon)
-  # One draw of K + 1 independent entries (one sampler in the program): the threshold's, then the queries'.
-  noisy, ok = mechanisms.DiscreteLaplaceNoise().perturb_integers(
-      key, jnp.append(jnp.zeros((), queries.dtype), queries), jnp.append(t_threshold, jnp.full(queries.shape, t_query)))
-  above = noisy[1:] >= noisy[0]
-  index = jnp.where(jnp.any(above), jnp.argmax(above), queries.size - 1)
-  return jnp.where(valid & jnp.all(ok), index, -1)
-
-
-def above_threshold_scales(epsilon: Any, xp=jnp) -> tuple[Array, Array, Array]:
-  """`(t_1, t_2, valid)`: the int32 discrete Laplace scales `t_1 > 2 / epsilon` (threshold) and
-  `t_2 > 4 / epsilon` (queries), rounded up from the float quotients
-  (`dpgcd_jax.discrete_grid.integer_scale_above`; `epsilon` in float32 or wider, whatever
-  the features' dtype). `valid` is False for `epsilon <= 0`, NaN, or a scale out of the
-  sampler's range. Jittable; `xp=numpy` evaluates the same IEEE operations on the host (the
-  same integers, no compiled program: the post-fit diagnostics read them)."""
-  epsilon = xp.asarray(epsilon, jnp.promote_types(jnp.result_type(epsilon), jnp.result_type(float)))
-  t_threshold, ok_threshold = discrete_grid.integer_scale_above(epsilon.dtype.type(2.0) / epsilon, xp)
-  t_query, ok_query = discrete_grid.integer_scale_above(epsilon.dtype.type(4.0) / epsilon, xp)
-  return t_threshold, t_query, ok_threshold & ok_query

@@ -23,7 +23,7 @@ $$
 
 (`clip` to `[-2^29, 2^29]`, `dpgcd_jax.discrete_grid.count_query`; `Z_j` the exact
 discrete Gaussian of `dpgcd_jax.discrete_noise.discrete_gaussian`, of integer `sigma`
-rounded up from `s sqrt(p)`: [`count_sigma`][dpgcd_jax.privacy.scales.count_sigma]), then
+rounded up from `s sqrt(p)`: [`count_sigma`][dpgcd_jax.release_mechanisms.count_sigma]), then
 `hi_j = m_j` if `tilde Q_j >= 0` (i.e. the noisy count reaches `t`) else `lo_j = m_j + 1` (a
 feature with `lo_j = hi_j` stays put). The release is `B_j = b_{lo_j}`: the grid point where
 the noisy count of records below it first reaches `q n` (the top point `b_{K-1}` when none
@@ -81,7 +81,10 @@ adds its `L p` draws, and the ledger `(1 + e^epsilon) L p 3.5e-18` to delta
 ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws]). The sampler's range
 `sigma <= MAX_SCALE` (32767) bounds `s sqrt(p)`: beyond, every `B_j` is NaN, and
 [`scales_informative`][dpgcd_jax.privacy.scales_budget.scales_informative] is False. Only grid
-points are released (the noisy queries enter comparisons only).
+points are released (the noisy queries enter comparisons only). The draws are made in the
+mechanism layer, by [`NoisySearch`][dpgcd_jax.release_mechanisms.NoisySearch] (its event is the
+one charged above); [`noisy_search`][dpgcd_jax.release_mechanisms.noisy_search] and
+[`count_sigma`][dpgcd_jax.release_mechanisms.count_sigma] are re-exported here.
 
 Examples:
   >>> import jax, numpy as np
@@ -109,37 +112,25 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
-from dpgcd_jax import discrete_grid
-from dpgcd_jax import mechanisms
+from dpgcd_jax import release_mechanisms
 from dpgcd_jax import sparse as sparse_lib
+
+# The device side (the draws), in the mechanism layer; re-exported here, where the release is.
+from dpgcd_jax.release_mechanisms import Search  # noqa: F401
+from dpgcd_jax.release_mechanisms import count_sigma  # noqa: F401
+from dpgcd_jax.release_mechanisms import noisy_search  # noqa: F401
 
 Array = jax.Array
 
 GRID = 2.0 ** (np.arange(-64, 64) / 4.0)
 """The default public grid: quarter octaves `2^{k/4}`, `k = -64..63` (128 points, 7 rounds)."""
 DEFAULT_QUANTILE = 0.9
-
-
-class Search(NamedTuple):
-  """The transcript of the noisy binary search (for tests and diagnostics; all released).
-
-  Attributes:
-    index: (p,) the released grid index `lo_j` of every feature.
-    queried: (L, p) the index `m_j` queried in every round.
-    released: (L, p) int32, the noisy queries `clip(N_{j m_j} - ceil(t)) + Z_j` of every round
-      (the noisy count minus the rank; the search goes left where it is `>= 0`).
-  """
-
-  index: Array  # type: ignore[assignment]  # public field; shadows tuple.index (mypy flags the name)
-  queried: Array
-  released: Array
 
 
 def _check_grid(grid: Any) -> np.ndarray:
@@ -210,71 +201,6 @@ def grid_counts(XT: Any, grid: Any = GRID) -> Array:
   return jnp.cumsum(hist, axis=1)[:, :K]
 
 
-def count_sigma(noise: Any, num_features: Any) -> tuple[Array, Array]:
-  """`(sigma, valid)`: the int32 standard deviation of every count's discrete Gaussian noise.
-
-  `sigma > noise * sqrt(p)`, strictly, rounded up from the float product
-  (`dpgcd_jax.discrete_grid.integer_scale_above`): the run's noise is never below the
-  accounted one. `valid` is False for a NaN, negative or infinite `noise`, or a `sigma`
-  outside the sampler's range `[1, MAX_SCALE]`. Jittable (`noise` and `num_features` traced).
-  """
-  dtype = jnp.result_type(float)
-  return discrete_grid.integer_scale_above(jnp.asarray(noise, dtype) * jnp.sqrt(jnp.asarray(num_features, dtype)))
-
-
-@jax.jit
-def noisy_search(key: Array, counts: Array, noise: Any, threshold: Any, *, num_features: Any = None) -> Search:
-  """The mechanism on exact counts: per feature, a noisy binary search for `N_jk >= t`.
-
-  Jitted (one program per shape of `counts`: the samplers take seconds to compile) and
-  vmappable (over `key`, `noise` and `threshold`). Every round releases the
-  integer queries `clip(N_{j m_j} - ceil(t)) + Z_j`, `Z_j` discrete Gaussian of
-  `sigma = count_sigma(noise, p) > noise sqrt(p)`, and compares them with 0 exactly (see the
-  module docstring for the guarantee: `DiscreteGaussian(noise)` per round,
-  [`num_rounds`][dpgcd_jax.privacy.scales.num_rounds] rounds).
-
-  Args:
-    key: a JAX PRNG key.
-    counts: (p, K) exact counts from [`grid_counts`][dpgcd_jax.privacy.scales.grid_counts].
-    noise: the multiplier `s >= 0`; NaN, negative, or too large for the sampler
-      (`s sqrt(p) >= MAX_SCALE`): every index is -1 (fail closed). `s = 0` is the exact,
-      non-private search.
-    threshold: `t = q n` (public): `N >= t` iff `N >= ceil(t)` for an integer count `N`.
-    num_features: None, or the number `p` of true features (a traced int may be given) when
-      `counts` has more rows: the noise is `sigma(s, p)`; the other rows are searched with the
-      same noise and carry nothing (the caller drops them).
-
-  Returns:
-    A [`Search`][dpgcd_jax.privacy.scales.Search]; a feature whose draw hit a sampler cap
-    (probability `< 3.5e-18`, independent of the data) has index -1.
-  """
-  p, K = counts.shape
-  rounds = max(1, math.ceil(math.log2(K)))
-  noise = jnp.asarray(noise, jnp.result_type(float))
-  sigma, in_range = count_sigma(noise, p if num_features is None else num_features)
-  exact = noise == 0.0
-  rank = jnp.ceil(jnp.asarray(threshold, noise.dtype)).astype(jnp.int32)
-  rows = jnp.arange(p)
-
-  def one_round(carry, key_r):
-    lo, hi, failed = carry
-    mid = (lo + hi) // 2
-    query = discrete_grid.count_query(counts[rows, mid], rank)
-    noisy, ok = mechanisms.DiscreteGaussianNoise().perturb_integers(key_r, query, sigma)
-    failed = failed | ~ok
-    released = jnp.where(exact | failed, query, noisy)
-    left = released >= 0
-    active = lo < hi
-    hi = jnp.where(active & left, mid, hi)
-    lo = jnp.where(active & ~left, mid + 1, lo)
-    return (lo, hi, failed), (mid, released)
-
-  start = (jnp.zeros(p, jnp.int32), jnp.full(p, K - 1, jnp.int32), jnp.zeros(p, bool))
-  (lo, _, failed), (queried, released) = jax.lax.scan(one_round, start, jax.random.split(key, rounds))
-  valid = exact | (in_range & ~failed)  # False for a NaN or negative noise too.
-  return Search(jnp.where(valid, lo, -1), queried, released)
-
-
 def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = DEFAULT_QUANTILE,
                            grid: Any = GRID, num_examples: int | Array | None = None,
                            num_features: int | Array | None = None) -> Array:
@@ -325,7 +251,8 @@ def private_feature_scales(key: Array, XT: Any, noise: Any, *, quantile: Any = D
       raise ValueError(f"Expected 0 < {name} <= {size} (XT.shape={XT.shape}), got {name}={value}.")
   traced = num_features is not None and not isinstance(num_features, int)
   counts = (counts if traced else counts[:num_features]) - (N - n)
-  search = noisy_search(key, counts, noise, jnp.asarray(quantile) * n, num_features=num_features if traced else None)
+  search = release_mechanisms.NoisySearch().run(key, counts, noise, jnp.asarray(quantile) * n,
+                                                num_features=num_features if traced else None)
   values = jnp.asarray(g, jnp.result_type(float))
   found = search.index >= 0
   if traced:

@@ -42,8 +42,8 @@ from typing import Any
 from dpgcd_jax import _validate
 from dpgcd_jax import discrete_grid
 from dpgcd_jax import discrete_noise
+from dpgcd_jax import release_mechanisms
 from dpgcd_jax.privacy import calibration
-from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scales
 
@@ -61,10 +61,10 @@ def scales_ledger(noise: float, *, features: int, grid: Any = scales.GRID, label
   features=p)`): the ledger composes both by the best valid route (RDP: the discrete Gaussian has
   no GDP claim). `features`: the number of features searched (required: the draws it charges).
   """
-  rounds = scales.num_rounds(grid)
-  spent = ledger_lib.Ledger.of((label, events.DiscreteGaussian(noise), rounds))
+  rounds, mechanism = scales.num_rounds(grid), release_mechanisms.NoisySearch()
+  spent = ledger_lib.Ledger.of((label, mechanism.event(noise), rounds))
   features = _validate.check_int("features", features, low=0)
-  return spent.add(f"{label} draws", events.DiscreteDraws(features), rounds) if features else spent
+  return spent.add(f"{label} draws", mechanism.draws(features), rounds) if features else spent
 
 
 def scales_rho(noise: float, *, grid: Any = scales.GRID) -> float:

@@ -17,7 +17,8 @@ record moves each mean by at most `c / n`; the vector of means moves by at most
 is summed exactly on a fixed-point grid ([`dpgcd_jax.clipping.clipped_mean`][]) and `c / 2`
 added back; the noise is drawn at `c / n` widened by those roundings
 ([`dpgcd_jax.clipping.mean_sensitivity`][], [`dpgcd_jax.clipping.with_roundings`][]) and
-rounded up ([`dpgcd_jax.clipping.noise_scale`][]).
+rounded up ([`dpgcd_jax.clipping.noise_scale`][]). The noisy means are drawn in the mechanism
+layer, by [`ClippedMeans`][dpgcd_jax.release_mechanisms.ClippedMeans] (with its event).
 
 * `noise="laplace"`: `xi_j ~ Lap(p c / (n epsilon))` i.i.d., the Laplace mechanism with l1
   sensitivity `p c / n`: pure `epsilon`-DP.
@@ -26,6 +27,12 @@ rounded up ([`dpgcd_jax.clipping.noise_scale`][]).
   Gaussian release at `(epsilon, delta)` (`dpgcd_jax.privacy.baseline_accounting.calibrate_cd`
   with one step): `(epsilon, delta)`-DP. Its noise grows as `sqrt(p)` instead of `p`:
   better in high dimension.
+
+* `secure_noise=True`: the floating-point-safe counterparts (docs/secure_noise.md), discrete
+  Laplace or discrete Gaussian noise on the mean snapped to a public grid (the secure updates of
+  `dpgcd_jax.mechanisms`): `DiscreteLaplace(epsilon)` or `DiscreteGaussian(s)` (`s` calibrated
+  on that event by RDP), plus the samplers' charge of the `p` draws
+  ([`smoothness_ledger`][dpgcd_jax.privacy.smoothness.smoothness_ledger]).
 
 A per-coordinate `clip` vector `c_j` gives noise scales proportional to `c_j` with the
 same guarantees (`Lap(p c_j / (n epsilon))`: the privacy losses `(c_j / n) / b_j` sum to
@@ -77,25 +84,49 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpgcd_jax import _validate
-from dpgcd_jax import clipping
 from dpgcd_jax import losses as losses_lib
-from dpgcd_jax import mechanisms
+from dpgcd_jax import release_mechanisms
 
 Array = jax.Array
 NOISES = ("laplace", "gaussian")
 
 
-def smoothness_noise_multiplier(p: int, *, epsilon: float, noise: str = "laplace", delta: float | None = None
-                                ) -> float:
+def smoothness_noise_multiplier(p: int, *, epsilon: float, noise: str = "laplace", delta: float | None = None,
+                                secure_noise: bool = False) -> float:
   """The noise of `private_smoothness` in units of each coordinate's sensitivity `c_j / n` (host
-  side, public inputs): `p / epsilon` (Laplace) or `s sqrt(p)` (Gaussian, `s` the one-release
-  multiplier of `calibrate_cd(epsilon, delta, steps=1)`)."""
+  side, public inputs): `p / epsilon` (Laplace, both modes) or `s sqrt(p)` (Gaussian: `s` the
+  one-release multiplier of `calibrate_cd(epsilon, delta, steps=1)`; with `secure_noise`, the
+  smallest `s` at which [`smoothness_ledger`][dpgcd_jax.privacy.smoothness.smoothness_ledger], the
+  discrete Gaussian and its draws, is `(epsilon, delta)`-DP)."""
   if noise == "laplace":
     return p / float(epsilon)
   if delta is None:
     raise ValueError("Expected delta in (0, 1) for noise='gaussian', got delta=None.")
+  if secure_noise:
+    from dpgcd_jax.privacy import calibration  # pylint: disable=g-import-not-at-top
+    s, _ = calibration.calibrate(lambda s: _ledger(p, s * math.sqrt(p), noise, True, None), float(epsilon),
+                                 float(delta))
+    return s * math.sqrt(p)
   from dpgcd_jax.privacy import baseline_accounting  # pylint: disable=g-import-not-at-top
   return baseline_accounting.calibrate_cd(float(epsilon), float(delta), steps=1).update_noise * math.sqrt(p)
+
+
+def smoothness_ledger(p: int, *, epsilon: float, noise: str = "laplace", delta: float | None = None,
+                      secure_noise: bool = False) -> Any:
+  """The ledger of one `private_smoothness` release on `p` features (host side): `("smoothness", event, 1)`,
+  the event of [`ClippedMeans`][dpgcd_jax.release_mechanisms.ClippedMeans] (`PureDp(epsilon)`,
+  `Gaussian(s)`; secure: `DiscreteLaplace(epsilon)`, `DiscreteGaussian(s)`), and with `secure_noise` the
+  `p` sampler draws ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws], a Laplace release's charged at
+  its `epsilon`), as the estimators' secure releases are charged."""
+  multiplier = smoothness_noise_multiplier(p, epsilon=epsilon, noise=noise, delta=delta, secure_noise=secure_noise)
+  return _ledger(p, multiplier, noise, secure_noise, float(epsilon) if noise == "laplace" else None)
+
+
+def _ledger(p: int, multiplier: float, noise: str, secure: bool, release_epsilon: float | None) -> Any:
+  from dpgcd_jax.privacy import ledger as ledger_lib  # pylint: disable=g-import-not-at-top
+  mechanism = release_mechanisms.ClippedMeans(noise, secure)
+  spent = ledger_lib.Ledger.of(("smoothness", mechanism.event(multiplier, p), 1))
+  return spent.with_draws(mechanism.draws(p), 1, release_epsilon)
 
 
 def private_smoothness(
@@ -108,6 +139,7 @@ def private_smoothness(
     noise: str = "laplace",
     delta: float | None = None,
     floor: float | None = None,
+    secure_noise: bool = False,
 ) -> Array:
   """`epsilon`-DP (Laplace) or `(epsilon, delta)`-DP (Gaussian) estimate of `M_j`.
 
@@ -132,6 +164,10 @@ def private_smoothness(
     noise: "laplace" (pure DP, default) or "gaussian" (needs `delta`).
     delta: in (0, 1), for `noise="gaussian"` only.
     floor: `M_min > 0` (post-processing); default: the per-coordinate noise scale.
+    secure_noise: the discrete counterpart (floating-point safe, module docstring): discrete
+      Laplace or discrete Gaussian noise on the mean snapped to a public grid; a coordinate whose
+      draw fails is NaN. Its ledger, the draws' charge included:
+      [`smoothness_ledger`][dpgcd_jax.privacy.smoothness.smoothness_ledger].
 
   Returns:
     (p,) private smoothness estimates, all `>= floor`.
@@ -168,14 +204,8 @@ def private_smoothness(
   _validate.check_key("key", key)
 
   clip_vec = np.broadcast_to(np.asarray(clip, dtype=float), (p,))
-  multiplier = smoothness_noise_multiplier(p, epsilon=epsilon, noise=noise, delta=delta)
+  multiplier = smoothness_noise_multiplier(p, epsilon=epsilon, noise=noise, delta=delta, secure_noise=secure_noise)
   lower = jnp.asarray(multiplier * clip_vec / n if floor is None else np.full(p, floor), X.dtype)
-  clip_arr = jnp.asarray(clip_vec, X.dtype)
-  half = clip_arr / 2.0  # exact: a power-of-two scaling
-  # per record, m_ij - c_j / 2 in [-c_j / 2, c_j / 2]; its mean exact up to one rounding
-  centred = jnp.minimum(loss.curvature * X**2, clip_arr[None, :]) - half[None, :]
-  mean = clipping.clipped_mean(centred, half[None, :], axis=0) + half
-  # c_j / n in real arithmetic, plus the mean's rounding and the two roundings of `+ half`
-  sensitivity = clipping.with_roundings(clipping.mean_sensitivity(half, n), clip_arr, roundings=2)
-  scale = clipping.noise_scale(jnp.asarray(clipping.rounded_up(multiplier, X.dtype)), sensitivity)
-  return jnp.maximum(mechanisms.update(noise).perturb(key, mean, scale), lower)
+  terms = jnp.minimum(loss.curvature * X**2, jnp.asarray(clip_vec, X.dtype)[None, :])  # m_ij in [0, c_j]
+  means = release_mechanisms.ClippedMeans(noise, bool(secure_noise))
+  return jnp.maximum(means.release(key, terms, clip_vec, multiplier), lower)

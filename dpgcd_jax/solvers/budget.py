@@ -34,9 +34,9 @@ from dpgcd_jax import _pytree
 from dpgcd_jax import _validate
 from dpgcd_jax import layout as layout_lib
 from dpgcd_jax import problem as problem_lib
+from dpgcd_jax import release_mechanisms
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import calibration
-from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import tuning
 from dpgcd_jax.solvers import base
@@ -57,8 +57,9 @@ def release_ledger(label: str, epsilon: float) -> ledger_lib.Ledger:
   "feature bound", a regressor's "target bound"): `(label, PureDp(epsilon), 1)` and its
   `GRID.size + 1` discrete Laplace draws, one per grid point and one for the threshold, charged
   at the release's own epsilon ([`DiscreteDraws`][dpgcd_jax.privacy.events.DiscreteDraws])."""
-  epsilon = float(epsilon)
-  return ledger_lib.Ledger.of((label, events.PureDp(epsilon), 1)).with_draws(bounds.GRID.size + 1, 1, epsilon)
+  epsilon, mechanism = float(epsilon), release_mechanisms.AboveThreshold()
+  return ledger_lib.Ledger.of((label, mechanism.event(epsilon), 1)).with_draws(mechanism.draws(bounds.GRID.size), 1,
+                                                                            epsilon)
 
 
 def check_fit_inputs(problem: Any, key: Array, epsilon: float, delta: float, bound_share: float,

@@ -32,6 +32,7 @@ import pytest
 import dpgcd_jax as dg
 from dpgcd_jax import host_release
 from dpgcd_jax import mechanisms
+from dpgcd_jax import release_mechanisms
 from dpgcd_jax.privacy import bounds
 from dpgcd_jax.privacy import calibration
 from dpgcd_jax.privacy import distinguisher
@@ -209,7 +210,7 @@ def _above_threshold_law(queries, t_threshold, t_query):
 
 
 def _above_threshold_draws(epsilon, runs, seed):
-  run = jax.jit(jax.vmap(bounds._above_threshold, in_axes=(0, None, None)))
+  run = jax.jit(jax.vmap(release_mechanisms.AboveThreshold().run, in_axes=(0, None, None)))
   keys = jax.random.split(jax.random.key(seed))
   out = [np.asarray(run(jax.random.split(k, runs), jnp.asarray(q), epsilon)) for k, q in zip(keys, AT_QUERIES,
                                                                                            strict=True)]

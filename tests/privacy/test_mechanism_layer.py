@@ -177,6 +177,57 @@ def test_the_rule_allows_randomness_that_is_not_privacy_noise(snippet):
   assert not _noise_references(snippet)
 
 
+# `dpgcd_jax/privacy/` is host-side accounting and the releases' statistics; its releases draw through
+# the mechanism layer (`dpgcd_jax.release_mechanisms`). Only the audit tools, which run mechanisms to
+# test them and release nothing, use the layer's objects directly.
+AUDIT_TOOLS = {"auditing.py", "audit_neighbours.py", "distinguisher.py"}
+DRAWING_METHODS = {"select", "noisy_scores", "noisy", "noisy_max", "perturb", "perturb_integers"}
+
+
+def _layer_draws(source, allowed=()):
+  """(line, what) of every draw `source` makes itself: `_noise_references` (with `allowed`), an import
+  of the mechanism objects (`dpgcd_jax.mechanisms`), or a call to a drawing method of a mechanism object."""
+  found = list(_noise_references(source, allowed))
+  for node in ast.walk(ast.parse(source)):
+    if isinstance(node, ast.ImportFrom) and ((node.module or "").endswith("mechanisms")
+                                             and not node.module.endswith("release_mechanisms")
+                                             or any(a.name == "mechanisms" for a in node.names)):
+      found.append((node.lineno, f"from {'.' * node.level}{node.module} import "
+                                  + ", ".join(a.name for a in node.names)))
+    elif isinstance(node, ast.Import) and any(a.name == "dpgcd_jax.mechanisms" for a in node.names):
+      found.append((node.lineno, "import dpgcd_jax.mechanisms"))
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DRAWING_METHODS:
+      found.append((node.lineno, ast.unparse(node.func)))
+  return sorted(set(found))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "privacy").glob("*.py") if p.name not in AUDIT_TOOLS))
+def test_the_privacy_package_draws_no_noise_itself(name):
+  """`dpgcd_jax.privacy` (but its audit tools) draws every noise through `dpgcd_jax.release_mechanisms`."""
+  allowed = (ALLOWED[f"privacy/{name}"][0],) if f"privacy/{name}" in ALLOWED else ()
+  assert _layer_draws((ROOT / "privacy" / name).read_text(), allowed) == []
+
+
+@pytest.mark.parametrize("snippet", [
+    "from dpgcd_jax import mechanisms",
+    "import dpgcd_jax.mechanisms",
+    "from dpgcd_jax.mechanisms import DiscreteLaplaceNoise",
+    "noisy, ok = mechanisms.DiscreteGaussianNoise().perturb_integers(key, query, sigma)",
+    "m = mechanisms.update(noise).perturb(key, mean, scale)",
+    "j = selection.select(key, score, g, w, M, penalty, scale, rule)",
+])
+def test_the_privacy_rule_catches_the_device_releases(snippet):
+  """`dpgcd_jax.privacy` rule: the draws the privacy modules made before the layer took them."""
+  assert _layer_draws(snippet)
+
+
+def test_the_privacy_rule_allows_the_release_mechanisms():
+  """`dpgcd_jax.privacy` rule: a release calls the layer's release mechanisms and reads their events."""
+  assert not _layer_draws("from dpgcd_jax import release_mechanisms\n"
+                          "i = release_mechanisms.AboveThreshold().run(key, queries, epsilon)\n"
+                          "e = release_mechanisms.NoisySearch().event(2.0)")
+
+
 def test_the_mechanism_and_cost_registries_agree():
   """`dpgcd_jax.mechanisms` and `dpgcd_jax.privacy.costs`: one registry. Each mechanism object is
   registered under its cost's name, the two tables hold the same names, each object's cost is the

@@ -9,7 +9,10 @@ from scipy import stats
 
 import dpgcd_jax as dg
 from dpgcd_jax.privacy import baseline_accounting
+from dpgcd_jax.privacy import events
 from dpgcd_jax.privacy.smoothness import private_smoothness
+from dpgcd_jax.privacy.smoothness import smoothness_ledger
+from dpgcd_jax.privacy.smoothness import smoothness_noise_multiplier
 
 DRAWS = 3000
 KEYS = jax.random.split(jax.random.key(7), DRAWS)
@@ -52,6 +55,30 @@ def test_gaussian_noise_has_scale_s_sqrt_p_c_over_n():
                                                noise="gaussian", delta=delta, floor=1e-9))
   noise = (np.asarray(draw(KEYS)) - mean) / expected_scale
   _assert_scale(noise.ravel(), stats.norm)
+
+
+@pytest.mark.parametrize("noise, delta, dist", [("laplace", None, stats.laplace), ("gaussian", 1e-6, stats.norm)])
+def test_secure_noise_is_the_discrete_counterpart_at_the_same_scale(noise, delta, dist):
+  """`dpgcd_jax.privacy.smoothness` with `secure_noise=True`: discrete noise on a grid whose scale is
+  the multiplier times `c / n` (KS: right scale accepted, 2/3 and 3/2 rejected), a draw other than
+  the float one, and a ledger of discrete events and the `p` draws within the budget."""
+  epsilon, clip = 4.0, 2.0
+  multiplier = smoothness_noise_multiplier(P, epsilon=epsilon, noise=noise, delta=delta, secure_noise=True)
+  draw = jax.jit(jax.vmap(lambda k, secure: private_smoothness(
+      X, "squared", epsilon=epsilon, key=k, clip=clip, noise=noise, delta=delta, floor=1e-9, secure_noise=secure),
+      in_axes=(0, None)), static_argnums=1)
+  secure = np.asarray(draw(KEYS, True))
+  assert np.all(np.isfinite(secure)) and not np.array_equal(secure, np.asarray(draw(KEYS, False)))
+  noise_draws = (secure - _clipped_mean(X, 1.0, clip)) / (multiplier * clip / N)
+  _assert_scale(noise_draws.ravel(), dist)
+  ledger = smoothness_ledger(P, epsilon=epsilon, noise=noise, delta=delta, secure_noise=True)
+  kinds = {type(entry.event) for entry in ledger}
+  assert kinds == {events.DiscreteLaplace if noise == "laplace" else events.DiscreteGaussian, events.DiscreteDraws}
+  assert sum(entry.event.draws * entry.count for entry in ledger if isinstance(entry.event, events.DiscreteDraws)) == P
+  target = delta if delta is not None else ledger.sampler_charge(epsilon)
+  assert ledger.delta(epsilon) <= target * (1 + 1e-9)
+  float_kind = {type(entry.event) for entry in smoothness_ledger(P, epsilon=epsilon, noise=noise, delta=delta)}
+  assert float_kind == {events.PureDp if noise == "laplace" else events.Gaussian}
 
 
 @pytest.mark.parametrize("loss, beta", [("squared", 1.0), ("logistic", 0.25), ("huber", 1.0)])
