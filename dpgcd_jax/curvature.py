@@ -81,9 +81,9 @@ def moment_sensitivity(bound_sq: Array, num_examples: int | Array) -> Array:
 
 
 def shifted_moment(problem: problem_lib.Problem, j: Array, bound_sq: Array) -> Array:
-  """`(1/n) sum_i (x_ij^2 - B_j^2 / 2)` over the true records: the exact clipped mean the
+  """`(1/n) sum_i (min(x_ij^2, B_j^2) - B_j^2 / 2)` over the true records: the exact clipped mean the
   release perturbs (module docstring); the second moment is this plus `B_j^2 / 2`."""
-  squares = column_squares(problem, j)
+  squares = jnp.minimum(column_squares(problem, j), bound_sq)  # a no-op on features clipped at the bound
   half = bound_sq / 2
   true = jnp.arange(squares.shape[0]) < problem.mean_count
   shifted = jnp.where(true, squares - half, 0.0)

@@ -180,19 +180,25 @@ class _SearchMixin(_linear.DPGCDBase):
     data = self._prepare(X, y, sample_weight)
     X, targets, not_private, delta, key = data.X, data.targets, data.not_private, data.delta, data.key
     epsilon, (n, p) = float(self.epsilon), X.shape
+    scaling = None  # chosen by the defaults' fit, unless the search would run
     if self.param_grid is None and not selection_pays(n, epsilon):
+      reason, fix = (f"n epsilon = {n * epsilon:.4g} < {SELECTION_MIN_N_EPSILON} (public): a private search cannot "
+                     f"pay for the noise its candidates add at this budget"), "more rows or a larger epsilon, or "
+    else:
+      data, scaling = _training.choose_scaling(self, data, epsilon)
+      reason, fix = ("the features' scales spread (scaling='per-step'): the search's candidates run on bounds "
+                     "released before them"), "declared feature bounds, or "
+    if scaling is None or scaling == _released.PER_STEP:
       self.best_params_, self.best_score_ = {}, float("nan")
       self.fell_back_ = True
-      self.fallback_reason_: str | None = (
-          f"n epsilon = {n * epsilon:.4g} < {SELECTION_MIN_N_EPSILON} (public): a private search cannot pay "
-          f"for the noise its candidates add at this budget")
+      self.fallback_reason_: str | None = reason
       warnings.warn(
           f"{type(self).__name__}.fit: the hyperparameter search was skipped and the default "
-          f"hyperparameters ran with the whole budget, because {self.fallback_reason_} (best_params_ is {{}}, "
-          f"best_score_ NaN; fell_back_ and fallback_reason_ say so). Fix: more rows or a larger epsilon, or "
-          f"pass param_grid= to search anyway.", UserWarning, stacklevel=2)
-      self._fit_prepared(data, note=f"selection: skipped, {self.fallback_reason_}, so the default "
-                                    f"hyperparameters ran with the whole budget")
+          f"hyperparameters ran with the whole budget, because {reason} (best_params_ is {{}}, "
+          f"best_score_ NaN; fell_back_ and fallback_reason_ say so). Fix: {fix}pass param_grid= to search "
+          f"anyway.", UserWarning, stacklevel=2)
+      self._fit_prepared(data, note=f"selection: skipped, {reason}, so the default hyperparameters ran with the "
+                                    f"whole budget", scaling=scaling)
       return self
     self.fell_back_, self.fallback_reason_ = False, None
     n_val = int(round(self.validation_fraction * n))
@@ -213,7 +219,7 @@ class _SearchMixin(_linear.DPGCDBase):
     key_bound, key_target, key_split, key_run, key_host = jax.random.split(key, 5)
     layout = self._layout(X)
     released = _released.release_feature_bounds(key_bound, layout, num_examples=n, num_features=p,
-                                                feature_bound=self._declared_bound(p), scaling=self.scaling,
+                                                feature_bound=self._declared_bound(p), scaling=scaling,
                                                 epsilon=epsilon, delta=delta)
     # No warning that depends on the data: a |y_i| above the run dtype's largest float is inf.
     with np.errstate(over="ignore"):

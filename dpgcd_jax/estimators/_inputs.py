@@ -115,6 +115,21 @@ def check_params(self: Any) -> None:
         f"feature_bound={self.feature_bound!r}.")
   check_solver(self.solver, self.solver_params, penalty=self.penalty, step_size=self.step_size,
                clipping=self.clipping, secure_noise=self.secure_noise)
+  if self.scaling == _released.PER_STEP:
+    check_per_step(self)
+
+
+def check_per_step(self: Any, X: Any = None, num_targets: int = 1) -> None:
+  """`scaling="per-step"` needs DP-GCD without penalty, coordinate clipping, dense `X` and one run (a
+  regressor or two classes): its released bounds are per run and its selection is on `sign(x_ij)`
+  ([`dpgcd_jax.solvers.scale_free`][]). A ValueError naming what does not fit, before any work."""
+  found = dict(solver=self.solver, penalty=self.penalty, clipping=self.clipping,
+               X="sparse" if X is not None and sparse.is_sparse(X) else "dense", runs=num_targets)
+  if not self._adapter().scale_free or (self.penalty, self.clipping, found["X"], num_targets) != (
+      None, "coordinate", "dense", 1):
+    raise ValueError(f"Expected solver='dp_gcd', penalty=None, clipping='coordinate', dense X and one run (a "
+                     f"regressor or two classes) with scaling='per-step', got {found}; use scaling='bound' or "
+                     f"'private'.")
 
 
 def prepare(self: Any, X: Any, y: Any, sample_weight: Any = None) -> Prepared:

@@ -332,16 +332,19 @@ class DPGCDBase(OneToOneFeatureMixin, BaseEstimator):
     """
     return self._fit_prepared(self._prepare(X, y, sample_weight))
 
-  def _fit_prepared(self, data: Prepared, note: str | None = None) -> DPGCDBase:
-    """The private fit on validated data (`note`: one more line for `privacy_`)."""
+  def _fit_prepared(self, data: Prepared, note: str | None = None, scaling: str | None = None) -> DPGCDBase:
+    """The private fit on validated data (`note`: one more line for `privacy_`; `scaling`: as chosen
+    already, with `data`, by `_training.choose_scaling`)."""
     epsilon, (n, p) = float(self.epsilon), data.X.shape
+    if scaling is None:  # choose_scaling checks "per-step" against the data
+      data, scaling = _training.choose_scaling(self, data, epsilon)
     hyper = self._hyper(n, p, epsilon)
     params = self._solver_params(p + bool(self.fit_intercept))  # checked before any release
     layout = self._layout(data.X)
     stored = (p, n) if sparse.is_sparse(layout) else layout.shape
     dtype = jax.dtypes.canonicalize_dtype(layout.dtype)  # the run's
     features = _released.feature_release(num_examples=n, num_features=p, shape=stored, dtype=dtype,
-                                         feature_bound=self._declared_bound(p), scaling=self.scaling,
+                                         feature_bound=self._declared_bound(p), scaling=scaling,
                                          epsilon=epsilon, delta=data.delta)
     target = self._target_release(n, stored[1], dtype)
     # No warning that depends on the data: a |y_i| above the run dtype's largest float becomes

@@ -19,6 +19,10 @@ here by an accounted mechanism, whose entry joins the run's ledger (one calibrat
   informative from much smaller `n` (measured: on standardized breast_cancer, 398 rows, it
   lands near the 0.9-quantile where the per-feature search, or the same binary search on the
   one statistic, lands far off), but features on a smaller scale than `B` are drowned.
+- `scaling="per-step"` (DP-GCD, dense features): no bound before the run. DP-GCD selects on
+  `sign(x_ij)` and releases the bound of each feature it selects, at that step, in the run's ledger
+  ([`dpgcd_jax.solvers.scale_free`][]); the features are capped at `bounds.GRID[-1] = 2^16` (public)
+  until then, and `feature_bound_` holds the released bounds (the cap where a feature was never selected).
 - `scaling="auto"` (default): "private" when [`dpgcd_jax.privacy.scales_budget.scales_informative`][]
   holds at the share and the scales' sampler draws are cheap at `epsilon` (`SCALES_CHARGE_SHARE`;
   public `n`, `p`, `epsilon`, `delta` only), else "bound".
@@ -53,7 +57,9 @@ from dpgcd_jax.privacy import scales_budget
 from dpgcd_jax.solvers import budget
 
 AUTO = "auto"
-SCALINGS = (AUTO, "private", "bound")
+PER_STEP = "per-step"
+SCALINGS = (AUTO, "private", "bound", PER_STEP)
+CAP = float(bounds.GRID[-1])  # `scaling="per-step"`: the public bound of every feature until its own is released
 DECLARED = "declared"
 SCALE_SHARE = 0.1
 SCALE_SHARES = (0.1, 0.2, 0.3)
@@ -178,6 +184,8 @@ class FeatureRelease:
     true = jnp.arange(P) < self.num_features
     if self.how == DECLARED:
       values = jnp.asarray(self.declared)
+    elif self.how == PER_STEP:
+      values = jnp.full(P, CAP, XT.dtype)
     elif self.how == "private":
       values = scales.private_feature_scales(key, XT, self.noise, num_examples=self.num_examples,
                                              num_features=self.num_features)
@@ -199,7 +207,7 @@ class FeatureRelease:
   @property
   def ledger(self) -> ledger_lib.Ledger:
     """Its privacy ledger (host; empty when declared)."""
-    if self.how == DECLARED:
+    if self.how in (DECLARED, PER_STEP):  # per-step: the run's ledger holds the releases
       return ledger_lib.Ledger()
     if self.how == "private":
       return scales_budget.scales_ledger(float(self.noise), label="feature bounds", features=int(self.num_features))
@@ -211,6 +219,12 @@ class FeatureRelease:
     bound = np.asarray(self.declared if self.how == DECLARED else values, float)[:p]
     if self.how == DECLARED:
       return Released(bound, DECLARED, self.ledger, "feature bounds: declared public")
+    if self.how == PER_STEP:
+      bound = np.where(bound > 0, bound, CAP)  # never selected: the cap (its coefficient is 0)
+      return Released(bound, self.how, self.ledger, (
+          f"feature bounds: released per step for the {int(np.sum(bound < CAP))} selected features (entries "
+          f"'column bound' of the run; DP-GCD selects on sign(x_ij), dpgcd_jax.solvers.scale_free), the cap "
+          f"{CAP:g} elsewhere"))
     if self.how == "private":
       return Released(bound, self.how, self.ledger, (
           f"feature bounds: per-feature private scales (dpgcd_jax.privacy.scales, a share {float(self.share):g} of "
@@ -235,6 +249,8 @@ def feature_release(*, num_examples: int, num_features: int, shape: tuple[int, .
   common = dict(num_examples=np.int32(n), num_features=np.int32(p), declared=None, epsilon=None, noise=None,
                 share=None, rank=None, padding=None)
   how = resolve_scaling(scaling, n, p, epsilon, delta)
+  if how == PER_STEP:
+    return FeatureRelease(how=how, **common)
   if how == "private":
     share = scale_share(n, p, epsilon, delta) or SCALE_SHARES[-1]
     noise = scales_budget.calibrate_scales(share * epsilon, share * delta, features=p)

@@ -28,6 +28,7 @@ from dpgcd_jax.estimators._defaults import Hyper
 from dpgcd_jax.estimators._defaults import auto_greedy_steps
 from dpgcd_jax.estimators._defaults import auto_max_iter
 from dpgcd_jax.estimators._defaults import auto_step_size
+from dpgcd_jax.estimators._released import PER_STEP
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.solvers import dp_cd
 from dpgcd_jax.solvers import dp_fw
@@ -55,6 +56,7 @@ class Adapter:
       (one compiled program per bucket).
     searchable: the CV estimators' repeat-and-select accounts for its runs.
     released_curvature: it can step by the released curvature (`solver_params["curvature"]`).
+    scale_free: it can select scale-free, with per-step bounds (`scaling="per-step"`).
     unit_features: it runs on features in units of their bounds (the l1 ball of DP-FW is not
       equivariant to per-coordinate scaling).
     streams: it runs over row chunks (`fit_chunks`, [`dpgcd_jax.solvers.streamed`][]).
@@ -77,6 +79,7 @@ class Adapter:
   padded: bool = False
   searchable: bool = False
   released_curvature: bool = False
+  scale_free: bool = False
   unit_features: bool = False
   streams: bool = False
   steps: Callable[[int, int, float, float], int] = lambda n, width, epsilon, unit: auto_max_iter(n, width, epsilon)
@@ -93,10 +96,14 @@ def _run_dp_gcd(estimator: Any, problem: Any, key: Any, targets: Any, hyper: Hyp
   selection, update = estimator._mechanisms()
   steps = hyper.max_iter
   step_size = dp_gcd_step_size(estimator, hyper, n)
+  per_step = getattr(getattr(prelude, "features", None), "how", None) == PER_STEP
+  # the intercept's column (index p) keeps its public bound
+  fixed = (int(prelude.features.num_features),) if per_step and estimator.fit_intercept else ()
   result = dp_gcd.fit(problem, key, epsilon=epsilon, delta=delta, passes=steps, step_size=step_size,
                       clip=hyper.clip, selection=selection, update=update, prior=prior, targets=targets,
                       prelude=prelude, clipping_mode=estimator.clipping, curvature=estimator._curvature_option(),
-                      selection_share=estimator._selection_share())
+                      selection_share=estimator._selection_share(), scale=PER_STEP if per_step else "public",
+                      fixed=fixed)
   if callable(step_size):  # the step the run used, from the multipliers it returns
     hyper = hyper._replace(step_size=float(result.params.step_size))
   return result, hyper
@@ -171,7 +178,7 @@ ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
     Adapter("dp_gcd", ("curvature", "selection_share"), _run_dp_gcd, _note_dp_gcd,
             defaults=(("curvature", AUTO_CURVATURE), ("selection_share", AUTO_SELECTION_SHARE)),
             secure=True, padded=True, searchable=True,
-            released_curvature=True, streams=True,
+            released_curvature=True, scale_free=True, streams=True,
             steps=lambda n, width, epsilon, unit: auto_greedy_steps(n, epsilon, unit)),
     Adapter("dp_fw", ("radius",), _run_dp_fw, lambda estimator, num_targets, hyper: (
         f"solver dp_fw (DP Frank-Wolfe): {num_targets} run(s) x {hyper.max_iter} steps on the l1 ball of radius "

@@ -20,10 +20,12 @@ class State(NamedTuple):
   Attributes:
     w: (p,) the iterate.
     margins: (n,) `X w`, kept up to date in O(n) per step for GLM losses (None otherwise).
+    bounds: None, or DP-GCD's sticky released bounds (`scale="per-step"`, [`dpgcd_jax.solvers.scale_free`][]).
   """
 
   w: Array
   margins: Array | None
+  bounds: Array | None = None
 
 
 def init(problem: problem_lib.Problem) -> State:
@@ -44,5 +46,5 @@ def set_coordinate(problem: problem_lib.Problem, state: State, j: Array, new_wj:
   """`w_j <- new_wj` and the margins after it: O(n)."""
   margins = kernels.update_margins(problem, state.margins, j, new_wj - state.w[j])
   w = jnp.where(jnp.arange(state.w.shape[0]) == j, new_wj, state.w)  # no scatter: vmaps well
-  return State(w, margins)
+  return state._replace(w=w, margins=margins)
 

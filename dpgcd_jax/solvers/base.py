@@ -62,10 +62,13 @@ class Trace(NamedTuple):
     nonprivate_objective: (passes + 1,) objective `F` at `w^0` and after every pass over
       the data. NOT PRIVATE: computed from the raw data, for plots and diagnostics only;
       None when `store_objective=False`.
+    bounds: None, or DP-GCD's released per-feature bounds at the end of a `scale="per-step"` run
+      (released values: the model is `sum_j w_j clip(x_j, bounds_j)`; [`dpgcd_jax.solvers.scale_free`][]).
   """
 
   coordinates: Array | None
   nonprivate_objective: Array | None
+  bounds: Array | None = None
 
 
 class Result(NamedTuple):
@@ -123,6 +126,8 @@ class Solver(NamedTuple):
     sequential_runs: the K runs of `targets` and a batch of keys run one after the other
       (`lax.map`) instead of vmapped: a step that branches on its data (DP-SGD's sampler) would
       run every branch under `vmap`.
+    start: None, or `(problem, **options) -> State`: the initial state when it depends on the run's
+      options (DP-GCD's sticky bounds); None: `init(problem)`.
     private_plan: the solver's privacy side, `(problem, *, passes, runs, epsilon, **hyper) ->`
       [`Plan`][dpgcd_jax.solvers.budget.Plan]: the multipliers its steps draw at a noise scale, the
       ledger they charge, the run's options; its keyword defaults are the solver's
@@ -142,6 +147,7 @@ class Solver(NamedTuple):
   padded: bool = False
   sequential_runs: bool = False
   private_plan: Callable[..., Any] | None = None
+  start: Callable[..., Any] | None = None
 
 
 # ----------------------------------------------------------------------------------------
@@ -248,8 +254,8 @@ def trim_trace(result: Result, *, steps: int, passes: int) -> Result:
   done on the host (a device slice of a new length would compile a new program); on traced
   ones it is part of the traced program.
   """
-  coordinates, objectives = result.trace
-  return result._replace(trace=Trace(_leading(coordinates, steps), _leading(objectives, passes + 1)))
+  coordinates, objectives, bounds = result.trace
+  return result._replace(trace=Trace(_leading(coordinates, steps), _leading(objectives, passes + 1), bounds))
 
 
 def _leading(x: Array | None, n: int) -> Array | None:
@@ -314,11 +320,11 @@ def _passes(solver: Solver, problem: problem_lib.Problem, key: Array, params: An
   def record(state):
     return kernels.objective(problem, state.w, getattr(state, "margins", None))
 
+  initial = solver.start(problem, **kwargs) if solver.start else solver.init(problem)
   state, coordinates, objectives = driver.run_steps(
-      one_step, solver.init(problem), key, passes=passes, steps_per_pass=per_pass,
-      capacity=capacity, record=record if store_objective else None,
-      on_pass=progress_lib.tick if progress else None)
-  return Result(guards.fail_closed(params, state.w), Trace(coordinates, objectives))
+      one_step, initial, key, passes=passes, steps_per_pass=per_pass, capacity=capacity,
+      record=record if store_objective else None, on_pass=progress_lib.tick if progress else None)
+  return Result(guards.fail_closed(params, state.w), Trace(coordinates, objectives, getattr(state, "bounds", None)))
 
 
 def total_steps(solver: Solver, problem: problem_lib.Problem, passes: int, **options: Any) -> int:

@@ -27,13 +27,10 @@ The coordinate smoothness `M` must be public: [`fit`][dpgcd_jax.solvers.dp_gcd.f
 declared feature bound, or from a privately released one, see [`dpgcd_jax.problem`][]).
 The objective values in the trace are NOT private.
 
-One path: which code runs, and every shape, is a function of public inputs only (the shapes
-`(n, p)` and, for sparse features, the public capacity and window of
-[`dpgcd_jax.sparse.from_matrix`][]; the options; the dtype). In particular the selection draws the
-noise of all `p` coordinates on dense and sparse features alike, whichever features have stored
-entries: one float law of the released index for every data set (the law the privacy argument
-of [`dpgcd_jax.solvers.greedy`][] is about, with the same float32 sampler), where a data-dependent
-switch between two samplers of different float laws would not be covered by it.
+One path: which code runs, and every shape, is a function of public inputs only (the shapes, for
+sparse features the public capacity and window of [`dpgcd_jax.sparse.from_matrix`][], the options, the
+dtype). The selection draws the noise of all `p` coordinates on dense and sparse features alike: one
+float law of the released index for every data set (the law [`dpgcd_jax.solvers.greedy`][]'s argument covers).
 
 One iteration reads every example once, so `passes` (the argument of [`run`][dpgcd_jax.solvers.dp_gcd.run] and
 [`fit`][dpgcd_jax.solvers.dp_gcd.fit]) is the number of iterations `T`; [`dpgcd_jax.privacy.calibrate_gcd`][] counts
@@ -60,9 +57,13 @@ from dpgcd_jax.solvers import _coordinate
 from dpgcd_jax.solvers import base
 from dpgcd_jax.solvers import budget
 from dpgcd_jax.solvers import greedy
+from dpgcd_jax.solvers import scale_free
 
 Array = jax.Array
 CURVATURE_RATIO = 2.0
+# `scale="per-step"`: the bound release's multiplier `1 / epsilon_b` over the selection's (the
+# prototype's zCDP shares 0.6 / 0.1 for the selection and the bound: `epsilon_b^2 / 2 = rho_sel / 6`).
+BOUND_RATIO = 2.5
 
 
 class Params(NamedTuple):
@@ -81,6 +82,8 @@ class Params(NamedTuple):
       (`curvature="released"`, [`dpgcd_jax.curvature`][]) in units of its sensitivity;
       required there. With `curvature="public"` it is unused and may stay `None` (the
       default: no leaf, so `jax.vmap` over a `Params` of the four other fields still works).
+    bound_noise: > 0, `1 / epsilon` of each per-step bound release (`scale="per-step"`,
+      [`dpgcd_jax.solvers.scale_free`][]); `None` (no leaf) otherwise.
   """
 
   step_size: Any = 1.0
@@ -88,6 +91,7 @@ class Params(NamedTuple):
   selection_noise: Any = 0.0
   update_noise: Any = 0.0
   curvature_noise: Any = None
+  bound_noise: Any = None
 
 
 State = _coordinate.State
@@ -95,13 +99,8 @@ init = _coordinate.init
 
 
 class Info(NamedTuple):
-  """What one DP-GCD iteration reports besides its state.
-
-  Attributes:
-    coordinate: the selected coordinate `j_t` (an integer scalar), the output of the private selection
-      (a released quantity, covered by the guarantee); [`run`][dpgcd_jax.solvers.dp_gcd.run] stacks it into
-      `trace.coordinates`.
-  """
+  """What one DP-GCD iteration reports besides its state: `coordinate`, the selected `j_t` (released, covered
+  by the guarantee; [`run`][dpgcd_jax.solvers.dp_gcd.run] stacks it into `trace.coordinates`)."""
 
   coordinate: Array
 
@@ -117,6 +116,8 @@ def step(
     rule: str = "gs-s",
     clipping_mode: str = "coordinate",
     curvature: str = "public",
+    scale: str = "public",
+    fixed: tuple[int, ...] = (),
 ) -> tuple[State, Info]:
   """One DP-GCD iteration (pure, jittable): the new state and the selected coordinate.
 
@@ -126,11 +127,16 @@ def step(
     problem: from [`dpgcd_jax.make_problem`][].
     params: [`Params`][dpgcd_jax.solvers.dp_gcd.Params] as arrays ([`run`][dpgcd_jax.solvers.dp_gcd.run] validates and
       casts them).
-    selection, update, rule, clipping_mode, curvature: static; see [`run`][dpgcd_jax.solvers.dp_gcd.run].
+    selection, update, rule, clipping_mode, curvature, scale, fixed: static; see
+      [`run`][dpgcd_jax.solvers.dp_gcd.run].
 
   Returns:
     `(State, Info)`.
   """
+  if scale == "per-step":
+    state, j = scale_free.step(key, state, problem, params, selection=selection, update=update, rule=rule,
+                               curvature=curvature, fixed=fixed)
+    return state, Info(j)
   M = problem_lib.coordinate_smoothness(problem)
   thresholds = clipping.coordinate_thresholds(params.clip, M, problem.curvature)
   mask = problem.column_mask
@@ -182,6 +188,8 @@ def run(
     store_objective: bool = False,
     secure_noise: bool = False,
     curvature: str = "public",
+    scale: str = "public",
+    fixed: tuple[int, ...] = (),
 ) -> base.Result:
   """Runs `passes` DP-GCD iterations (one iteration = one pass over the data) under jit.
 
@@ -198,22 +206,21 @@ def run(
       scalar `phi'` of a GLM loss; features bounded by `feature_bound`; same sensitivity,
       see [`dpgcd_jax.kernels.derivative_clip`][]).
     store_objective: record the (NOT private) objective after every iteration (off by default).
-    secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their
-      exact discrete counterparts on a public grid ("laplace" -> "discrete_laplace",
-      "gaussian" -> "discrete_gaussian"; "gumbel" raises), see `dpgcd_jax.mechanisms`.
-      The multipliers keep their meaning (the same events bound the discrete mechanisms); calibrate
-      them by hand with the discrete names and `features=problem.num_features`, which charges the
-      draws (`calibrate_gcd(..., selection="discrete_laplace", update="discrete_laplace" or
-      "discrete_gaussian", features=p)`; `curvature="released"` adds one release and one draw per
-      iteration that `calibrate_gcd` does not know: use `fit`).
+    secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their exact
+      discrete counterparts on a public grid ("laplace" -> "discrete_laplace", "gaussian" ->
+      "discrete_gaussian"; "gumbel" raises; `dpgcd_jax.mechanisms`), with the same multipliers. Calibrate
+      them with `fit`, or `calibrate_gcd` with the discrete names and `features=p` (it charges the draws).
     curvature: "public" (steps `gamma / M_j` from the problem's public smoothness) or
       "released": each iteration also releases the second moment of the selected feature with
       the update mechanism at `params.curvature_noise` and steps by `gamma / hat M_j`
       ([`dpgcd_jax.curvature`][]; needs a GLM loss with a public feature bound).
+    scale: "public" (scores and steps in units of the problem's bounds) or "per-step": selection on
+      `sign(x_ij)`, a bound released per step at `epsilon = 1 / params.bound_noise` for the selected feature
+      and kept ([`dpgcd_jax.solvers.scale_free`][]); `fixed`: the columns that keep their public bound.
 
   Returns:
     A [`dpgcd_jax.Result`][]: the final iterate and the trace (selected coordinates,
-    `nonprivate_objective`).
+    `nonprivate_objective`; with `scale="per-step"`, `bounds`).
 
   Examples:
     >>> import jax, dpgcd_jax as dg
@@ -231,8 +238,10 @@ def run(
   kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
   curvature_lib.check_noise(params, curvature)
+  scale_free.check(problem, scale, clipping_mode)
   return base.run(SOLVER, problem, key, params, passes=passes, store_objective=store_objective,
-                  selection=selection, update=update, rule=rule, clipping_mode=clipping_mode, curvature=curvature)
+                  selection=selection, update=update, rule=rule, clipping_mode=clipping_mode, curvature=curvature,
+                  scale=scale, fixed=tuple(int(i) for i in fixed))
 
 
 def fit(
@@ -257,16 +266,16 @@ def fit(
     clipping_mode: str = "coordinate",
     curvature: str = "public",
     curvature_ratio: float = CURVATURE_RATIO,
+    scale: str = "public",
+    fixed: tuple[int, ...] = (),
 ) -> base.Result:
   """(epsilon, delta)-DP DP-GCD: the private path from data to model, with default arguments.
 
-  Everything taken from the data is public by declaration or released by an accounted
-  mechanism: when `problem` has no public smoothness (`make_problem` without
-  `smoothness=` or `feature_bound=`), a share `bound_share` of `epsilon` releases a
-  feature bound `B` ([`dpgcd_jax.privacy.bounds`][]), the features are clipped to it and
-  `M_j = beta B^2`; the rest calibrates the smallest noise meeting the budget for the `passes`
-  iterations of each run ([`private_plan`][dpgcd_jax.solvers.dp_gcd.private_plan], the generic
-  [`dpgcd_jax.solvers.budget.fit`][]).
+  Everything taken from the data is public by declaration or released by an accounted mechanism:
+  without a public smoothness (`make_problem` without `smoothness=` or `feature_bound=`) a share
+  `bound_share` of `epsilon` releases a feature bound `B` ([`dpgcd_jax.privacy.bounds`][]), the features
+  are clipped to it and `M_j = beta B^2`; the rest calibrates the smallest noise meeting the budget
+  ([`private_plan`][dpgcd_jax.solvers.dp_gcd.private_plan], [`dpgcd_jax.solvers.budget.fit`][]).
   `result.privacy` lists what was spent.
 
   Args:
@@ -275,8 +284,7 @@ def fit(
       that leading axis (independent private runs, each spending the whole budget).
     epsilon: total budget, > 0.
     delta: in (0, 1).
-    passes: iterations `T` (one iteration is one pass over the data; a new value, like a
-      new `epsilon`, does not recompile).
+    passes: iterations `T` (one pass over the data each; a new value does not recompile).
     step_size: `gamma`; coordinate j moves by `gamma / M_j` times its noisy gradient. Or a
       function of the calibrated update noise multiplier `s` (public), e.g. to cap the noise
       a step adds (the estimators' regressor does).
@@ -284,8 +292,7 @@ def fit(
       [`dpgcd_jax.clipping`][]): with features bounded by `B`, `C_j = clip B`, so
       `clip` bounds `|phi'|` (logistic: 1 clips nothing).
     selection, update, rule: see [`run`][dpgcd_jax.solvers.dp_gcd.run].
-    selection_share: splits the solver's budget between selection and update (default: equal
-      multipliers).
+    selection_share: splits the solver's budget between selection and update (default: equal multipliers).
     bound_share: the share of `epsilon` spent on the feature bound when one is needed, in (0, 1).
     store_objective: also return `trace.nonprivate_objective` (NOT private; off by default).
     prior: a [`dpgcd_jax.privacy.Ledger`][] of releases already made from the same data
@@ -297,18 +304,17 @@ def fit(
     prelude: None, or releases to make before the runs, in their program (a
       [`Prelude`][dpgcd_jax.solvers.base.Prelude], as in [`private_fit`][dpgcd_jax.solvers.budget.private_fit]: the
       estimators' bounds), whose `ledger` joins the one ledger.
-    clipping_mode: "coordinate" (the paper's) or "derivative" (GLM losses: the scalar
-      `phi'` is clipped, the same sensitivity; see [`run`][dpgcd_jax.solvers.dp_gcd.run]). A problem without a public
-      smoothness gets its feature bound released first, so "derivative" applies to it.
+    clipping_mode: "coordinate" or "derivative" (see [`run`][dpgcd_jax.solvers.dp_gcd.run]; a problem without a
+      public smoothness gets its feature bound released first, so "derivative" applies to it).
     secure_noise: floating-point-safe noise (see [`run`][dpgcd_jax.solvers.dp_gcd.run]); the ledger then holds the
-      discrete mechanisms' events (`PureDp` selection, `DiscreteLaplace` or
-      `DiscreteGaussian` update) and calibrates them.
-    curvature: "public" or "released" (see [`run`][dpgcd_jax.solvers.dp_gcd.run]): with "released" the ledger
-      gains the entry "curvature", the update mechanism at `curvature_ratio` times the update
-      multiplier, once per iteration.
+      discrete mechanisms' events (`PureDp` selection, `DiscreteLaplace` or `DiscreteGaussian` update).
+    curvature: "public" or "released" (see [`run`][dpgcd_jax.solvers.dp_gcd.run]): "released" adds the entry
+      "curvature", the update mechanism at `curvature_ratio` times the update multiplier, per iteration.
     curvature_ratio: the curvature release's multiplier over the update's, > 0 (default
       `CURVATURE_RATIO = 2`: Gaussian updates at equal selection and update multipliers give
       the curvature a ninth of the run's zCDP budget).
+    scale, fixed: see [`run`][dpgcd_jax.solvers.dp_gcd.run]; "per-step" adds the entry "column bound" per
+      iteration, `bound_noise` at `BOUND_RATIO` times the selection multiplier.
 
   Returns:
     A [`dpgcd_jax.Result`][] whose `privacy` is the privacy report.
@@ -320,7 +326,7 @@ def fit(
                     store_objective=store_objective, prior=prior, targets=targets, prelude=prelude,
                     step_size=step_size, clip=clip, selection=selection, update=update, rule=rule,
                     selection_share=selection_share, secure_noise=secure_noise, clipping_mode=clipping_mode,
-                    curvature=curvature, curvature_ratio=curvature_ratio)
+                    curvature=curvature, curvature_ratio=curvature_ratio, scale=scale, fixed=fixed)
 
 
 def step_draws(coordinates: int, *, selection: str, update: str, curvature: str) -> int:
@@ -333,19 +339,18 @@ def step_draws(coordinates: int, *, selection: str, update: str, curvature: str)
 
 def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, selection: str, update: str,
                     selection_share: float | None, curvature: str = "public",
-                    curvature_ratio: float = CURVATURE_RATIO) -> budget.Plan:
+                    curvature_ratio: float = CURVATURE_RATIO, scale: str = "public") -> budget.Plan:
   """The [`Plan`][dpgcd_jax.solvers.budget.Plan] of `steps` DP-GCD iterations: which noise each step
   draws and which events the ledger charges for it, in one place (the in-memory fit's
   [`private_plan`][dpgcd_jax.solvers.dp_gcd.private_plan] and the streamed one,
-  [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update` are the mechanisms
-  actually run (after `secure_noise`); `coordinates` is `p`, the number of scores a selection
-  noises (a discrete selection draws `p` discrete Laplaces per step, a discrete update one, and a
-  released curvature one more: the ledger's "sampler draws", `Ledger.with_draws`); the other
-  arguments are `fit`'s."""
+  [`dpgcd_jax.solvers.streamed`][], use it alike). `selection` and `update`: the mechanisms run (after
+  `secure_noise`); `coordinates`: `p`, the scores a selection noises (the ledger's "sampler draws",
+  [`step_draws`][dpgcd_jax.solvers.dp_gcd.step_draws]; a per-step bound's at its own epsilon); the rest: `fit`'s."""
   _validate.check_number("curvature_ratio", curvature_ratio, low=0.0, low_open=True)
   share = accounting.check_share(selection_share)
   r_sel, r_upd = accounting.share_ratios(selection, update, share)
   r_curv = float(curvature_ratio) * r_upd if curvature == "released" else None  # None: no field, no release
+  r_bound = BOUND_RATIO * r_sel if scale == "per-step" else None
   draws = step_draws(coordinates, selection=selection, update=update, curvature=curvature)
 
   def ledger_of(params: Params) -> Any:
@@ -353,22 +358,26 @@ def iterations_plan(steps: int, *, coordinates: int, step_size: Any, clip: Any, 
                                   update=update)
     if curvature == "released":
       spent = spent.add("curvature", mechanisms.update(update).event(params.curvature_noise), steps)
+    if scale == "per-step":
+      spent = spent + scale_free.release_ledger(params.bound_noise, steps)
     return spent.with_draws(draws, steps)
 
-  def params_at(scale: float) -> Params:  # a callable step size stays unevaluated: the ledger never reads it
-    return Params(step_size, clip, scale * r_sel, scale * r_upd, None if r_curv is None else scale * r_curv)
+  def params_at(noise: float) -> Params:  # a callable step size stays unevaluated: the ledger never reads it
+    return Params(step_size, clip, noise * r_sel, noise * r_upd, None if r_curv is None else noise * r_curv,
+                  None if r_bound is None else noise * r_bound)
 
   def finish(params: Params) -> Params:  # once, at the calibrated scale
     return params._replace(step_size=step_size(params.update_noise)) if callable(step_size) else params
 
-  return budget.Plan(params_at, ledger_of, dict(selection=selection, update=update, curvature=curvature), finish)
+  return budget.Plan(params_at, ledger_of, dict(selection=selection, update=update, curvature=curvature, scale=scale),
+                     finish)
 
 
 def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, epsilon: float = 1.0,
                  step_size: Any = 1.0, clip: Any = 1.0, selection: str = "laplace", update: str = "laplace",
                  rule: str = "gs-s", selection_share: float | None = None, secure_noise: bool = False,
                  clipping_mode: str = "coordinate", curvature: str = "public",
-                 curvature_ratio: float = CURVATURE_RATIO) -> budget.Plan:
+                 curvature_ratio: float = CURVATURE_RATIO, scale: str = "public", fixed: Any = ()) -> budget.Plan:
   """DP-GCD's privacy side ([`Plan`][dpgcd_jax.solvers.budget.Plan]) for [`fit`][dpgcd_jax.solvers.dp_gcd.fit]:
   the options checked, then [`iterations_plan`][dpgcd_jax.solvers.dp_gcd.iterations_plan] of the
   `passes` iterations of each of the `runs` runs (`epsilon` is not used)."""
@@ -378,12 +387,14 @@ def private_plan(problem: problem_lib.Problem, *, passes: int, runs: int = 1, ep
   greedy.check_private_rule(rule, np.inf)  # a fit is private
   kernels.check_clipping_mode(problem, clipping_mode)
   curvature_lib.check(problem, curvature)
+  scale_free.check(problem, scale, clipping_mode)
   plan = iterations_plan(base.total_steps(SOLVER, problem, passes) * runs, coordinates=problem.num_features,
-                         step_size=step_size, clip=clip,
-                         selection=selection, update=update, selection_share=selection_share, curvature=curvature,
-                         curvature_ratio=curvature_ratio)
-  return plan._replace(options=dict(plan.options, rule=rule, clipping_mode=clipping_mode))
+                         step_size=step_size, clip=clip, selection=selection, update=update, scale=scale,
+                         selection_share=selection_share, curvature=curvature, curvature_ratio=curvature_ratio)
+  return plan._replace(options=dict(plan.options, rule=rule, clipping_mode=clipping_mode,
+                                    fixed=tuple(int(i) for i in fixed)))
 
 
-SOLVER = base.Solver(Params, init, step, info=Info, noises=("selection_noise", "update_noise", "curvature_noise"),
-                     padded=True, private_plan=private_plan)
+SOLVER = base.Solver(Params, init, step, info=Info,
+                     noises=("selection_noise", "update_noise", "curvature_noise", "bound_noise"),
+                     padded=True, private_plan=private_plan, start=scale_free.start)
