@@ -82,7 +82,7 @@ def accuracy(name: str, seed: int, params: dict, oracle: tuple[float, float] | N
 def main() -> None:
   results = []
   for label, name, private, params, oracle in ROWS:
-    accs, ran = zip(*(accuracy(name, seed, params, oracle) for seed in SEEDS))
+    accs, ran = zip(*(accuracy(name, seed, params, oracle) for seed in SEEDS), strict=True)
     scaling = "/".join(sorted(set(ran)))
     results.append(dict(row=label, set=name, private=private, scaling=scaling, accuracies=list(accs),
                         mean=float(np.mean(accs))))

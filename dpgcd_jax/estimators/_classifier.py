@@ -125,12 +125,17 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
       See `dpgcd_jax.estimators._categorical`.
     scaling: how bounds are released when `feature_bound` is None: "private" (per-feature
       private scales, [`dpgcd_jax.privacy.scales`][]), "bound" (one private bound for every
-      feature) or "auto" (default): "private" when `n` is large enough for the per-feature
+      feature), "per-step" (DP-GCD selects on `sign(x_ij)` and releases the bound of each
+      feature it selects, at that step: [`dpgcd_jax.solvers.scale_free`][]; dense X, two classes,
+      no penalty) or "auto" (default): "private" when `n` is large enough for the per-feature
       scales to be informative at this epsilon (a rule on public `n`, `p`, `epsilon`:
       [`dpgcd_jax.privacy.scales_budget.scales_informative`][], e.g. about 14,000 rows at p = 30
-      for a scale budget of 0.1), else "bound", with a warning when the released model
-      suggests it failed. Either way the features are used in units of their bound: DP-GCD
-      is equivariant to per-coordinate scaling, so this is a fit on `x_ij / B_j`.
+      for a scale budget of 0.1); else, on dense X from 1000 rows and `n epsilon >= 1000`,
+      "per-step" when the records vote privately that their scales spread
+      ([`dpgcd_jax.privacy.scale_spread`][], 3% of epsilon) and "bound" otherwise, with a
+      warning when the released model suggests it failed. Either way the features are used in
+      units of their bound: DP-GCD is equivariant to per-coordinate scaling, so this is a fit
+      on `x_ij / B_j`.
     clipping: "coordinate" (default: the paper's per-coordinate clipping of `phi' x_ij` at
       `clip B_j`) or "derivative" (the scalar `phi'` clipped at `clip`: the same
       sensitivity `2 clip B_j / n`; measured less accurate here, see DPGCDRegressor; about
@@ -180,7 +185,8 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
     feature_bound_: (p,) the public bounds used (declared or privately released): the
       half-widths of the ranges inputs are clipped to, `feature_centre_ +- feature_bound_`.
     feature_centre_: (p,) the centres of those ranges (0 unless `feature_bound=(lower, upper)`).
-    scaling_: how they were obtained: "declared", "private" or "bound".
+    scaling_: how they were obtained: "declared", "private", "bound" or "per-step" (the
+      released bound of each selected feature; the cap `2^16` for the others, whose `coef_` is 0).
     n_iter_, step_size_, clip_: the resolved hyperparameters.
     privacy_: the [`dpgcd_jax.privacy.PrivacyReport`][] of the fit (total epsilon, delta).
     n_features_in_, feature_names_in_: as in scikit-learn.

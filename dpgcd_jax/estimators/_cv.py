@@ -186,8 +186,9 @@ class _SearchMixin(_linear.DPGCDBase):
                      f"pay for the noise its candidates add at this budget"), "more rows or a larger epsilon, or "
     else:
       data, scaling = _training.choose_scaling(self, data, epsilon)
-      reason, fix = ("the features' scales spread (scaling='per-step'): the search's candidates run on bounds "
-                     "released before them"), "declared feature bounds, or "
+      reason, fix = ("scaling='per-step' (" + ("declared" if self.scaling == _released.PER_STEP else
+                                                "the records' vote: their scales spread")
+                     + "): the search's candidates run on bounds released before them"), "declared feature bounds, or "
     if scaling is None or scaling == _released.PER_STEP:
       self.best_params_, self.best_score_ = {}, float("nan")
       self.fell_back_ = True

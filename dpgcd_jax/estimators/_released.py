@@ -220,9 +220,10 @@ class FeatureRelease:
     if self.how == DECLARED:
       return Released(bound, DECLARED, self.ledger, "feature bounds: declared public")
     if self.how == PER_STEP:
+      selected = int(np.sum(bound > 0))
       bound = np.where(bound > 0, bound, CAP)  # never selected: the cap (its coefficient is 0)
       return Released(bound, self.how, self.ledger, (
-          f"feature bounds: released per step for the {int(np.sum(bound < CAP))} selected features (entries "
+          f"feature bounds: released per step for the {selected} selected features (entries "
           f"'column bound' of the run; DP-GCD selects on sign(x_ij), dpgcd_jax.solvers.scale_free), the cap "
           f"{CAP:g} elsewhere"))
     if self.how == "private":

@@ -61,8 +61,8 @@ from dpgcd_jax.solvers import scale_free
 
 Array = jax.Array
 CURVATURE_RATIO = 2.0
-# `scale="per-step"`: the bound release's multiplier `1 / epsilon_b` over the selection's (the
-# prototype's zCDP shares 0.6 / 0.1 for the selection and the bound: `epsilon_b^2 / 2 = rho_sel / 6`).
+# `scale="per-step"`: the bound release's multiplier `1 / epsilon_b` over the selection's (zCDP shares
+# 0.6 / 0.1 for the selection and the bound, `epsilon_b^2 / 2 = rho_sel / 6`; 1.5 and 4 measured alike).
 BOUND_RATIO = 2.5
 
 
@@ -82,8 +82,7 @@ class Params(NamedTuple):
       (`curvature="released"`, [`dpgcd_jax.curvature`][]) in units of its sensitivity;
       required there. With `curvature="public"` it is unused and may stay `None` (the
       default: no leaf, so `jax.vmap` over a `Params` of the four other fields still works).
-    bound_noise: > 0, `1 / epsilon` of each per-step bound release (`scale="per-step"`,
-      [`dpgcd_jax.solvers.scale_free`][]); `None` (no leaf) otherwise.
+    bound_noise: `1 / epsilon` of each bound release with `scale="per-step"`; `None` (no leaf) otherwise.
   """
 
   step_size: Any = 1.0
@@ -209,7 +208,8 @@ def run(
     secure_noise: floating-point-safe noise (Mironov 2012): selection and update become their exact
       discrete counterparts on a public grid ("laplace" -> "discrete_laplace", "gaussian" ->
       "discrete_gaussian"; "gumbel" raises; `dpgcd_jax.mechanisms`), with the same multipliers. Calibrate
-      them with `fit`, or `calibrate_gcd` with the discrete names and `features=p` (it charges the draws).
+      them with `fit`, or `calibrate_gcd` with the discrete names and `features=p` (it charges the draws;
+      it knows neither `curvature="released"` nor `scale="per-step"`: use `fit` with them).
     curvature: "public" (steps `gamma / M_j` from the problem's public smoothness) or
       "released": each iteration also releases the second moment of the selected feature with
       the update mechanism at `params.curvature_noise` and steps by `gamma / hat M_j`

@@ -118,9 +118,9 @@ def test_per_step_refuses_what_it_cannot_fit_before_any_work(params, data):
 def test_the_search_falls_back_to_the_defaults_when_the_scales_spread():
   """Its candidates run on bounds released before them: on spread scales the defaults (per step) run instead."""
   X, y, Xt, yt = _spread_set(0, n=2500, p=300)
-  with pytest.warns(UserWarning, match="scales spread"):
+  with pytest.warns(UserWarning, match="their scales spread"):
     model = dg.DPGCDClassifierCV(epsilon=1.0, classes=[0, 1], random_state=0, param_grid={"clip": [0.25, 0.5]}
                                  ).fit(X, y)
-  assert model.fell_back_ and model.scaling_ == "per-step" and "scales spread" in model.fallback_reason_
+  assert model.fell_back_ and model.scaling_ == "per-step" and "their scales spread" in model.fallback_reason_
   assert model.privacy_.epsilon <= 1.0 + 1e-9 and scale_spread.LABEL in _labels(model)
   assert np.mean(model.predict(Xt) == yt) > 0.8
