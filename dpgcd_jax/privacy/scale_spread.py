@@ -8,11 +8,14 @@ feature's correlation). The estimators choose between them from this release
 
 The statistic. Record `i` votes "spread" when more than `THRESHOLD` of its nonzero magnitudes
 `|x_ij|` lie below `s_i / RATIO`, `s_i` the `QUANTILE`-quantile of those magnitudes (the
-record's typical size, as in [`dpgcd_jax.privacy.bounds`][]); a record with no nonzero entry
-votes "equal". On standard Gaussian features the share is `P(|Z| < 1.64 / 8) = 0.16` for every
-record; on Gaussian features of scales `10^U[-1, 1]` about 0.55; binary features have none
-(every nonzero magnitude is the same). The release says whether the votes "spread" are a
-majority.
+record's typical size, as in [`dpgcd_jax.privacy.bounds`][]), and at least `MIXED` of its nonzero
+entries have each sign; a record with no nonzero entry votes "equal". On standard Gaussian
+features the share is `P(|Z| < 1.64 / 8) = 0.16` for every record; on Gaussian features of scales
+`10^U[-1, 1]` about 0.55; binary features have none (every nonzero magnitude is the same). The
+signs' condition: the scale-free selection reads `sign(x_ij)`, which says nothing on a column that
+never changes sign (counts, prices, areas: raw breast_cancer's records all have the share 1.0), so
+such tables keep one bound (declare their ranges `(lower, upper)` instead). The release says whether
+the votes "spread" are a majority.
 
 Mechanism. The vote is a function of record `i` alone, so replacing a record moves the count
 `V` of "spread" votes by at most 1. AboveThreshold ([`dpgcd_jax.release_mechanisms.AboveThreshold`][],
@@ -48,6 +51,7 @@ SHARE = 0.03  # of epsilon
 RATIO = 8.0
 THRESHOLD = 0.29
 QUANTILE = 0.9
+MIXED = 0.1  # the least share of a record's nonzero entries of each sign for it to vote "spread"
 LABEL = "scale spread"
 
 
@@ -59,7 +63,9 @@ def record_votes(X: np.ndarray) -> np.ndarray:
   rank = np.ceil(QUANTILE * nonzero).astype(np.int64)  # the quantile's position among the nonzeros
   typical = np.take_along_axis(magnitudes, np.clip(p - nonzero + rank - 1, 0, p - 1)[:, None], axis=1)[:, 0]
   small = np.count_nonzero((magnitudes > 0) & (magnitudes < typical[:, None] / RATIO), axis=1)
-  return (nonzero > 0) & (small > THRESHOLD * nonzero)
+  negative = np.count_nonzero(np.asarray(X) < 0, axis=1)
+  mixed = (negative >= MIXED * nonzero) & (nonzero - negative >= MIXED * nonzero)
+  return (nonzero > 0) & (small > THRESHOLD * nonzero) & mixed
 
 
 def epsilon_of(epsilon: float) -> float:

@@ -94,8 +94,9 @@ def test_the_vote_counts_each_record_once():
   rng = np.random.default_rng(0)
   equal = rng.standard_normal((50, 400))
   spread = equal * 10.0 ** rng.uniform(-1, 1, 400)
-  votes = scale_spread.record_votes(np.concatenate([equal, spread, np.zeros((3, 400)), (equal > 0)[:5]]))
-  np.testing.assert_array_equal(votes, [False] * 50 + [True] * 50 + [False] * 8)
+  rows = [equal, spread, np.zeros((3, 400)), (equal > 0)[:5], np.abs(spread)[:5]]  # binary; one sign only
+  votes = scale_spread.record_votes(np.concatenate(rows))
+  np.testing.assert_array_equal(votes, [False] * 50 + [True] * 50 + [False] * 13)
 
 
 @pytest.mark.parametrize(("params", "data"), [
