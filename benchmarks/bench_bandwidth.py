@@ -7,6 +7,9 @@ Three tables, every ratio measured in this process, A and B interleaved, the med
   float32, run as one ``jax.vmap`` against 16 sequential runs, for coordinate and derivative
   clipping; beside them one XLA matrix-vector product over the same X (the read floor), in
   units of which the vmapped time per configuration-iteration is given;
+- the coordinate-clipped gradient kernel alone, K vmapped against K sequential calls: the exact
+  fixed-point sum, a plain float32 clipped sum (NOT exact, a reference) and the unclipped product
+  sum: how much of the K = 16 speedup XLA's CPU code for an elementwise clip allows at all;
 - sparse DP-GCD per iteration against a scipy ``X^T v`` of the same matrix (CSR of ``X^T``):
   nnz = 1e5 at p = 1e4, 1e5, 1e6 (n = 1e4), and the dorothea-shaped set (800 x 100000, 1%
   binary), with coordinate and with derivative clipping (the factor grids' integer products);
@@ -76,6 +79,33 @@ def configurations_rows(repeats, passes=3, n=20000, p=1000):
     rows.append(dict(mode=mode, sequential_ms=1e3 * seq, vmapped_ms=1e3 * vm, speedup=seq / vm,
                      gemv_ms=1e3 * t["gemv"], per_config_iteration_over_gemv=vm / (K * passes) / t["gemv"]))
   return rows
+
+
+def kernel_rows(repeats, n=20000, p=1000):
+  """The coordinate-clipped gradient kernel alone, K configurations (derivatives and thresholds)
+  vmapped against K sequential calls, over the same X: the library's exact fixed-point sum
+  (`kernels.clipped_total`), a plain float32 clipped sum (its rounding NOT covered by the
+  sensitivity: a reference only) and the unclipped product sum (`X^T d`, a GEMM under vmap)."""
+  from dpgcd_jax import exact_sums
+  from dpgcd_jax import kernels
+  rng = np.random.default_rng(0)
+  XT = jnp.asarray(rng.normal(size=(p, n)).astype(np.float32))
+  D = jnp.asarray(0.3 * rng.normal(size=(K, n)).astype(np.float32))
+  C = jnp.asarray(0.05 + 0.2 * np.abs(rng.normal(size=(K, p))).astype(np.float32))
+  bits = exact_sums.grid_bits(jnp.float32, n)
+  kernel = {
+      "exact clipped sum (the library's)": lambda d, c: kernels.clipped_total(XT, d, c, bits),
+      "plain float32 clipped sum (NOT exact)": lambda d, c: kernels._feature_blocks(
+          lambda x, c: jnp.sum(jnp.clip(x * d[None, :], -c[:, None], c[:, None]), axis=1), XT, c),
+      "product sum, no clip": lambda d, c: XT @ d}
+  fns = {}
+  for name, f in kernel.items():
+    one, batched = jax.jit(f), jax.jit(jax.vmap(f))
+    fns[name + " sequential"] = lambda one=one: [one(D[k], C[k]) for k in range(K)]
+    fns[name + " vmapped"] = lambda batched=batched: batched(D, C)
+  t = cpu_medians(fns, repeats)
+  return [dict(kernel=name, sequential_ms=1e3 * t[name + " sequential"], vmapped_ms=1e3 * t[name + " vmapped"],
+               speedup=t[name + " sequential"] / t[name + " vmapped"]) for name in kernel]
 
 
 def _binary_sparse(n, p, nnz, seed):
@@ -177,6 +207,10 @@ def main():
   for r in configurations_rows(args.repeats):
     lines.append(f"| {r['mode']} clipping | {r['sequential_ms']:.0f} ms | {r['vmapped_ms']:.0f} ms | "
                  f"{r['speedup']:.2f}x | {r['gemv_ms']:.2f} ms | {r['per_config_iteration_over_gemv']:.2f}x |")
+  lines += ["", f"| the coordinate-clipped kernel alone, K = {K}, 20000 x 1000 f32 | {K} sequential calls | "
+                f"one vmapped call | speedup |", "|---|---|---|---|"]
+  for r in kernel_rows(args.repeats):
+    lines.append(f"| {r['kernel']} | {r['sequential_ms']:.0f} ms | {r['vmapped_ms']:.0f} ms | {r['speedup']:.2f}x |")
   lines += ["", "| sparse DP-GCD | shape | per iteration (coordinate clipping) | scipy X^T v | ratio | "
                 "per iteration (derivative clipping) | ratio |", "|---|---|---|---|---|---|---|"]
   for r in sparse_rows(args.repeats):

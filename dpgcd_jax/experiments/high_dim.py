@@ -13,7 +13,8 @@ Three generated sets (labels balanced, 10 informative features, `w_true` zero el
 
 Labels: `y ~ Bernoulli(sigmoid(<x, w_true> - mean))`. [`run`][dpgcd_jax.experiments.high_dim.run]
 fits, for one cell `(set, p, n)`, the majority class, non-private L1 logistic regression
-(scikit-learn, best of a small C grid on the test rows: NOT private, a reference), the private
+(scikit-learn, best of a small C grid on the test rows: NOT private, a reference), the same on the
+generator's true support (`"support"`: what the best selection could reach; NOT private), the private
 estimators with their defaults (DP-GCD, its CV version, DP-FW, DP-IHT), and an oracle grid
 of DP-GCD runs whose best point is chosen on the test rows (NOT private, labelled so).
 """
@@ -85,10 +86,10 @@ def _accuracy(model: Any, X: Any, y: np.ndarray) -> float:
 
 
 def run(name: str, *, n: int, p: int, seed: int = 0, epsilon: float = 1.0, columns: tuple[str, ...] = (
-    "majority", "l1", "dp_gcd", "dp_gcd_cv", "dp_fw", "dp_iht", "oracle"), test_size: int = 4000,
+    "majority", "l1", "support", "dp_gcd", "dp_gcd_cv", "dp_fw", "dp_iht", "oracle"), test_size: int = 4000,
         estimator_params: dict[str, Any] | None = None) -> dict[str, Any]:
   """One cell of the benchmark: accuracy of each column on `test_size` held-out rows (see the
-  module docstring; "l1" and "oracle" are NOT private), and the seconds of the default fit."""
+  module docstring; "l1", "support" and "oracle" are NOT private), and the seconds of the default fit."""
   from sklearn.linear_model import LogisticRegression
 
   import dpgcd_jax as dg
@@ -105,6 +106,10 @@ def run(name: str, *, n: int, p: int, seed: int = 0, epsilon: float = 1.0, colum
     if "l1" in columns:
       row["l1"] = max(_accuracy(LogisticRegression(l1_ratio=1.0, C=C, solver="liblinear").fit(Xtr, ytr), Xte, yte)
                       for C in (0.01, 0.03, 0.1, 0.3, 1.0))
+    if "support" in columns:
+      support = np.sort(_design(name, seed, p)[1])
+      row["support"] = max(_accuracy(LogisticRegression(C=C).fit(Xtr[:, support], ytr), Xte[:, support], yte)
+                           for C in (0.1, 1.0, 100.0))
     for column, kw in (("dp_gcd", {}), ("dp_fw", dict(solver="dp_fw")), ("dp_iht", dict(solver="dp_iht"))):
       if column in columns:
         start = time.perf_counter()

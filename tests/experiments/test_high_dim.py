@@ -29,3 +29,11 @@ def test_feature_scales_are_the_generator_truth():
     high_dim.feature_scales("binary", 5, 60)
   with pytest.raises(ValueError, match="name"):
     high_dim.make_set("images", 5, 10, 6)
+
+
+def test_run_support_column_is_the_true_support_reference():
+  """`high_dim.run`'s NOT-private "support" column: logistic regression on the generator's true support
+  learns the labels (far above the majority) and only the requested columns are computed."""
+  row = high_dim.run("binary", n=3000, p=200, seed=1, columns=("majority", "support"), test_size=2000)
+  assert set(row) == {"set", "n", "p", "seed", "epsilon", "majority", "support"}
+  assert row["support"] > row["majority"] + 0.15
