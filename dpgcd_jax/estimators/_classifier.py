@@ -83,6 +83,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   count of signs), 0.25 for features spread below their bounds (the floor keeps the
   intercept's steps: `_follow_data`). Measured (`benchmarks/bench_high_dim.py` sets, eps = 1,
   2 keys; fixed clip 0.25 -> 0.5): text-like n = 32000 0.62 -> 0.66, binary n = 8000 0.70 -> 0.71.
+  Below `s = 1/4` the declared bounds are shrunk to `4 s B_j` (the features clipped there:
+  [`bound_scale`][dpgcd_jax.estimators._defaults.bound_scale]; standardized features under
+  `feature_bound=10`: 0.56 -> 0.77).
   With released bounds the clip is 0.25 (dense and sparse X alike).
   With `curvature="public"` and for the other solvers: clip 0.1 and
   `step_size = max(1, 0.5 beta / clip)` (a margin move of at most about 0.5 per step), and
@@ -182,8 +185,9 @@ class DPGCDClassifier(ClassifierMixin, DPGCDBase):
   Attributes:
     coef_, intercept_: the private model.
     solver_params_: the solver's hyperparameters as run (`solver_params` and the defaults).
-    feature_bound_: (p,) the public bounds used (declared or privately released): the
-      half-widths of the ranges inputs are clipped to, `feature_centre_ +- feature_bound_`.
+    feature_bound_: (p,) the public bounds used (declared, declared and shrunk to the released
+      typical size, or privately released): the half-widths of the ranges inputs are clipped to,
+      `feature_centre_ +- feature_bound_`.
     feature_centre_: (p,) the centres of those ranges (0 unless `feature_bound=(lower, upper)`).
     scaling_: how they were obtained: "declared", "private", "bound" or "per-step" (the
       released bound of each selected feature; the cap `2^16` for the others, whose `coef_` is 0).

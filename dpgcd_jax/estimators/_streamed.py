@@ -141,10 +141,11 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
       units = None if targets.unit is None else targets.encode(column_or_1d(y), np.float64)[0]
       return self._size_records(X, bound, units)
 
-    hyper, prior, notes = self._follow_data(
+    hyper, prior, notes, scale = self._follow_data(
         jax.random.fold_in(key, _training.TYPICAL_SIZE_STREAM),
         lambda k, noise: typical_size.release_counts(k, _grid_counts(read, size_records, n), n, noise), p, hyper, n=n,
         epsilon=epsilon, delta=delta, prior=prior)
+    bound = bound * scale  # fit's shrink of bounds far above the data (`_defaults.bound_scale`)
   width = p + bool(self.fit_intercept)
   bounds = np.append(bound, self._intercept_bound(hyper)) if self.fit_intercept else bound
   penalty = self._penalty(width, self.alpha, self.l1_ratio)

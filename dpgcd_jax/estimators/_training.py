@@ -31,8 +31,10 @@ from dpgcd_jax import sparse
 from dpgcd_jax.estimators import _inputs
 from dpgcd_jax.estimators import _released
 from dpgcd_jax.estimators._defaults import AUTO
+from dpgcd_jax.estimators._defaults import SIZE_TO_BOUND
 from dpgcd_jax.estimators._defaults import TYPICAL_SIZE_SHARE
 from dpgcd_jax.estimators._defaults import Hyper
+from dpgcd_jax.estimators._defaults import bound_scale
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scale_spread
 from dpgcd_jax.privacy import typical_size
@@ -144,10 +146,12 @@ def train(self: Any, layout: Any, n: int, targets: np.ndarray, features: _releas
                                target_units)
   if records is not None and self._follows_data():
     size_rows, size_bound = records
-    hyper, prior, notes = self._follow_data(
+    hyper, prior, notes, scale = self._follow_data(
         jax.random.fold_in(key, TYPICAL_SIZE_STREAM),
         lambda k, noise: typical_size.release(k, size_rows, size_bound, noise),
         p, hyper, n=n, epsilon=epsilon, delta=delta, prior=prior)
+    if scale < 1.0:  # declared bounds far above the data, shrunk (`bound_scale`): the runs clip at them
+      features = dataclasses.replace(features, declared=np.asarray(features.declared) * scale)
   intercept = self._intercept_bound(hyper)
   released = None
   if sparse.is_sparse(layout):
@@ -213,12 +217,14 @@ def choose_scaling(self: Any, data: Any, epsilon: float) -> tuple[Any, str]:
 
 def follow_data(self: Any, key: jax.Array, release_size: Callable[[jax.Array, float], float | None], p: int,
                 hyper: Hyper, *, n: int, epsilon: float, delta: float, prior: ledger_lib.Ledger
-                ) -> tuple[Hyper, ledger_lib.Ledger, tuple[str, ...]]:
-  """The "auto" clip `self._clip_at_size(s)`, `s` the typical size of the `n` records of
+                ) -> tuple[Hyper, ledger_lib.Ledger, tuple[str, ...], float]:
+  """The "auto" clip `self._clip_at_size(s / f)`, `s` the typical size of the `n` records of
   `self._size_records` in units of their public bounds (`dpgcd_jax.privacy.typical_size`,
   `release_size(key, noise)`: in memory or over row chunks, released at `TYPICAL_SIZE_SHARE` of
-  epsilon and delta), its ledger added to `prior`, and the `privacy_` note. The classifier's
-  rule is `max(AUTO_CLIP_RELEASED, AUTO_MARGIN_STEP * s)` on the features (below); the
+  epsilon and delta), its ledger added to `prior`, the `privacy_` note, and `f`, the factor on
+  declared feature bounds (`_defaults.bound_scale` of the features' size, 1 for a target's):
+  the caller clips the features at `f B_j`, where they are about `s / f` in size. The classifier's
+  rule is `max(AUTO_CLIP_RELEASED, AUTO_MARGIN_STEP * s / f)` on the features (below); the
   regressor's `min(AUTO_CLIP_REGRESSION, TARGET_CLIP_RATIO * s)` on its target under a declared
   bound (`_defaults.target_clip`). The step ("auto") follows the clip (`released_step_size`). A
   failed draw (independent of the data) keeps the fixed clip, and so does a release that would
@@ -239,16 +245,21 @@ def follow_data(self: Any, key: jax.Array, release_size: Callable[[jax.Array, fl
   noise = typical_size.noise_at(TYPICAL_SIZE_SHARE * epsilon, TYPICAL_SIZE_SHARE * delta)
   if not typical_size.informative(n, noise):  # public: n and the budget; nothing is spent
     return hyper, prior, (f"clip: the fixed {hyper.clip:g} (the {self._size_label}'s release would not be "
-                          f"informative at n = {n}, epsilon = {epsilon:g}: nothing spent on it)",)
+                          f"informative at n = {n}, epsilon = {epsilon:g}: nothing spent on it)",), 1.0
   size = release_size(key, noise)
   how = (f"clip: {self._clip_rule}, the size released privately (dpgcd_jax.privacy.typical_size, a share "
          f"{TYPICAL_SIZE_SHARE:g} of the budget, noise multiplier {noise:.4g})")
+  scale = 1.0
   if size is not None:
-    hyper = self._hyper(n, p, epsilon, clip=self._clip_at_size(size))
+    scale = bound_scale(size) if self._size_label == typical_size.LABEL else 1.0
+    hyper = self._hyper(n, p, epsilon, clip=self._clip_at_size(size / scale))
     how += f": size {size:.4g}, clip {hyper.clip:.4g}"
+    if scale < 1.0:
+      how += (f"; the declared feature bounds are {1 / size:.3g}x the typical size: the features are clipped at "
+              f"{scale:.4g}x them ({SIZE_TO_BOUND:g}x that size, _defaults.bound_scale)")
   else:
     how += f": the sampler failed (independent of the data), the fixed clip {hyper.clip:g} ran"
-  return hyper, typical_size.ledger(noise, self._size_label) + prior, (how,)
+  return hyper, typical_size.ledger(noise, self._size_label) + prior, (how,), scale
 
 
 def run_solver(self: Any, problem: Any, key: jax.Array, targets: np.ndarray, hyper: Hyper,

@@ -61,6 +61,21 @@ def test_chunked_fit_is_the_in_memory_fit_with_the_defaults(rows):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_a_loose_bound_is_shrunk_over_chunks_as_in_memory():
+  """Gaussian features under a declared bound 10: both fits release the same typical size from the
+  same counts and clip the features at the same shrunk bounds (`_defaults.bound_scale`)."""
+  rng = np.random.default_rng(4)
+  X = rng.standard_normal((N, P)).astype(np.float32)
+  y = np.where(X[:, :4].sum(axis=1) + rng.normal(size=N) > 0, "yes", "no")
+  make = lambda: dg.DPGCDClassifier(classes=["no", "yes"], feature_bound=10.0, random_state=2)
+  memory, chunked = _pair(make, X, y, [(X[i:i + 1000], y[i:i + 1000]) for i in range(0, N, 1000)])
+  _same(memory, chunked)
+  np.testing.assert_array_equal(chunked.feature_bound_, memory.feature_bound_)
+  assert np.all(memory.feature_bound_ < 5.0)  # shrunk from 10 (entries about 0.8 in size)
+  assert np.array_equal(chunked.predict(X), memory.predict(X))
+
+
 def test_chunked_fit_reads_npy_files_and_takes_a_penalty_and_a_declared_clip(tmp_path):
   X, y = _data(1)
   labels = (y == "yes").astype(np.int64)
