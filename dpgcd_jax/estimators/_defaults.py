@@ -9,10 +9,14 @@ declared bounds, a target bound, the feature bounds) is released privately in th
 from __future__ import annotations
 
 import math
+from typing import Any
 from typing import NamedTuple
+
+import numpy as np
 
 from dpgcd_jax import losses as losses_lib
 from dpgcd_jax.estimators import _released
+from dpgcd_jax.problem import BOUND_RANGE
 
 AUTO = _released.AUTO
 AUTO_CLIP = 0.1
@@ -83,6 +87,13 @@ def bound_scale(size: float) -> float:
     learned); 20 features under bound 3 (not shrunk) 0.69, under bound 10 0.60 -> 0.68 (0.50).
   """
   return min(1.0, SIZE_TO_BOUND * size)
+
+
+def shrunk_bounds(declared: Any, scale: float) -> np.ndarray:
+  """The declared bounds times `scale` ([`bound_scale`][dpgcd_jax.estimators._defaults.bound_scale]), each at
+  least the smallest bound a problem takes (`problem.BOUND_RANGE`, where `B^2` is a normal
+  float32): public, a function of the declaration and the release only."""
+  return np.maximum(np.asarray(declared, np.float64) * scale, BOUND_RANGE[0])
 
 
 class Hyper(NamedTuple):

@@ -57,6 +57,7 @@ from dpgcd_jax import penalties
 from dpgcd_jax import progress
 from dpgcd_jax import row_chunks
 from dpgcd_jax import sparse
+from dpgcd_jax.estimators import _defaults
 from dpgcd_jax.estimators import _inputs
 from dpgcd_jax.estimators import _ranges
 from dpgcd_jax.estimators import _released
@@ -137,7 +138,7 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
     targets = targets.weigh(_class_counts(read, self.classes_, n), key)
   prior, notes = targets.prior, ()
   if self._follows_data():  # the data-following clip, from the counts of one more pass
-    def size_records(X: Any, y: Any) -> Any:  # fit's `_size_records`: a regressor's targets in units of T, in float64
+    def size_records(X: Any, y: Any, bound: Any = bound) -> Any:  # fit's `_size_records` (the declared bounds)
       units = None if targets.unit is None else targets.encode(column_or_1d(y), np.float64)[0]
       return self._size_records(X, bound, units)
 
@@ -145,7 +146,7 @@ def fit_chunks(self: Any, chunks: Any, *, num_examples: int) -> Any:
         jax.random.fold_in(key, _training.TYPICAL_SIZE_STREAM),
         lambda k, noise: typical_size.release_counts(k, _grid_counts(read, size_records, n), n, noise), p, hyper, n=n,
         epsilon=epsilon, delta=delta, prior=prior)
-    bound = bound * scale  # fit's shrink of bounds far above the data (`_defaults.bound_scale`)
+    bound = _defaults.shrunk_bounds(bound, scale) if scale < 1.0 else bound  # fit's shrink (`bound_scale`)
   width = p + bool(self.fit_intercept)
   bounds = np.append(bound, self._intercept_bound(hyper)) if self.fit_intercept else bound
   penalty = self._penalty(width, self.alpha, self.l1_ratio)

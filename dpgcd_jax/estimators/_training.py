@@ -35,6 +35,7 @@ from dpgcd_jax.estimators._defaults import SIZE_TO_BOUND
 from dpgcd_jax.estimators._defaults import TYPICAL_SIZE_SHARE
 from dpgcd_jax.estimators._defaults import Hyper
 from dpgcd_jax.estimators._defaults import bound_scale
+from dpgcd_jax.estimators._defaults import shrunk_bounds
 from dpgcd_jax.privacy import ledger as ledger_lib
 from dpgcd_jax.privacy import scale_spread
 from dpgcd_jax.privacy import typical_size
@@ -151,7 +152,7 @@ def train(self: Any, layout: Any, n: int, targets: np.ndarray, features: _releas
         lambda k, noise: typical_size.release(k, size_rows, size_bound, noise),
         p, hyper, n=n, epsilon=epsilon, delta=delta, prior=prior)
     if scale < 1.0:  # declared bounds far above the data, shrunk (`bound_scale`): the runs clip at them
-      features = dataclasses.replace(features, declared=np.asarray(features.declared) * scale)
+      features = dataclasses.replace(features, declared=shrunk_bounds(features.declared, scale))
   intercept = self._intercept_bound(hyper)
   released = None
   if sparse.is_sparse(layout):

@@ -70,7 +70,7 @@ def released_size(model):
   note = next(note for note in model.privacy_.notes if "typical_size" in note)
   printed = float(note.split(": size ")[1].split(",")[0])
   size = typical_size.GRID[np.argmin(np.abs(typical_size.GRID - printed))]
-  assert abs(size - printed) <= 1e-4 * size, (printed, size)
+  assert abs(size - printed) <= 1e-3 * size, (printed, size)  # 4 digits; the grid points are 19% apart
   return size
 
 
@@ -89,6 +89,19 @@ def test_a_loose_declared_bound_keeps_the_floor_and_is_shrunk_to_four_times_the_
   assert any("clipped at" in note for note in model.privacy_.notes)
   far = np.where(np.arange(20) < 10, 50.0, -50.0)[None, :]  # beyond the shrunk bounds: predicted as at them
   np.testing.assert_allclose(model.decision_function(far), model.decision_function(far / 50.0 * 40.0 * size))
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_a_shrunk_bound_stays_in_the_range_a_problem_takes(layout):
+  """A declared bound of 2^-58 over entries near 2^-66: the released size is the grid's floor 1/64,
+  and `4 s B = 2^-62` would leave `BOUND_RANGE` (`B^2` subnormal; sparse, a refusal after the release
+  that named the released size and left the accountant uncharged); the shrunk bounds stop at `2^-60`."""
+  rng = np.random.default_rng(5)
+  X = rng.standard_normal((2000, 8)) * 2.0**-66
+  y = labels_of(X, rng, 2)
+  model = fit(sparse.csr_array(X) if layout == "sparse" else X, y, feature_bound=2.0**-58, random_state=0)
+  assert released_size(model) == typical_size.GRID[0]
+  np.testing.assert_array_equal(model.feature_bound_, np.full(8, 2.0**-60))
 
 
 def test_a_bound_near_the_typical_size_is_not_shrunk():
